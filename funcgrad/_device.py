@@ -1,0 +1,85 @@
+"""Devices: PyTorch's ``device`` names mapped onto JAX devices ('cuda' = JAX's GPU platform)."""
+
+from __future__ import annotations
+
+import functools
+
+import jax
+
+
+class device:
+    """``funcgrad.device('cpu')``, ``device('cuda', 0)``, ``device('cuda:1')``."""
+
+    __slots__ = ("type", "index")
+
+    def __init__(self, type: "str | device", index: int | None = None):
+        if isinstance(type, device):
+            type, index = type.type, type.index if index is None else index
+        if ":" in type:
+            type, idx = type.split(":")
+            index = int(idx)
+        if type not in ("cpu", "cuda", "tpu", "meta", "mps"):
+            raise RuntimeError(
+                "Expected one of cpu, cuda, tpu device type at start of device string: " + type)
+        self.type = type
+        self.index = index
+
+    def __repr__(self) -> str:
+        return f"device(type='{self.type}')" if self.index is None else \
+            f"device(type='{self.type}', index={self.index})"
+
+    def __str__(self) -> str:
+        return self.type if self.index is None else f"{self.type}:{self.index}"
+
+    def __eq__(self, other) -> bool:
+        if isinstance(other, str):
+            other = device(other)
+        return isinstance(other, device) and (self.type, self.index) == (other.type, other.index)
+
+    def __hash__(self) -> int:
+        return hash((self.type, self.index))
+
+
+_PLATFORM = {"cpu": "cpu", "cuda": "gpu", "tpu": "tpu"}
+
+
+@functools.lru_cache(maxsize=None)
+def _devices(platform: str):
+    try:
+        return tuple(jax.devices(platform))
+    except RuntimeError:
+        return ()
+
+
+def jax_device(d) -> "jax.Device":
+    """The JAX device for a funcgrad device spec; PyTorch-like error if absent."""
+    d = device(d) if not isinstance(d, device) else d
+    if d.type == "meta" or d.type == "mps":
+        raise RuntimeError(f"funcgrad does not support the '{d.type}' device")
+    devs = _devices(_PLATFORM[d.type])
+    if not devs:
+        if d.type == "cuda":
+            raise RuntimeError(
+                "Found no NVIDIA driver on your system: JAX sees no GPU. Install a CUDA build "
+                "of jax (pip install 'jax[cuda12]') on a machine with a GPU, or use device='cpu'.")
+        raise RuntimeError(f"JAX sees no {d.type.upper()} device")
+    index = d.index or 0
+    if index >= len(devs):
+        raise RuntimeError(
+            f"{d.type} device index {index} is out of range: {len(devs)} device(s) visible")
+    return devs[index]
+
+
+def from_jax(jd) -> device:
+    t = {"cpu": "cpu", "gpu": "cuda", "cuda": "cuda", "rocm": "cuda", "tpu": "tpu"}.get(jd.platform, jd.platform)
+    if t == "cpu":
+        return device("cpu")
+    return device(t, jd.id if hasattr(jd, "id") else 0)
+
+
+def cuda_is_available() -> bool:
+    return bool(_devices("gpu"))
+
+
+def cuda_device_count() -> int:
+    return len(_devices("gpu"))

@@ -1,0 +1,272 @@
+"""Dispatch: one function, ``apply(op, *args, **static)``. Unwrap → forward kernel → wrap, and
+only when grad mode is on and an input requires grad, record an ``OpNode``.
+
+Kernels are cached per op and per static arguments (jax caches per shape/dtype below that):
+  * forward  = ``jax.jit(fn)``;
+  * backward = ``jax.jit`` of ``jax.vjp`` of the same fn, specialised on which inputs need a
+    gradient, recomputing what it needs from the saved primal inputs in one XLA program.
+With ``create_graph`` the backward kernel is itself applied through ``apply`` as an op, so its
+derivative is ``jax.vjp`` of the vjp and higher orders need nothing more.
+"""
+
+from __future__ import annotations
+
+import jax
+import jax.numpy as jnp
+
+from . import _dtype
+from .autograd import grad_mode
+from .autograd.graph import FREED_MSG, AccumulateGrad, Node, node_class  # noqa: F401
+
+_state = grad_mode._state
+
+
+class Op:
+    """One entry of the op table: a pure ``jax.numpy`` function and how autograd treats it.
+
+    Args:
+        name: PyTorch's op name (``"mul"``).
+        fn: pure function ``fn(*arrays, **static) -> array | tuple``.
+        grad_name: PyTorch's node name (``"MulBackward0"``); ``None``: never differentiable.
+        promote: dtype rule for the operands: ``none`` (as is), ``float`` (integers → default
+            float), ``binary`` (PyTorch's result_type), ``binary_float`` (result_type, then
+            integers → default float, e.g. true division), ``compare`` (result_type; bool out).
+        diff: positions of the differentiable operands (default: every positional argument).
+        linear: the vjp needs only shapes, not values, so nothing is saved (``add``, ``view``).
+        diff_outputs: for tuple-valued fns, which outputs carry gradients.
+        view: the result shares storage with input 0 (writes through it reach the base).
+    """
+
+    __slots__ = ("name", "fn", "grad_name", "promote", "diff", "linear", "diff_outputs",
+                 "view", "_fwd", "_bwd", "_bwd_ops", "_node_cls", "doc")
+
+    def __init__(self, name, fn, grad_name=None, promote="none", diff=None, linear=False,
+                 diff_outputs=None, view=False, doc=None):
+        self.name, self.fn, self.grad_name, self.promote = name, fn, grad_name, promote
+        self.diff, self.linear, self.diff_outputs, self.view = diff, linear, diff_outputs, view
+        self.doc = doc
+        self._fwd, self._bwd, self._bwd_ops = {}, {}, {}
+        self._node_cls = node_class(grad_name, OpNode) if grad_name else None
+
+    def __repr__(self):
+        return f"Op({self.name})"
+
+    def positions(self, nargs):
+        return range(nargs) if self.diff is None else self.diff
+
+    # -- kernels ---------------------------------------------------------------------------
+    def traced(self, static, cast, nargs):
+        """The pure function with the dtype cast applied to the operands."""
+        fn, kw = self.fn, dict(static)
+        if cast is None:
+            return lambda *a: fn(*a, **kw)
+        pos = frozenset(self.positions(nargs))
+        jt = cast.np
+
+        def f(*a):
+            return fn(*[jnp.asarray(x, jt) if i in pos else x for i, x in enumerate(a)], **kw)
+        return f
+
+    def forward(self, static, cast, nargs):
+        key = (static, cast, nargs)
+        k = self._fwd.get(key)
+        if k is None:
+            k = self._fwd[key] = jax.jit(self.traced(static, cast, nargs))
+        return k
+
+    def vjp_fn(self, static, cast, nargs, mask, avals):
+        """``bwd(args, cots) -> grads`` for the masked positions (unjitted, traceable)."""
+        f = self.traced(static, cast, nargs)
+        idx = [i for i in range(nargs) if mask[i]]
+        douts = self.diff_outputs
+
+        def bwd(args, cots):
+            full = list(args)
+            for i, (shape, dt) in avals:
+                full[i] = jnp.zeros(shape, dt)
+
+            def g(*d):
+                a = list(full)
+                for i, v in zip(idx, d):
+                    a[i] = v
+                out = f(*a)
+                return out if douts is None else tuple(out[j] for j in douts)
+            _, pull = jax.vjp(g, *[full[i] for i in idx])
+            return pull(cots if douts is not None else cots[0])
+        return bwd
+
+    def backward(self, static, cast, nargs, mask, avals):
+        key = (static, cast, nargs, mask, avals)
+        k = self._bwd.get(key)
+        if k is None:
+            k = self._bwd[key] = jax.jit(self.vjp_fn(static, cast, nargs, mask, avals))
+        return k
+
+    def backward_op(self, static, cast, nargs, mask, avals):
+        """The backward kernel as a differentiable Op (for ``create_graph=True``)."""
+        key = (static, cast, nargs, mask, avals)
+        op = self._bwd_ops.get(key)
+        if op is None:
+            bwd = self.vjp_fn(static, cast, nargs, mask, avals)
+            n_args = nargs
+            aval_pos = {i for i, _ in avals}
+
+            def fn(*a):
+                args, j = [], 0
+                for i in range(n_args):
+                    if i in aval_pos:
+                        args.append(None)
+                    else:
+                        args.append(a[j])
+                        j += 1
+                return tuple(bwd(args, tuple(a[j:])))
+            op = self._bwd_ops[key] = Op(self.grad_name + "Backward", fn, self.grad_name + "Backward")
+        return op
+
+
+# ---- dtype of an op's result ------------------------------------------------------------------
+def _operand_dtype(a):
+    if isinstance(a, _Tensor):
+        return a.dtype, (2 if a._value.ndim else 1)
+    return _dtype.scalar_dtype(a), 0
+
+
+def result_dtype(op, args):
+    mode = op.promote
+    if mode == "float":
+        d = args[0].dtype
+        return _dtype.get_default_dtype() if d._kind in "bi" else None
+    ops = [args[i] for i in op.positions(len(args)) if i < len(args) and args[i] is not None]
+    first = ops[0].dtype if isinstance(ops[0], _Tensor) else None
+    if first is not None and all(isinstance(a, _Tensor) and a.dtype is first for a in ops):
+        d = first  # fast path: one dtype
+    else:
+        d = _dtype.result_type([_operand_dtype(a) for a in ops])
+    if mode == "binary_float" and d._kind in "bi":
+        d = _dtype.get_default_dtype()
+    return d
+
+
+# ---- apply ----------------------------------------------------------------------------------
+def apply(op: Op, *args, **static):
+    """Run ``op`` on Tensors/scalars/arrays; record a graph node when needed."""
+    vals = [a._value if isinstance(a, _Tensor) else a for a in args]
+    cast = None if op.promote == "none" else result_dtype(op, args)
+    skey = tuple(static.items())
+    out = op.forward(skey, cast, len(args))(*vals)
+    if op.grad_name is not None and _state.enabled:
+        mask = tuple(isinstance(a, _Tensor) and a._requires_grad for a in args)
+        if op.diff is not None:
+            mask = tuple(m and i in op.diff for i, m in enumerate(mask))
+        if any(mask) and _inexact(out, op.diff_outputs):
+            return _record(op, args, out, skey, cast, mask)
+    if op.view and isinstance(args[0], _Tensor):
+        return _Tensor._make_view(args[0], out, op, skey)
+    if type(out) is tuple:
+        return tuple(_Tensor._wrap(o) for o in out)
+    return _Tensor._wrap(out)
+
+
+_INEXACT = frozenset(d.np for d in _dtype.ALL if d._kind in "fc")
+
+
+def _inexact(out, douts) -> bool:
+    if type(out) is tuple:
+        return any(out[j].dtype in _INEXACT for j in (range(len(out)) if douts is None else douts))
+    return out.dtype in _INEXACT
+
+
+def _record(op, args, out, skey, cast, mask):
+    node = op._node_cls()
+    nargs = len(args)
+    saved, avals, versions = [], [], []
+    for i, a in enumerate(args):
+        if isinstance(a, _Tensor):
+            if op.linear and (op.diff is None or i in op.diff):
+                v = a._value
+                avals.append((i, (v.shape, v.dtype)))
+                saved.append(None)
+            elif op.diff is not None and i not in op.diff:
+                saved.append(a._value)  # non-differentiable operand (e.g. an index): its value
+            else:
+                saved.append(a)
+                versions.append((a, a._ver[0]))
+        else:
+            saved.append(a)
+    node._op, node._key = op, (skey, cast, nargs, mask, tuple(avals))
+    node._saved, node._versions, node._freed = saved, versions, False
+    pos = op.positions(nargs)
+    node.next_functions = tuple(
+        args[i]._edge() if isinstance(args[i], _Tensor) and mask[i] else (None, 0) for i in pos)
+    node._mask_pos = tuple(i for i in pos)
+    if grad_mode._anomaly[0]:
+        import traceback
+        node._trace = "".join(traceback.format_stack()[:-3])
+    if type(out) is tuple:
+        douts = op.diff_outputs if op.diff_outputs is not None else range(len(out))
+        node._out_avals = tuple((out[j].shape, out[j].dtype) for j in douts)
+        res = [_Tensor._wrap(o) for o in out]
+        for nr, j in enumerate(douts):
+            res[j]._set_grad_fn(node, nr)
+        return tuple(res)
+    node._out_avals = None
+    if op.view:
+        t = _Tensor._make_view(args[0], out, op, skey)
+    else:
+        t = _Tensor._wrap(out)
+    t._set_grad_fn(node, 0)
+    return t
+
+
+class OpNode(Node):
+    """A node recorded by ``apply``: saved primal inputs + which of them need a gradient."""
+
+    __slots__ = ("_op", "_key", "_saved", "_versions", "_freed", "_out_avals", "_mask_pos")
+
+    @property
+    def num_outputs(self):
+        return 1 if self._out_avals is None else len(self._out_avals)
+
+    def _check_saved(self):
+        if self._freed:
+            raise RuntimeError(FREED_MSG)
+        for t, v in self._versions:
+            if t._ver[0] != v:
+                raise RuntimeError(_version_msg(t, v))
+
+    def _release(self):
+        self._saved = self._versions = None
+        self._freed = True
+
+    def _apply(self, grads):
+        op = self._op
+        skey, cast, nargs, mask, avals = self._key
+        if self._out_avals is None:
+            cots = [grads[0]]
+        else:
+            cots = [g if g is not None else _Tensor._wrap(jnp.zeros(s, d))
+                    for g, (s, d) in zip(grads, self._out_avals)]
+        if _state.enabled:  # create_graph: the backward kernel is itself a recorded op
+            bop = op.backward_op(skey, cast, nargs, mask, avals)
+            aval_pos = {i for i, _ in avals}
+            ins = [s for i, s in enumerate(self._saved) if i not in aval_pos]
+            res = apply(bop, *ins, *cots)
+        else:
+            k = op.backward(skey, cast, nargs, mask, avals)
+            vals = [s._value if isinstance(s, _Tensor) else s for s in self._saved]
+            res = [_Tensor._wrap(r) for r in k(vals, tuple(c._value for c in cots))]
+        it = iter(res)
+        return [next(it) if mask[i] else None for i in self._mask_pos]
+
+
+def _version_msg(t, expected):
+    desc = f"[{t._type_name()} [{', '.join(map(str, t.shape))}]]"
+    if t._grad_fn is not None:
+        desc += f", which is output {t._output_nr} of {t._grad_fn.name()},"
+    return (f"one of the variables needed for gradient computation has been modified by an "
+            f"inplace operation: {desc} is at version {t._ver[0]}; expected version {expected} "
+            f"instead. Hint: enable anomaly detection to find the operation that failed to "
+            f"compute its gradient, with funcgrad.autograd.set_detect_anomaly(True).")
+
+
+_Tensor = None  # set by _tensor.py (avoids an import cycle)

@@ -1,0 +1,307 @@
+"""Tensor creation: ``tensor``, ``zeros``, ``arange``, random factories… (PyTorch's signatures)."""
+
+from __future__ import annotations
+
+import math
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from . import _dtype, _random
+from ._device import jax_device
+from ._tensor import Size, Tensor
+
+
+def _finish(value, requires_grad=False, device=None) -> Tensor:
+    if device is not None:
+        jd = jax_device(device)
+        if not isinstance(value, jax.core.Tracer) and jd not in value.devices():
+            value = jax.device_put(value, jd)
+    t = Tensor._wrap(value)
+    if requires_grad:
+        t.requires_grad = True
+    return t
+
+
+def _infer(data):
+    """(numpy array, dtype) for nested Python data, honouring PyTorch's inference rules."""
+    if isinstance(data, Tensor):
+        return None, data.dtype
+    if isinstance(data, (jax.Array, np.ndarray, np.generic)):
+        return data, _dtype.from_np(data.dtype)
+    flat = []
+
+    def walk(x):
+        if isinstance(x, (list, tuple)):
+            for e in x:
+                walk(e)
+        else:
+            flat.append(x)
+    walk(data)
+    kinds = set()
+    for x in flat:
+        if isinstance(x, Tensor):
+            kinds.add(x.dtype._kind)
+        elif isinstance(x, (bool, np.bool_)):
+            kinds.add("b")
+        elif isinstance(x, (int, np.integer)):
+            kinds.add("i")
+        elif isinstance(x, (float, np.floating)):
+            kinds.add("f")
+        elif isinstance(x, complex):
+            kinds.add("c")
+        else:
+            raise TypeError(f"Could not infer dtype of {type(x).__name__}")
+    if "c" in kinds:
+        d = _dtype.get_default_dtype().to_complex()
+    elif "f" in kinds:
+        d = _dtype.get_default_dtype()
+    elif "i" in kinds:
+        d = _dtype.int64
+    elif "b" in kinds:
+        d = _dtype.bool_
+    else:
+        d = _dtype.get_default_dtype()  # empty list
+    return None, d
+
+
+def _to_array(data, d):
+    if isinstance(data, Tensor):
+        return data._value.astype(d.np)
+    if isinstance(data, jax.Array):
+        return data.astype(d.np)
+    if isinstance(data, (list, tuple)) and any(isinstance(x, Tensor) for x in _iter_flat(data)):
+        return jnp.asarray(_materialise(data), d.np)
+    try:
+        arr = np.asarray(data, dtype=d.np)
+    except ValueError as e:
+        raise ValueError(str(e).replace("setting an array element with a sequence.",
+                                        "expected sequence of equal length")) from None
+    return jnp.asarray(arr)
+
+
+def _iter_flat(x):
+    if isinstance(x, (list, tuple)):
+        for e in x:
+            yield from _iter_flat(e)
+    else:
+        yield x
+
+
+def _materialise(x):
+    if isinstance(x, (list, tuple)):
+        return [_materialise(e) for e in x]
+    return np.asarray(x._value) if isinstance(x, Tensor) else x
+
+
+def tensor(data, *, dtype=None, device=None, requires_grad=False, pin_memory=False) -> Tensor:
+    """A new leaf tensor holding a copy of ``data`` (list, number, NumPy/JAX array, Tensor).
+
+    >>> import funcgrad
+    >>> funcgrad.tensor([1, 2]).dtype, funcgrad.tensor([1., 2.]).dtype
+    (funcgrad.int64, funcgrad.float32)
+    """
+    if isinstance(data, Tensor):
+        import warnings
+        warnings.warn("To copy construct from a tensor, it is recommended to use sourceTensor.clone()."
+                      "detach() or sourceTensor.clone().detach().requires_grad_(True), rather than "
+                      "torch.tensor(sourceTensor).", UserWarning, stacklevel=2)
+    _, inferred = _infer(data)
+    d = _dtype.to_dtype(dtype) if dtype is not None else inferred
+    return _finish(_to_array(data, d), requires_grad, device)
+
+
+def as_tensor(data, dtype=None, device=None) -> Tensor:
+    """Like ``tensor`` but returns ``data`` itself when it already is a matching Tensor."""
+    if isinstance(data, Tensor) and (dtype is None or _dtype.to_dtype(dtype) is data.dtype) and device is None:
+        return data
+    if isinstance(data, Tensor):
+        return data.to(device=device, dtype=dtype) if device is not None or dtype is not None else data
+    _, inferred = _infer(data)
+    d = _dtype.to_dtype(dtype) if dtype is not None else inferred
+    return _finish(_to_array(data, d), False, device)
+
+
+asarray = as_tensor
+
+
+def from_numpy(ndarray: np.ndarray) -> Tensor:
+    """A tensor from a NumPy array (a copy: XLA buffers cannot alias NumPy memory)."""
+    if not isinstance(ndarray, np.ndarray):
+        raise TypeError(f"expected np.ndarray (got {type(ndarray).__name__})")
+    return Tensor._wrap(jnp.asarray(ndarray, _dtype.from_np(ndarray.dtype).np))
+
+
+def from_jax(array) -> Tensor:
+    """Wrap a ``jax.Array`` (or tracer) as a leaf Tensor without copying."""
+    return Tensor._wrap(jnp.asarray(array))
+
+
+def _size(size):
+    if len(size) == 1 and isinstance(size[0], (tuple, list, Size)):
+        size = size[0]
+    for s in size:
+        if not isinstance(s, (int, np.integer)) and not (isinstance(s, Tensor) and s.numel() == 1):
+            raise TypeError(f"zeros(): argument 'size' must be tuple of ints, but found element of "
+                            f"type {type(s).__name__}")
+        if int(s) < 0:
+            raise RuntimeError(f"Trying to create tensor with negative dimension {int(s)}: "
+                               f"[{', '.join(str(int(x)) for x in size)}]")
+    return tuple(int(s) for s in size)
+
+
+def _dt(dtype, default=None):
+    return _dtype.to_dtype(dtype) if dtype is not None else (default or _dtype.get_default_dtype())
+
+
+def _constant(fill):
+    def f(*size, dtype=None, device=None, requires_grad=False, out=None, layout=None, pin_memory=False):
+        d = _dt(dtype, _dtype.scalar_dtype(fill) if isinstance(fill, bool) else None)
+        return _finish(jnp.full(_size(size), fill, d.np), requires_grad, device)
+    return f
+
+
+zeros = _constant(0)
+zeros.__name__ = "zeros"
+zeros.__doc__ = "A tensor of zeros of the given size (default dtype float32)."
+ones = _constant(1)
+ones.__name__ = "ones"
+ones.__doc__ = "A tensor of ones of the given size."
+empty = _constant(0)
+empty.__name__ = "empty"
+empty.__doc__ = "An 'uninitialised' tensor: zeros (XLA has no uninitialised memory)."
+
+
+def full(size, fill_value, *, dtype=None, device=None, requires_grad=False) -> Tensor:
+    d = _dt(dtype, _dtype.scalar_dtype(fill_value) if not isinstance(fill_value, Tensor) else fill_value.dtype)
+    return _finish(jnp.full(_size((size,) if isinstance(size, int) else size), fill_value, d.np),
+                   requires_grad, device)
+
+
+def _like(fn):
+    def f(input, *args, dtype=None, device=None, requires_grad=False, memory_format=None, layout=None):
+        return fn(*((input.shape,) + args), dtype=dtype or input.dtype, device=device,
+                  requires_grad=requires_grad)
+    return f
+
+
+zeros_like = _like(zeros)
+ones_like = _like(ones)
+empty_like = _like(empty)
+full_like = _like(lambda shape, v, **k: full(shape, v, **k))
+for _f, _n in [(zeros_like, "zeros_like"), (ones_like, "ones_like"), (empty_like, "empty_like"),
+               (full_like, "full_like")]:
+    _f.__name__ = _n
+
+
+def eye(n, m=None, *, dtype=None, device=None, requires_grad=False) -> Tensor:
+    return _finish(jnp.eye(n, n if m is None else m, dtype=_dt(dtype).np), requires_grad, device)
+
+
+def arange(start, end=None, step=1, *, dtype=None, device=None, requires_grad=False) -> Tensor:
+    """``arange(end)``, ``arange(start, end, step)``: int64 for integer args, else default float."""
+    if end is None:
+        start, end = 0, start
+    vals = [v.item() if isinstance(v, Tensor) else v for v in (start, end, step)]
+    if step == 0:
+        raise RuntimeError("step must be nonzero")
+    if dtype is None:
+        d = _dtype.int64 if all(isinstance(v, (int, np.integer)) for v in vals) else _dtype.get_default_dtype()
+    else:
+        d = _dtype.to_dtype(dtype)
+    n = max(0, math.ceil((vals[1] - vals[0]) / vals[2]))
+    # compute in float64 then cast, as PyTorch does, so that e.g. arange(0, 1, 0.1) has 10 items
+    return _finish(jnp.asarray(vals[0] + vals[2] * np.arange(n, dtype=np.float64), d.np)
+                   if d._kind != "i" or not all(isinstance(v, (int, np.integer)) for v in vals)
+                   else jnp.arange(vals[0], vals[1], vals[2], dtype=d.np), requires_grad, device)
+
+
+def linspace(start, end, steps, *, dtype=None, device=None, requires_grad=False) -> Tensor:
+    return _finish(jnp.linspace(start, end, int(steps), dtype=_dt(dtype).np), requires_grad, device)
+
+
+def logspace(start, end, steps, base=10.0, *, dtype=None, device=None, requires_grad=False) -> Tensor:
+    return _finish(jnp.logspace(start, end, int(steps), base=base, dtype=_dt(dtype).np), requires_grad, device)
+
+
+# ---- random (values differ from PyTorch's; the global key is jit-bridge state) ----------------
+def _key(generator):
+    return _random.next_key(generator)
+
+
+def rand(*size, generator=None, dtype=None, device=None, requires_grad=False) -> Tensor:
+    """Uniform on [0, 1)."""
+    return _finish(jax.random.uniform(_key(generator), _size(size), _dt(dtype).np), requires_grad, device)
+
+
+def randn(*size, generator=None, dtype=None, device=None, requires_grad=False) -> Tensor:
+    """Standard normal."""
+    return _finish(jax.random.normal(_key(generator), _size(size), _dt(dtype).np), requires_grad, device)
+
+
+def randint(low, high=None, size=None, *, generator=None, dtype=None, device=None,
+            requires_grad=False) -> Tensor:
+    """Integers in [low, high) (``randint(high, size)`` too); int64 by default."""
+    if size is None:
+        low, high, size = 0, low, high
+    if high is None:
+        low, high = 0, low
+    d = _dtype.to_dtype(dtype) if dtype is not None else _dtype.int64
+    return _finish(jax.random.randint(_key(generator), _size((size,) if isinstance(size, int) else size),
+                                      low, high, d.np), requires_grad, device)
+
+
+def rand_like(input, *, dtype=None, device=None, requires_grad=False) -> Tensor:
+    return rand(input.shape, dtype=dtype or input.dtype, requires_grad=requires_grad)
+
+
+def randn_like(input, *, dtype=None, device=None, requires_grad=False) -> Tensor:
+    return randn(input.shape, dtype=dtype or input.dtype, requires_grad=requires_grad)
+
+
+def randint_like(input, low=0, high=None, *, dtype=None, device=None) -> Tensor:
+    if high is None:
+        low, high = 0, low
+    return randint(low, high, input.shape, dtype=dtype or input.dtype)
+
+
+def randperm(n, *, generator=None, dtype=None, device=None, requires_grad=False) -> Tensor:
+    d = _dtype.to_dtype(dtype) if dtype is not None else _dtype.int64
+    return _finish(jax.random.permutation(_key(generator), n).astype(d.np), requires_grad, device)
+
+
+def normal(mean=0.0, std=1.0, size=None, *, generator=None, dtype=None, device=None,
+           requires_grad=False) -> Tensor:
+    """Normal samples: ``normal(mean, std, size)`` or elementwise with tensor mean/std."""
+    if isinstance(mean, Tensor) or isinstance(std, Tensor):
+        ref = mean if isinstance(mean, Tensor) else std
+        shape = np.broadcast_shapes(tuple(getattr(mean, "shape", ())), tuple(getattr(std, "shape", ())))
+        z = jax.random.normal(_key(generator), shape, ref.dtype.np)
+        m = mean._value if isinstance(mean, Tensor) else mean
+        s = std._value if isinstance(std, Tensor) else std
+        return _finish(m + s * z, requires_grad, device)
+    z = jax.random.normal(_key(generator), _size((size,) if isinstance(size, int) else size or ()), _dt(dtype).np)
+    return _finish(mean + std * z, requires_grad, device)
+
+
+def bernoulli(input, p=None, *, generator=None) -> Tensor:
+    """0/1 samples with probabilities ``input`` (or a scalar ``p``), of ``input``'s dtype."""
+    probs = input._value if p is None else jnp.full(input.shape, p, input.dtype.np)
+    return Tensor._wrap(jax.random.bernoulli(_key(generator), probs).astype(input.dtype.np))
+
+
+def multinomial(input, num_samples, replacement=False, *, generator=None) -> Tensor:
+    """Sample category indices from (unnormalised) probabilities; rows for 2-D input."""
+    p = input._value
+    logits = jnp.log(p / p.sum(-1, keepdims=True))
+    key = _key(generator)
+    if replacement:
+        shape = p.shape[:-1] + (num_samples,)
+        idx = jax.random.categorical(key, logits[..., None, :], shape=shape)
+    else:
+        if num_samples > p.shape[-1]:
+            raise RuntimeError("cannot sample n_sample > prob_dist.size(-1) samples without replacement")
+        g = jax.random.gumbel(key, p.shape) + logits  # Gumbel top-k: sampling without replacement
+        idx = jnp.argsort(-g, axis=-1)[..., :num_samples]
+    return Tensor._wrap(idx.astype(jnp.int64))

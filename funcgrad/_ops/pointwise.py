@@ -1,0 +1,332 @@
+"""Op table — pointwise ops: unary, binary arithmetic, comparisons, clamp, where."""
+
+from __future__ import annotations
+
+import jax
+import jax.numpy as jnp
+
+from ._registry import Tensor, apply, defop, export, inplace_method
+
+# ================================ unary ==========================================================
+# (name, jnp fn, PyTorch node name, promote) — promote "float": integer inputs → default float.
+_UNARY = [
+    ("exp", jnp.exp, "ExpBackward0", "float"),
+    ("log", jnp.log, "LogBackward0", "float"),
+    ("sqrt", jnp.sqrt, "SqrtBackward0", "float"),
+    ("sin", jnp.sin, "SinBackward0", "float"),
+    ("cos", jnp.cos, "CosBackward0", "float"),
+    ("tanh", jnp.tanh, "TanhBackward0", "float"),
+    ("sigmoid", jax.nn.sigmoid, "SigmoidBackward0", "float"),
+    ("neg", jnp.negative, "NegBackward0", "none"),
+    ("abs", jnp.abs, "AbsBackward0", "none"),
+    # jax.nn.relu has PyTorch's subgradient at 0 (0), unlike jnp.maximum(x, 0) (0.5)
+    ("relu", jax.nn.relu, "ReluBackward0", "none"),
+]
+UNARY_OPS = {}
+
+
+def _make_unary(name, op):
+    def f(input: Tensor, *, out=None) -> Tensor:
+        r = apply(op, input)
+        return r if out is None else out.copy_(r)
+    f.__name__ = f.__qualname__ = name
+    f.__doc__ = f"Elementwise ``{name}`` (PyTorch's ``torch.{name}``); differentiable."
+    return f
+
+
+for _name, _fn, _grad, _promote in _UNARY:
+    UNARY_OPS[_name] = defop(_name, _fn, _grad, promote=_promote, linear=_name == "neg")
+    _f = _make_unary(_name, UNARY_OPS[_name])
+    export(_name)(_f)
+    inplace_method(_name + "_", _f)
+    globals()[_name] = _f
+
+negative = export("negative")(globals()["neg"])
+absolute = export("absolute")(globals()["abs"])
+inplace_method("negative_", negative)
+inplace_method("absolute_", absolute)
+export("__neg__", function=False)(negative)
+export("__abs__", function=False)(absolute)
+
+
+def _pos(x):
+    return x
+
+
+export("positive", "__pos__")(_pos)
+
+# ================================ binary arithmetic ==============================================
+_add = defop("add", lambda x, y, alpha: x + alpha * y if not _is_one(alpha) else x + y,
+             "AddBackward0", promote="binary", diff=(0, 1), linear=True)
+_sub = defop("sub", lambda x, y, alpha: x - alpha * y if not _is_one(alpha) else x - y,
+             "SubBackward0", promote="binary", diff=(0, 1), linear=True)
+_rsub = defop("rsub", lambda x, y, alpha: y - alpha * x if not _is_one(alpha) else y - x,
+              "RsubBackward1", promote="binary", diff=(0, 1), linear=True)
+_mul = defop("mul", jnp.multiply, "MulBackward0", promote="binary")
+_div = defop("div", jnp.true_divide, "DivBackward0", promote="binary_float")
+_div_floor = defop("div_floor", jnp.floor_divide, "DivBackward2", promote="binary")
+_div_trunc = defop("div_trunc", lambda x, y: jnp.trunc(x / y).astype(jnp.result_type(x, y)),
+                   "DivBackward2", promote="binary")
+# scalar / tensor: PyTorch computes reciprocal * scalar, hence its node name
+_rdiv = defop("rdiv", lambda x, y: y / x, "MulBackward0", promote="binary_float")
+_remainder = defop("remainder", jnp.remainder, "RemainderBackward0", promote="binary")
+_pow_scalar = defop("pow_scalar", lambda x, e: jnp.power(x, e), "PowBackward0", promote="binary")
+_pow_tensor = defop("pow_tensor", jnp.power, "PowBackward1", promote="binary")
+_rpow = defop("rpow", lambda x, b: jnp.power(b, x), "PowBackward2", promote="binary")
+_maximum = defop("maximum", jnp.maximum, "MaximumBackward0", promote="binary")
+_minimum = defop("minimum", jnp.minimum, "MinimumBackward0", promote="binary")
+
+
+def _is_one(a) -> bool:
+    return isinstance(a, (int, float)) and not isinstance(a, bool) and a == 1
+
+
+def _check_alpha(input, other, alpha):
+    if not isinstance(alpha, (int, float, bool)):
+        raise TypeError("alpha must be a Python number")
+
+
+def _out(r, out):
+    return r if out is None else out.copy_(r)
+
+
+@export("add")
+def add(input, other, *, alpha=1, out=None) -> Tensor:
+    """``input + alpha * other`` with broadcasting and PyTorch's type promotion.
+
+    >>> import funcgrad
+    >>> funcgrad.add(funcgrad.tensor([1, 2]), 1.5)
+    tensor([2.5000, 3.5000])
+    """
+    if not isinstance(input, Tensor):  # add(2, t)
+        input, other = other, input
+    return _out(apply(_add, input, other, alpha), out)
+
+
+@export("sub", "subtract")
+def sub(input, other, *, alpha=1, out=None) -> Tensor:
+    """``input - alpha * other``."""
+    if not isinstance(input, Tensor):
+        return _out(apply(_rsub, other, input, alpha), out)
+    if input.dtype.name == "bool" and isinstance(other, Tensor) and other.dtype.name == "bool":
+        raise RuntimeError("Subtraction, the `-` operator, with two bool tensors is not supported. "
+                           "Use the `^` or `logical_xor()` operator instead.")
+    return _out(apply(_sub, input, other, alpha), out)
+
+
+@export("rsub")
+def rsub(input, other, *, alpha=1) -> Tensor:
+    """``other - alpha * input``."""
+    return apply(_rsub, input, other, alpha)
+
+
+@export("mul", "multiply")
+def mul(input, other, *, out=None) -> Tensor:
+    """Elementwise product."""
+    if not isinstance(input, Tensor):
+        input, other = other, input
+    return _out(apply(_mul, input, other), out)
+
+
+@export("div", "divide", "true_divide")
+def div(input, other, *, rounding_mode=None, out=None) -> Tensor:
+    """Division; ``rounding_mode`` None (true division), ``'trunc'`` or ``'floor'``."""
+    if not isinstance(input, Tensor):
+        from .._factories import tensor
+        input = tensor(input)
+    if rounding_mode is None:
+        r = apply(_div, input, other)
+    elif rounding_mode == "floor":
+        r = apply(_div_floor, input, other)
+    elif rounding_mode == "trunc":
+        r = apply(_div_trunc, input, other)
+    else:
+        raise ValueError(f"div expected rounding_mode to be one of None, 'trunc', or 'floor' but "
+                         f"found '{rounding_mode}'")
+    return _out(r, out)
+
+
+@export("floor_divide")
+def floor_divide(input, other, *, out=None) -> Tensor:
+    return div(input, other, rounding_mode="floor", out=out)
+
+
+@export("remainder")
+def remainder(input, other, *, out=None) -> Tensor:
+    """Python-style modulus (sign of the divisor), as ``%``."""
+    if not isinstance(input, Tensor):
+        from .._factories import tensor
+        input = tensor(input)
+    return _out(apply(_remainder, input, other), out)
+
+
+@export("pow")
+def pow(input, exponent, *, out=None) -> Tensor:
+    """``input ** exponent``: ``PowBackward0`` for a scalar exponent, ``PowBackward1`` for a tensor."""
+    if not isinstance(input, Tensor):
+        return _out(apply(_rpow, exponent, input), out)
+    if isinstance(exponent, Tensor):
+        return _out(apply(_pow_tensor, input, exponent), out)
+    return _out(apply(_pow_scalar, input, exponent), out)
+
+
+@export("float_power")
+def float_power(input, exponent) -> Tensor:
+    from .._dtype import float64
+    input = input.to(float64) if isinstance(input, Tensor) else input
+    exponent = exponent.to(float64) if isinstance(exponent, Tensor) else exponent
+    return pow(input, exponent)
+
+
+@export("maximum")
+def maximum(input, other, *, out=None) -> Tensor:
+    """Elementwise max; on ties the gradient is split in half between the inputs (as PyTorch)."""
+    return _out(apply(_maximum, input, other), out)
+
+
+@export("minimum")
+def minimum(input, other, *, out=None) -> Tensor:
+    return _out(apply(_minimum, input, other), out)
+
+
+for _n, _f in [("add_", add), ("sub_", sub), ("subtract_", sub), ("mul_", mul),
+               ("multiply_", mul), ("div_", div), ("divide_", div), ("true_divide_", div),
+               ("floor_divide_", floor_divide), ("remainder_", remainder), ("pow_", pow)]:
+    inplace_method(_n, _f)
+
+
+def _swap(f):
+    def r(self, other):
+        return f(other, self)
+    return r
+
+
+def _rdiv_fn(self, other):
+    return apply(_rdiv, self, other)
+
+
+for _n, _f in [("__add__", add), ("__radd__", add), ("__sub__", sub), ("__rsub__", _swap(sub)),
+               ("__mul__", mul), ("__rmul__", mul), ("__truediv__", div),
+               ("__rtruediv__", _rdiv_fn), ("__floordiv__", floor_divide),
+               ("__rfloordiv__", _swap(floor_divide)), ("__mod__", remainder),
+               ("__rmod__", _swap(remainder)), ("__pow__", pow), ("__rpow__", _swap(pow))]:
+    export(_n, function=False)(_f)
+for _n, _m in [("__iadd__", "add_"), ("__isub__", "sub_"), ("__imul__", "mul_"),
+               ("__itruediv__", "div_"), ("__ifloordiv__", "floor_divide_"),
+               ("__imod__", "remainder_"), ("__ipow__", "pow_")]:
+    from ._registry import METHODS as _M
+    export(_n, function=False)(_M[_m])
+
+# ================================ comparisons and logic (never differentiable) ===================
+_CMP = [("eq", jnp.equal, "__eq__"), ("ne", jnp.not_equal, "__ne__"), ("lt", jnp.less, "__lt__"),
+        ("le", jnp.less_equal, "__le__"), ("gt", jnp.greater, "__gt__"),
+        ("ge", jnp.greater_equal, "__ge__")]
+_ALIASES = {"ne": "not_equal", "lt": "less", "le": "less_equal", "gt": "greater",
+            "ge": "greater_equal"}
+
+
+def _make_cmp(name, op):
+    def f(input, other, *, out=None) -> Tensor:
+        if not isinstance(other, (Tensor, int, float, bool, complex)):
+            return NotImplemented
+        return _out(apply(op, input, other), out)
+    f.__name__ = f.__qualname__ = name
+    f.__doc__ = f"Elementwise ``{name}`` comparison → bool tensor."
+    return f
+
+
+for _name, _fn, _dunder in _CMP:
+    _f = _make_cmp(_name, defop(_name, _fn, None, promote="compare"))
+    export(_name, *([_ALIASES[_name]] if _name in _ALIASES else []))(_f)
+    export(_dunder, function=False)(_f)
+    inplace_method(_name + "_", _f)
+    globals()[_name] = _f
+
+_BITWISE = [("bitwise_and", jnp.bitwise_and, "__and__"), ("bitwise_or", jnp.bitwise_or, "__or__"),
+            ("bitwise_xor", jnp.bitwise_xor, "__xor__")]
+for _name, _fn, _dunder in _BITWISE:
+    _f = _make_cmp(_name, defop(_name, _fn, None, promote="binary"))
+    export(_name)(_f)
+    export(_dunder, "__r" + _dunder[2:], function=False)(_f)
+    inplace_method(_name + "_", _f)
+    export("__i" + _dunder[2:], function=False)(lambda self, o, _n=_name: self._inplace(globals()[_n], o))
+    globals()[_name] = _f
+
+_not = defop("bitwise_not", jnp.invert, None)
+
+
+@export("bitwise_not", "__invert__")
+def bitwise_not(input) -> Tensor:
+    if input.dtype.is_floating_point:
+        raise TypeError("bitwise_not is only supported for integer and boolean tensors")
+    return apply(_not, input)
+
+
+# ================================ clamp and where ================================================
+def _clamp(x, lo, hi):
+    # where-based so that the gradient passes at the boundary, as PyTorch's does
+    if lo is not None:
+        x = jnp.where(x < lo, jnp.asarray(lo, x.dtype), x)
+    if hi is not None:
+        x = jnp.where(x > hi, jnp.asarray(hi, x.dtype), x)
+    return x
+
+
+_clamp_s = defop("clamp", _clamp, "ClampBackward1", promote="binary", diff=(0,))
+_clamp_min_s = defop("clamp_min", lambda x, lo: _clamp(x, lo, None), "ClampMinBackward0",
+                     promote="binary", diff=(0,))
+_clamp_max_s = defop("clamp_max", lambda x, hi: _clamp(x, None, hi), "ClampMaxBackward0",
+                     promote="binary", diff=(0,))
+_clamp_t = defop("clamp_tensor",
+                 lambda x, lo, hi: jnp.minimum(jnp.maximum(x, lo), hi) if lo is not None else
+                 jnp.minimum(x, hi), "ClampBackward0", promote="binary")
+
+
+@export("clamp", "clip")
+def clamp(input, min=None, max=None, *, out=None) -> Tensor:
+    """Clamp into ``[min, max]``; the gradient passes where ``min <= x <= max`` (PyTorch's rule)."""
+    if min is None and max is None:
+        raise RuntimeError("torch.clamp: At least one of 'min' or 'max' must not be None")
+    if isinstance(min, Tensor) or isinstance(max, Tensor):
+        if min is None:
+            r = apply(_clamp_t, input, None, max)
+        elif max is None:
+            r = apply(_clamp_t, input, min, float("inf")) if input.dtype.is_floating_point else \
+                apply(_maximum, input, min)
+        else:
+            r = apply(_clamp_t, input, min, max)
+    elif max is None:
+        r = apply(_clamp_min_s, input, min)
+    elif min is None:
+        r = apply(_clamp_max_s, input, max)
+    else:
+        r = apply(_clamp_s, input, min, max)
+    return _out(r, out)
+
+
+inplace_method("clamp_", clamp)
+inplace_method("clip_", clamp)
+
+_where = defop("where", jnp.where, "WhereBackward0", promote="binary", diff=(1, 2))
+
+
+@export("where")
+def where(condition, input=None, other=None, *, out=None):
+    """``where(cond, x, y)`` picks from x where cond else y; ``where(cond)`` is ``nonzero(as_tuple=True)``."""
+    if input is None and other is None:
+        from .shape import nonzero
+        return nonzero(condition, as_tuple=True)
+    if isinstance(condition, Tensor) and condition.dtype.name != "bool":
+        raise RuntimeError(f"where expected condition to be a boolean tensor, but got a tensor "
+                           f"with dtype {condition.dtype.name.capitalize()}")
+    if not isinstance(input, Tensor) and not isinstance(other, Tensor):
+        from .._factories import tensor
+        input = tensor(input)
+    return _out(apply(_where, condition, input, other), out)
+
+
+def _tensor_where(self, condition, y):
+    return where(condition, self, y)
+
+
+export("where", function=False)(_tensor_where)

@@ -1,0 +1,424 @@
+"""Op table — shape and indexing: views (share storage), copies, cat/stack, get/setitem."""
+
+from __future__ import annotations
+
+import math
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from .._tensor import Size, _wrap_dim
+from ._registry import Tensor, apply, defop, export, inplace_method
+
+
+def _shape_arg(shape):
+    if len(shape) == 1 and isinstance(shape[0], (tuple, list, Size)):
+        shape = shape[0]
+    return tuple(int(s) for s in shape)
+
+
+def _infer_shape(shape, numel, what="view"):
+    shape = list(shape)
+    neg = [i for i, s in enumerate(shape) if s == -1]
+    if len(neg) > 1:
+        raise RuntimeError("only one dimension can be inferred")
+    known = math.prod(s for s in shape if s != -1)
+    if neg:
+        if known == 0 or numel % known:
+            raise RuntimeError(f"shape '[{', '.join(map(str, shape))}]' is invalid for input of size {numel}")
+        shape[neg[0]] = numel // known
+    elif known != numel:
+        raise RuntimeError(f"shape '[{', '.join(map(str, shape))}]' is invalid for input of size {numel}")
+    return tuple(shape)
+
+
+# ================================ views ==========================================================
+_view = defop("view", lambda x, shape: jnp.reshape(x, shape), "ViewBackward0", linear=True, view=True)
+_transpose = defop("transpose", lambda x, d0, d1: jnp.swapaxes(x, d0, d1), "TransposeBackward0",
+                   linear=True, view=True)
+_t = defop("t", lambda x: x.T, "TBackward0", linear=True, view=True)
+_permute = defop("permute", lambda x, dims: jnp.transpose(x, dims), "PermuteBackward0",
+                 linear=True, view=True)
+_squeeze0 = defop("squeeze", lambda x, dims: jnp.squeeze(x, dims), "SqueezeBackward0",
+                  linear=True, view=True)
+_squeeze1 = defop("squeeze_dim", lambda x, dims: jnp.squeeze(x, dims), "SqueezeBackward1",
+                  linear=True, view=True)
+_unsqueeze = defop("unsqueeze", lambda x, dim: jnp.expand_dims(x, dim), "UnsqueezeBackward0",
+                   linear=True, view=True)
+_expand = defop("expand", lambda x, shape: jnp.broadcast_to(x, shape), "ExpandBackward0",
+                linear=True, view=True)
+
+
+@export("view", function=False)
+def view(self, *shape) -> Tensor:
+    """A view with another shape (one dim may be -1); shares storage with ``self``.
+
+    >>> import funcgrad
+    >>> funcgrad.arange(6).view(2, -1)
+    tensor([[0, 1, 2],
+            [3, 4, 5]])
+    """
+    if len(shape) == 1 and not isinstance(shape[0], (int, tuple, list, Size)):
+        return self.to(shape[0])  # view(dtype): reinterpretation is not supported, cast instead
+    return apply(_view, self, shape=_infer_shape(_shape_arg(shape), self.numel()))
+
+
+@export("reshape")
+def reshape(input, *shape) -> Tensor:
+    """Same as ``view`` (XLA arrays are always contiguous); node ``ViewBackward0``."""
+    return apply(_view, input, shape=_infer_shape(_shape_arg(shape), input.numel()))
+
+
+@export("view_as", "reshape_as", function=False)
+def view_as(self, other) -> Tensor:
+    return view(self, other.shape)
+
+
+@export("transpose", "swapaxes", "swapdims")
+def transpose(input, dim0, dim1) -> Tensor:
+    n = input.ndim
+    return apply(_transpose, input, d0=_wrap_dim(dim0, n), d1=_wrap_dim(dim1, n))
+
+
+@export("t")
+def t(input) -> Tensor:
+    """Transpose of a ≤2-D tensor (``TBackward0``)."""
+    if input.ndim > 2:
+        raise RuntimeError(f"t() expects a tensor with <= 2 dimensions, but self is {input.ndim}D")
+    return apply(_t, input)
+
+
+@export("permute")
+def permute(input, *dims) -> Tensor:
+    dims = _shape_arg(dims)
+    n = input.ndim
+    if len(dims) != n:
+        raise RuntimeError(f"permute(sparse_coo): number of dimensions in the tensor input does not "
+                           f"match the length of the desired ordering of dimensions i.e. input.dim() "
+                           f"= {n} is not equal to len(dims) = {len(dims)}")
+    return apply(_permute, input, dims=tuple(_wrap_dim(d, n) for d in dims))
+
+
+def _T(self):
+    if self.ndim <= 1:
+        return self
+    return apply(_permute, self, dims=tuple(reversed(range(self.ndim))))
+
+
+def _mT(self):
+    return transpose(self, -2, -1)
+
+
+Tensor.T = property(_T, doc="All dims reversed (``PermuteBackward0``).")
+Tensor.mT = property(_mT, doc="Last two dims swapped.")
+Tensor.H = property(lambda self: _T(self).conj() if self.is_complex() else _T(self))
+Tensor.mH = property(lambda self: _mT(self))
+
+
+@export("squeeze")
+def squeeze(input, dim=None) -> Tensor:
+    n = input.ndim
+    if dim is None:
+        return apply(_squeeze0, input, dims=tuple(i for i, s in enumerate(input.shape) if s == 1))
+    dims = dim if isinstance(dim, (tuple, list)) else (dim,)
+    dims = tuple(d for d in (_wrap_dim(d, n) for d in dims) if n and input.shape[d] == 1)
+    return apply(_squeeze1, input, dims=dims)
+
+
+@export("unsqueeze")
+def unsqueeze(input, dim) -> Tensor:
+    return apply(_unsqueeze, input, dim=_wrap_dim(dim, input.ndim + 1))
+
+
+@export("expand", function=False)
+def expand(self, *sizes) -> Tensor:
+    """Broadcast to a larger size without copying (-1 keeps a dim)."""
+    sizes = _shape_arg(sizes)
+    shape = self.shape
+    if len(sizes) < len(shape):
+        raise RuntimeError(f"expand(torch.FloatTensor{{{list(shape)}}}, size={list(sizes)}): the number of "
+                           f"sizes provided ({len(sizes)}) must be greater or equal to the number of "
+                           f"dimensions in the tensor ({len(shape)})")
+    full = (1,) * (len(sizes) - len(shape)) + tuple(shape)
+    out = []
+    for i, (s, have) in enumerate(zip(sizes, full)):
+        if s == -1:
+            s = have
+        elif have != 1 and have != s:
+            raise RuntimeError(f"The expanded size of the tensor ({s}) must match the existing size "
+                               f"({have}) at non-singleton dimension {i}.  Target sizes: "
+                               f"{list(sizes)}.  Tensor sizes: {list(shape)}")
+        out.append(s)
+    return apply(_expand, self, shape=tuple(out))
+
+
+@export("expand_as", function=False)
+def expand_as(self, other) -> Tensor:
+    return expand(self, other.shape)
+
+
+@export("broadcast_to")
+def broadcast_to(input, size) -> Tensor:
+    return expand(input, size)
+
+
+@export("flatten")
+def flatten(input, start_dim=0, end_dim=-1) -> Tensor:
+    n = input.ndim
+    if n == 0:
+        return reshape(input, 1)
+    s, e = _wrap_dim(start_dim, n), _wrap_dim(end_dim, n)
+    if s > e:
+        raise RuntimeError("flatten() has invalid args: start_dim cannot come after end_dim")
+    shp = tuple(input.shape)
+    return reshape(input, shp[:s] + (math.prod(shp[s:e + 1]),) + shp[e + 1:])
+
+
+@export("unflatten")
+def unflatten(input, dim, sizes) -> Tensor:
+    d = _wrap_dim(dim, input.ndim)
+    shp = tuple(input.shape)
+    sizes = _infer_shape(tuple(sizes), shp[d])
+    return reshape(input, shp[:d] + sizes + shp[d + 1:])
+
+
+# ================================ copies ==========================================================
+_clone = defop("clone", lambda x: x + jnp.zeros((), x.dtype) if x.dtype != jnp.bool_ else jnp.array(x),
+               "CloneBackward0", linear=True)
+_to_copy = defop("to_copy", lambda x, dtype: x.astype(dtype), "ToCopyBackward0", linear=True)
+_to_device = defop("to_device", lambda x: x, "ToCopyBackward0", linear=True)
+
+
+@export("clone")
+def clone(input, *, memory_format=None) -> Tensor:
+    """A copy with its own storage (``CloneBackward0``)."""
+    return apply(_clone, input)
+
+
+def to_device(x: Tensor, device) -> Tensor:
+    """Move to a JAX device; recorded as ``ToCopyBackward0`` (identity gradient)."""
+    out = apply(_to_device, x)
+    out._cell.value = jax.device_put(out._value, device)
+    return out
+
+
+# ---- copy_ / zero_ / fill_ ---------------------------------------------------------------------
+_copy = defop("copy", lambda dst, src: jnp.broadcast_to(jnp.asarray(src, dst.dtype), dst.shape),
+              "CopyBackwards", diff=(1,), linear=True)
+_zero = defop("zero", lambda x: jnp.zeros_like(x), "ZeroBackward0", linear=True)
+_fill = defop("fill", lambda x, v: jnp.full_like(x, v), "FillBackward0", diff=(0,), linear=True)
+_fill_t = defop("fill_tensor", lambda x, v: jnp.broadcast_to(v.astype(x.dtype), x.shape),
+                "FillBackward1", linear=True)
+
+
+def _copy_fn(dst, src, non_blocking=False):
+    if isinstance(src, Tensor) and dst.shape != src.shape:
+        try:
+            np.broadcast_shapes(src.shape, dst.shape)
+        except ValueError:
+            raise RuntimeError(f"The size of tensor a ({dst.shape[-1] if dst.ndim else 1}) must match "
+                               f"the size of tensor b ({src.shape[-1] if src.ndim else 1}) at "
+                               f"non-singleton dimension {max(dst.ndim, src.ndim) - 1}") from None
+    return apply(_copy, dst, src)
+
+
+inplace_method("copy_", _copy_fn)
+inplace_method("zero_", lambda x: apply(_zero, x))
+inplace_method("fill_", lambda x, v: apply(_fill_t if isinstance(v, Tensor) else _fill, x, v))
+
+# ---- writes through views: the base with the view's elements replaced (node "CopySlices") -----
+COPY_SLICES = None  # set below
+
+
+def _copy_slices(base, new, *, chain):
+    from .._tensor import _scatter_fn
+    return _scatter_fn(chain)(base, new)
+
+
+COPY_SLICES = defop("copy_slices", _copy_slices, "CopySlices", promote="none")
+
+# ================================ cat / stack =====================================================
+_cat = defop("cat", lambda *xs, dim: jnp.concatenate(xs, axis=dim), "CatBackward0", promote="binary",
+             linear=True)
+_stack = defop("stack", lambda *xs, dim: jnp.stack(xs, axis=dim), "StackBackward0", promote="binary",
+               linear=True)
+
+
+@export("cat", "concat", "concatenate", method=False)
+def cat(tensors, dim=0, *, out=None) -> Tensor:
+    """Concatenate along an existing dim (1-D empty tensors are skipped, as in PyTorch)."""
+    tensors = [t for t in tensors if not (t.ndim == 1 and t.shape[0] == 0)] or list(tensors)[:1]
+    if not tensors:
+        raise RuntimeError("torch.cat(): expected a non-empty list of Tensors")
+    ref = tensors[0]
+    d = _wrap_dim(dim, ref.ndim)
+    for i, t in enumerate(tensors[1:], 1):
+        if t.ndim != ref.ndim:
+            raise RuntimeError(f"Tensors must have same number of dimensions: got {ref.ndim} and {t.ndim}")
+        for k in range(ref.ndim):
+            if k != d and t.shape[k] != ref.shape[k]:
+                raise RuntimeError(f"Sizes of tensors must match except in dimension {d}. Expected size "
+                                   f"{ref.shape[k]} but got size {t.shape[k]} for tensor number {i} in the list.")
+    r = apply(_cat, *tensors, dim=d)
+    return r if out is None else out.copy_(r)
+
+
+@export("stack", method=False)
+def stack(tensors, dim=0, *, out=None) -> Tensor:
+    """Stack equal-shaped tensors along a new dim."""
+    tensors = list(tensors)
+    if not tensors:
+        raise RuntimeError("stack expects a non-empty TensorList")
+    for i, t in enumerate(tensors[1:], 1):
+        if t.shape != tensors[0].shape:
+            raise RuntimeError(f"stack expects each tensor to be equal size, but got "
+                               f"{list(tensors[0].shape)} at entry 0 and {list(t.shape)} at entry {i}")
+    r = apply(_stack, *tensors, dim=_wrap_dim(dim, tensors[0].ndim + 1))
+    return r if out is None else out.copy_(r)
+
+
+# ================================ indexing =======================================================
+# A basic index (ints, slices, None, Ellipsis) gives a view; tensors/lists/bools give a copy.
+# The index is split into a hashable static template and the dynamic index arrays.
+def _getitem(x, *arrays, idx):
+    return x[_build_index(idx, arrays)]
+
+
+def _setitem(x, v, *arrays, idx):
+    v = jnp.asarray(v, x.dtype) if not hasattr(v, "dtype") or v.dtype != x.dtype else v
+    return x.at[_build_index(idx, arrays)].set(v)
+
+
+def _build_index(template, arrays):
+    out, it = [], iter(arrays)
+    for item in template:
+        if item == "T":
+            out.append(next(it))
+        elif type(item) is tuple:
+            out.append(slice(*item))
+        else:
+            out.append(item)
+    return tuple(out)
+
+
+_VIEW_OPS = {n: defop("getitem_" + n, _getitem, g, view=True, linear=True)
+             for n, g in [("select", "SelectBackward0"), ("slice", "SliceBackward0"),
+                          ("unsqueeze_idx", "UnsqueezeBackward0"), ("alias", "AliasBackward0")]}
+_index = defop("index", _getitem, "IndexBackward0", diff=(0,), linear=True)
+_setitem_basic = defop("setitem", _setitem, "CopySlices", diff=(0, 1), promote="none")
+_index_put = defop("index_put", _setitem, "IndexPutBackward0", diff=(0, 1), promote="none")
+
+
+def _parse_index(x, index):
+    """→ (template tuple, arrays list, is_basic, view node kind)."""
+    if not isinstance(index, tuple):
+        index = (index,)
+    shape = x.shape
+    n_real = sum(1 for i in index if i is not None and i is not Ellipsis and not isinstance(i, bool)
+                 and not (isinstance(i, Tensor) and i.dtype.name == "bool"))
+    n_real += sum(i.ndim - 1 for i in index if isinstance(i, Tensor) and i.dtype.name == "bool")
+    if n_real > len(shape):
+        raise IndexError(f"too many indices for tensor of dimension {len(shape)}")
+    template, arrays, basic, kind, dim = [], [], True, "alias", 0
+    for item in index:
+        if item is Ellipsis:
+            template.append(Ellipsis)
+            dim = len(shape) - (n_real - dim)
+            continue
+        if item is None:
+            template.append(None)
+            kind = "unsqueeze_idx"
+            continue
+        if isinstance(item, bool):
+            item = Tensor._wrap(jnp.asarray(item))
+        if isinstance(item, (int, np.integer)):
+            size = shape[dim]
+            if not -size <= item < size:
+                raise IndexError(f"index {int(item)} is out of bounds for dimension {dim} with size {size}")
+            template.append(int(item) % size)
+            kind, dim = "select", dim + 1
+        elif isinstance(item, slice):
+            start, stop, step = (None if v is None else int(v) for v in (item.start, item.stop, item.step))
+            if step is not None and step <= 0:
+                raise ValueError("step must be greater than zero")
+            template.append((start, stop, step))
+            if (start, stop, step) != (None, None, None) or kind == "alias":
+                kind = "slice"
+            dim += 1
+        else:
+            if isinstance(item, (list, tuple, np.ndarray)):
+                item = np.asarray(item)
+                if item.dtype == object:
+                    raise IndexError("only integers, slices (`:`), ellipsis (`...`), None and long or "
+                                     "byte or bool tensors are valid indices")
+                item = Tensor._wrap(jnp.asarray(item))
+            if not isinstance(item, Tensor):
+                raise IndexError("only integers, slices (`:`), ellipsis (`...`), None and long or byte "
+                                 "or bool tensors are valid indices (got " + type(item).__name__ + ")")
+            basic = False
+            v = item._value
+            if v.dtype == jnp.bool_:
+                # a mask selects a data-dependent number of elements: make integer indices now
+                from .._tensor import _is_tracer
+                if _is_tracer(v):
+                    from .._errors import TracedValueError
+                    raise TracedValueError("boolean mask indexing")
+                if tuple(v.shape) != tuple(shape[dim:dim + v.ndim]):
+                    raise IndexError(f"The shape of the mask {list(v.shape)} at index {dim} does not "
+                                     f"match the shape of the indexed tensor {list(shape)} at index {dim}")
+                for nz in np.nonzero(np.asarray(v)):
+                    template.append("T")
+                    arrays.append(jnp.asarray(nz))
+                dim += max(v.ndim, 1) if v.ndim else 0
+                if v.ndim == 0:
+                    template.pop()
+                    arrays.pop()
+                    template.append(None)
+                    template.append("T")
+                    arrays.append(jnp.asarray(np.nonzero(np.asarray(v).reshape(1))[0]))
+                continue
+            if not jnp.issubdtype(v.dtype, jnp.integer):
+                raise IndexError("tensors used as indices must be long, int, byte or bool tensors")
+            template.append("T")
+            arrays.append(v)
+            dim += 1
+    return tuple(template), arrays, basic, kind
+
+
+def _getitem_fn(self, index) -> Tensor:
+    template, arrays, basic, kind = _parse_index(self, index)
+    if basic:
+        return apply(_VIEW_OPS[kind], self, idx=template)
+    return apply(_index, self, *arrays, idx=template)
+
+
+def _setitem_method(self, index, value) -> None:
+    template, arrays, basic, _ = _parse_index(self, index)
+    op = _setitem_basic if basic else _index_put
+    self._inplace(lambda s: apply(op, s, value, *arrays, idx=template))
+
+
+export("__getitem__", function=False)(_getitem_fn)
+export("__setitem__", function=False)(_setitem_method)
+export("index_put_", function=False)(
+    lambda self, indices, values, accumulate=False: _index_put_(self, indices, values, accumulate))
+
+
+def _index_put_(self, indices, values, accumulate):
+    if accumulate:
+        from .pointwise import add
+        cur = _getitem_fn(self, tuple(indices))
+        values = add(cur, values)
+    _setitem_method(self, tuple(indices), values)
+    return self
+
+
+@export("nonzero")
+def nonzero(input, *, as_tuple=False):
+    """Indices of non-zero elements (data-dependent shape: eager only)."""
+    v = np.asarray(input._concrete("nonzero()"))
+    nz = np.nonzero(v) if v.ndim else np.nonzero(v.reshape(1))
+    if as_tuple:
+        return tuple(Tensor._wrap(jnp.asarray(a, jnp.int64)) for a in nz)
+    return Tensor._wrap(jnp.asarray(np.stack(nz, axis=1) if len(nz) else np.zeros((0, 0)), jnp.int64))

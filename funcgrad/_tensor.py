@@ -1,0 +1,674 @@
+"""The Tensor: a jax.Array (or tracer) in a storage cell, a version counter, autograd metadata.
+
+Storage: ``_cell`` holds the current array of the *base* tensor; views (``view``, slicing,
+``t()``…) and ``detach()`` share it, so a write through any of them shows in all. A view keeps
+the chain of view ops from the base and recomputes (and caches) its value when the cell
+changed. Version counter ``_ver`` (a one-item list): shared by views and ``detach()``, not by
+``.data``. Nothing here assumes a concrete value, so the same code runs under ``jax.jit``.
+"""
+
+from __future__ import annotations
+
+import warnings
+import weakref
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from . import _dispatch, _dtype
+from ._device import device as _device_cls
+from ._device import from_jax as _from_jax_device
+from ._device import jax_device
+from .autograd import grad_mode
+from .autograd.graph import AccumulateGrad, RemovableHandle
+
+_state = grad_mode._state
+
+NON_LEAF_GRAD_MSG = (
+    "The .grad attribute of a Tensor that is not a leaf Tensor is being accessed. Its .grad "
+    "attribute won't be populated during autograd.backward(). If you indeed want the .grad field "
+    "to be populated for a non-leaf Tensor, use .retain_grad() on the non-leaf Tensor. If you "
+    "access the non-leaf Tensor by mistake, make sure you access the leaf Tensor instead. See "
+    "github.com/pytorch/pytorch/pull/30531 for more informations.")
+LEAF_FLAG_MSG = "you can only change requires_grad flags of leaf variables."
+LEAF_FLAG_HINT = (" If you want to use a computed variable in a subgraph that doesn't require "
+                  "differentiation use var_no_grad = var.detach().")
+LEAF_INPLACE_MSG = "a leaf Variable that requires grad is being used in an in-place operation."
+
+
+class Size(tuple):
+    """``x.shape``: a tuple that prints as ``funcgrad.Size([2, 3])``."""
+
+    def __repr__(self):
+        return f"funcgrad.Size([{', '.join(map(str, self))}])"
+
+    __str__ = __repr__
+
+    def numel(self) -> int:
+        return int(np.prod(self, dtype=np.int64))
+
+
+class _Cell:
+    __slots__ = ("value", "gen")
+
+    def __init__(self, value):
+        self.value, self.gen = value, 0
+
+
+class _View:
+    """How a view derives from its base's cell: ``chain`` of (op, static) steps, and a cache."""
+
+    __slots__ = ("base", "chain", "cache", "gen")
+
+    def __init__(self, base, chain, cache, gen):
+        self.base, self.chain, self.cache, self.gen = base, chain, cache, gen
+
+
+_view_kernels: dict = {}
+_scatter_kernels: dict = {}
+
+
+def _apply_chain(chain, x):
+    for op, skey in chain:
+        x = op.fn(x, **dict(skey))
+    return x
+
+
+def _view_kernel(chain):
+    k = _view_kernels.get(chain)
+    if k is None:
+        k = _view_kernels[chain] = jax.jit(lambda b: _apply_chain(chain, b))
+    return k
+
+
+def _scatter_fn(chain):
+    """``(base, new) -> base with the view's elements replaced by new`` (exact for any dtype):
+    the view chain applied to an arange tells which base elements the view reads."""
+    def scatter(base, new):
+        idx = _apply_chain(chain, jnp.arange(base.size).reshape(base.shape))
+        new = jnp.broadcast_to(jnp.asarray(new, base.dtype), idx.shape)
+        return base.ravel().at[idx.ravel()].set(new.ravel()).reshape(base.shape)
+    return scatter
+
+
+def _scatter_kernel(chain):
+    k = _scatter_kernels.get(chain)
+    if k is None:
+        k = _scatter_kernels[chain] = jax.jit(_scatter_fn(chain))
+    return k
+
+
+def _is_tracer(v) -> bool:
+    return isinstance(v, jax.core.Tracer)
+
+
+class Tensor:
+    """A multi-dimensional array with PyTorch's autograd semantics, computed by JAX.
+
+    >>> import funcgrad
+    >>> x = funcgrad.ones(2, 2, requires_grad=True)
+    >>> y = (x + 2).pow(2).mean()
+    >>> y.backward()
+    >>> x.grad
+    tensor([[1.5000, 1.5000],
+            [1.5000, 1.5000]])
+    """
+
+    __slots__ = ("_cell", "_viewinfo", "_ver", "_requires_grad", "_grad_fn", "_output_nr",
+                 "_grad", "_retains_grad", "_hooks", "_post_hooks", "_accum", "__weakref__",
+                 "__dict__")
+
+    # ---- construction ---------------------------------------------------------------------
+    def __new__(cls, *args, **kwargs):
+        self = object.__new__(cls)
+        self._init(None)
+        return self
+
+    def __init__(self, *args, dtype=None, device=None):
+        # legacy constructor: Tensor([1, 2]) is float; Tensor(2, 3) uninitialised (zeros here)
+        from ._factories import tensor as _t
+        if len(args) == 1 and not isinstance(args[0], int):
+            v = _t(args[0], dtype=dtype or _dtype.get_default_dtype())._value
+        else:
+            v = jnp.zeros(tuple(args), (dtype or _dtype.get_default_dtype()).np)
+        self._cell = _Cell(v)
+
+    def _init(self, value):
+        self._cell = _Cell(value)
+        self._viewinfo = None
+        self._ver = [0]
+        self._requires_grad = False
+        self._grad_fn = None
+        self._output_nr = 0
+        self._grad = None
+        self._retains_grad = False
+        self._hooks = None
+        self._post_hooks = None
+        self._accum = None
+
+    @classmethod
+    def _wrap(cls, value) -> "Tensor":
+        t = object.__new__(Tensor)
+        t._init(value)
+        return t
+
+    @staticmethod
+    def _make_view(base: "Tensor", value, op, skey) -> "Tensor":
+        t = object.__new__(Tensor)
+        t._init(None)
+        vi = base._viewinfo
+        root = base if vi is None else vi.base
+        chain = ((op, skey),) if vi is None else vi.chain + ((op, skey),)
+        t._cell, t._ver = base._cell, base._ver
+        t._viewinfo = _View(root, chain, value, base._cell.gen)
+        return t
+
+    # ---- storage ----------------------------------------------------------------------------
+    @property
+    def _value(self):
+        vi = self._viewinfo
+        if vi is None:
+            return self._cell.value
+        cell = self._cell
+        if vi.gen != cell.gen:
+            vi.cache, vi.gen = _view_kernel(vi.chain)(cell.value), cell.gen
+        return vi.cache
+
+    def _set_value(self, new) -> None:
+        """Write ``new`` (already of this shape and dtype) into the storage."""
+        cell, vi = self._cell, self._viewinfo
+        if vi is None:
+            cell.value = new
+            cell.gen += 1
+        else:
+            cell.value = _scatter_kernel(vi.chain)(cell.value, new)
+            cell.gen += 1
+            vi.cache, vi.gen = new, cell.gen
+
+    def _share(self, ver) -> "Tensor":
+        t = object.__new__(Tensor)
+        t._init(None)
+        t._cell, t._ver = self._cell, ver
+        vi = self._viewinfo
+        if vi is not None:
+            t._viewinfo = _View(vi.base, vi.chain, vi.cache, vi.gen)
+        return t
+
+    def _snapshot(self) -> "Tensor":
+        """The current value as a separate tensor with this tensor's autograd identity."""
+        t = Tensor._wrap(self._value)
+        t._requires_grad, t._grad_fn, t._output_nr = self._requires_grad, self._grad_fn, self._output_nr
+        if self._grad_fn is None and self._requires_grad:
+            t._accum = self._accum
+            t._edge = self._edge  # leaf: gradient must reach the original leaf
+        return t
+
+    # ---- basic properties -------------------------------------------------------------------
+    @property
+    def shape(self) -> Size:
+        return Size(self._value.shape)
+
+    def size(self, dim: int | None = None):
+        s = self._value.shape
+        if dim is None:
+            return Size(s)
+        return s[_wrap_dim(dim, len(s))]
+
+    @property
+    def dtype(self) -> _dtype.dtype:
+        return _dtype.from_np(self._value.dtype)
+
+    @property
+    def ndim(self) -> int:
+        return self._value.ndim
+
+    def dim(self) -> int:
+        return self._value.ndim
+
+    ndimension = dim
+
+    def numel(self) -> int:
+        return int(np.prod(self._value.shape, dtype=np.int64))
+
+    nelement = numel
+
+    def element_size(self) -> int:
+        return self.dtype.itemsize
+
+    @property
+    def itemsize(self) -> int:
+        return self.dtype.itemsize
+
+    @property
+    def nbytes(self) -> int:
+        return self.numel() * self.dtype.itemsize
+
+    @property
+    def device(self) -> _device_cls:
+        v = self._value
+        if _is_tracer(v):
+            return _device_cls("cpu") if jax.default_backend() == "cpu" else _device_cls("cuda", 0)
+        return _from_jax_device(next(iter(v.devices())))
+
+    @property
+    def is_cuda(self) -> bool:
+        return self.device.type == "cuda"
+
+    is_cpu = property(lambda self: self.device.type == "cpu")
+    is_leaf = property(lambda self: self._grad_fn is None,
+                       doc="True for tensors not produced by a recorded op (users' tensors, parameters).")
+    is_sparse = False
+    is_quantized = False
+    is_meta = False
+    layout = "strided"
+
+    def is_floating_point(self) -> bool:
+        return self.dtype.is_floating_point
+
+    def is_complex(self) -> bool:
+        return self.dtype.is_complex
+
+    def is_contiguous(self, memory_format=None) -> bool:
+        return True
+
+    def is_inference(self) -> bool:
+        return False
+
+    def get_device(self) -> int:
+        d = self.device
+        return -1 if d.type == "cpu" else (d.index or 0)
+
+    def _type_name(self) -> str:
+        names = {"float32": "FloatTensor", "float64": "DoubleTensor", "float16": "HalfTensor",
+                 "bfloat16": "BFloat16Tensor", "int64": "LongTensor", "int32": "IntTensor",
+                 "int16": "ShortTensor", "int8": "CharTensor", "uint8": "ByteTensor",
+                 "bool": "BoolTensor", "complex64": "ComplexFloatTensor",
+                 "complex128": "ComplexDoubleTensor"}
+        return "funcgrad." + names[self.dtype.name]
+
+    def type(self, dtype=None):
+        if dtype is None:
+            return self._type_name()
+        if isinstance(dtype, str):
+            inv = {"FloatTensor": "float32", "DoubleTensor": "float64", "LongTensor": "int64",
+                   "IntTensor": "int32", "HalfTensor": "float16", "BoolTensor": "bool",
+                   "ByteTensor": "uint8"}
+            dtype = inv[dtype.split(".")[-1]]
+        return self.to(_dtype.to_dtype(dtype))
+
+    # ---- autograd metadata --------------------------------------------------------------
+    @property
+    def requires_grad(self) -> bool:
+        return self._requires_grad
+
+    @requires_grad.setter
+    def requires_grad(self, flag: bool) -> None:
+        flag = bool(flag)
+        if self._grad_fn is not None:
+            raise RuntimeError(LEAF_FLAG_MSG + ("" if flag else LEAF_FLAG_HINT))
+        if flag and not (self.dtype.is_floating_point or self.dtype.is_complex):
+            raise RuntimeError("only Tensors of floating point and complex dtype can require gradients")
+        self._requires_grad = flag
+
+    def requires_grad_(self, requires_grad: bool = True) -> "Tensor":
+        self.requires_grad = requires_grad
+        return self
+
+    @property
+    def grad_fn(self):
+        return self._grad_fn
+
+    @property
+    def grad(self):
+        if self._grad_fn is not None and not self._retains_grad:
+            warnings.warn(NON_LEAF_GRAD_MSG, UserWarning, stacklevel=2)
+        return self._grad
+
+    @grad.setter
+    def grad(self, g) -> None:
+        if g is not None:
+            if not isinstance(g, Tensor):
+                raise TypeError(f"assigned grad expected to be a Tensor or None but got grad of "
+                                f"type {type(g).__name__}")
+            if g.dtype is not self.dtype:
+                raise RuntimeError("assigned grad has data of a different type")
+            if g.shape != self.shape:
+                raise RuntimeError("assigned grad has data of a different size")
+        self._grad = g
+
+    @grad.deleter
+    def grad(self) -> None:
+        self._grad = None
+
+    @property
+    def retains_grad(self) -> bool:
+        return self._retains_grad
+
+    def retain_grad(self) -> None:
+        """Keep this non-leaf's gradient in ``.grad`` after backward."""
+        if not self._requires_grad:
+            raise RuntimeError("can't retain_grad on Tensor that has requires_grad=False")
+        if self._grad_fn is None or self._retains_grad:
+            return
+        self._retains_grad = True
+        node = self._grad_fn
+        if node._retain is None:
+            node._retain = {}
+        node._retain[self._output_nr] = weakref.ref(self)
+
+    def register_hook(self, hook) -> RemovableHandle:
+        """``hook(grad)`` runs when this tensor's gradient is computed; may return a new grad.
+
+        >>> import funcgrad
+        >>> x = funcgrad.ones(2, requires_grad=True)
+        >>> h = x.register_hook(lambda g: g * 2)
+        >>> x.sum().backward(); x.grad
+        tensor([2., 2.])
+        """
+        if not self._requires_grad:
+            raise RuntimeError("cannot register a hook on a tensor that doesn't require gradient")
+        if self._grad_fn is not None:
+            return self._grad_fn._add_tensor_hook(self._output_nr, hook)
+        if self._hooks is None:
+            self._hooks = []
+        self._hooks.append(hook)
+        return RemovableHandle(self._hooks, hook)
+
+    def register_post_accumulate_grad_hook(self, hook) -> RemovableHandle:
+        """``hook(tensor)`` runs after the gradient was accumulated into this leaf's ``.grad``."""
+        if self._grad_fn is not None:
+            raise RuntimeError("post accumulate grad hooks cannot be registered on non-leaf tensors")
+        if not self._requires_grad:
+            raise RuntimeError("cannot register a hook on a tensor that doesn't require gradient")
+        if self._post_hooks is None:
+            self._post_hooks = []
+        self._post_hooks.append(hook)
+        return RemovableHandle(self._post_hooks, hook)
+
+    def _set_grad_fn(self, node, nr: int) -> None:
+        self._grad_fn, self._output_nr, self._requires_grad = node, nr, True
+
+    def _edge(self):
+        if self._grad_fn is not None:
+            return (self._grad_fn, self._output_nr)
+        node = self._accum() if self._accum is not None else None
+        if node is None:
+            node = AccumulateGrad(self)
+            self._accum = weakref.ref(node)
+        return (node, 0)
+
+    def backward(self, gradient=None, retain_graph=None, create_graph=False, inputs=None) -> None:
+        """Compute the gradient of this tensor w.r.t. graph leaves, accumulated into ``.grad``."""
+        from .autograd import backward
+        backward(self, gradient, retain_graph, create_graph, inputs=inputs)
+
+    def detach(self) -> "Tensor":
+        """A new leaf sharing storage and version counter with this tensor."""
+        return self._share(self._ver)
+
+    def detach_(self) -> "Tensor":
+        self._grad_fn, self._requires_grad, self._output_nr = None, False, 0
+        return self
+
+    @property
+    def data(self) -> "Tensor":
+        return self._share([0])
+
+    @data.setter
+    def data(self, other: "Tensor") -> None:
+        self._cell, self._viewinfo = _Cell(other._value), None
+
+    # ---- conversion -----------------------------------------------------------------------
+    def _concrete(self, what: str):
+        v = self._value
+        if _is_tracer(v):
+            from ._errors import TracedValueError
+            raise TracedValueError(what)
+        return v
+
+    def item(self):
+        """The value of a one-element tensor as a Python number."""
+        v = self._concrete("item()")
+        if v.size != 1:
+            raise RuntimeError(f"a Tensor with {v.size} elements cannot be converted to Scalar")
+        return np.asarray(v).reshape(()).item()
+
+    def tolist(self):
+        return np.asarray(self._concrete("tolist()")).tolist()
+
+    def numpy(self, *, force: bool = False) -> np.ndarray:
+        if self._requires_grad and not force:
+            raise RuntimeError("Can't call numpy() on Tensor that requires grad. Use "
+                               "tensor.detach().numpy() instead.")
+        return np.asarray(self._concrete("numpy()"))
+
+    def __array__(self, dtype=None, copy=None):
+        a = np.asarray(self._concrete("__array__"))
+        return a.astype(dtype) if dtype is not None else a
+
+    def __jax_array__(self):
+        return self._value
+
+    def jax(self) -> jax.Array:
+        """The underlying ``jax.Array`` (no copy; not tracked by autograd)."""
+        return self._value
+
+    def __bool__(self) -> bool:
+        v = self._concrete("bool()")
+        if v.size != 1:
+            raise RuntimeError(f"Boolean value of Tensor with more than one value is ambiguous")
+        return bool(np.asarray(v).reshape(()))
+
+    def __float__(self) -> float:
+        return float(self.item())
+
+    def __int__(self) -> int:
+        return int(self.item())
+
+    def __complex__(self) -> complex:
+        return complex(self.item())
+
+    def __index__(self) -> int:
+        if self.dtype._kind not in "bi" or self.numel() != 1:
+            raise TypeError("only integer tensors of a single element can be converted to an index")
+        return int(self.item())
+
+    def __len__(self) -> int:
+        if self._value.ndim == 0:
+            raise TypeError("len() of a 0-d tensor")
+        return self._value.shape[0]
+
+    def __iter__(self):
+        if self._value.ndim == 0:
+            raise TypeError("iteration over a 0-d tensor")
+        return (self[i] for i in range(self._value.shape[0]))
+
+    def __hash__(self) -> int:
+        return id(self)
+
+    def __format__(self, spec: str) -> str:
+        if self._value.ndim == 0 and not _is_tracer(self._value):
+            return format(self.item(), spec)
+        return format(repr(self), spec)
+
+    def __reduce_ex__(self, proto):
+        return (_rebuild, (np.asarray(self.detach()._value), self._requires_grad))
+
+    def __deepcopy__(self, memo):
+        if self._grad_fn is not None:
+            raise RuntimeError("Only Tensors created explicitly by the user (graph leaves) support "
+                               "the deepcopy protocol at the moment.  If you were attempting to "
+                               "deepcopy a module, this may be because of a torch.nn.utils."
+                               "weight_norm usage, see https://github.com/pytorch/pytorch/pull/103001")
+        new = type(self).__new__(type(self))
+        Tensor._init(new, self._value)
+        new._requires_grad = self._requires_grad
+        if self._grad is not None:
+            new._grad = self._grad.__deepcopy__(memo)
+        if getattr(self, "__dict__", None):
+            import copy
+            new.__dict__.update(copy.deepcopy(self.__dict__, memo))
+        memo[id(self)] = new
+        return new
+
+    # ---- device / dtype moves -------------------------------------------------------------
+    def to(self, *args, **kwargs) -> "Tensor":
+        """``to(dtype)``, ``to(device)``, ``to(device, dtype)``, ``to(other)``; ``copy=``, ``non_blocking=``."""
+        dtype, dev = kwargs.pop("dtype", None), kwargs.pop("device", None)
+        copy = kwargs.pop("copy", False)
+        kwargs.pop("non_blocking", None)
+        kwargs.pop("memory_format", None)
+        if kwargs:
+            raise TypeError(f"to() got an unexpected keyword argument '{next(iter(kwargs))}'")
+        for a in args:
+            if isinstance(a, Tensor):
+                dtype, dev = a.dtype, a.device
+            elif isinstance(a, (_dtype.dtype, type)) or (isinstance(a, str) and a in _dtype._NAMES):
+                dtype = _dtype.to_dtype(a)
+            elif isinstance(a, (str, _device_cls, int)):
+                dev = _device_cls("cuda", a) if isinstance(a, int) else a
+            elif isinstance(a, bool):
+                pass
+            else:
+                dtype = _dtype.to_dtype(a)
+        out = self
+        if dev is not None:
+            jd = jax_device(dev)
+            v = self._value
+            if not _is_tracer(v) and jd not in v.devices():
+                from ._ops.shape import to_device
+                out = to_device(out, jd)
+        if dtype is not None and _dtype.to_dtype(dtype) is not self.dtype:
+            from ._ops.shape import _to_copy
+            out = _dispatch.apply(_to_copy, out, dtype=_dtype.to_dtype(dtype).np)
+        if copy and out is self:
+            out = self.clone()
+        return out
+
+    def cpu(self) -> "Tensor":
+        return self.to("cpu")
+
+    def cuda(self, device=None, non_blocking=False) -> "Tensor":
+        return self.to(_device_cls("cuda", device if isinstance(device, int) else None)
+                       if not isinstance(device, (str, _device_cls)) else device)
+
+    def double(self): return self.to(_dtype.float64)
+    def float(self): return self.to(_dtype.float32)
+    def half(self): return self.to(_dtype.float16)
+    def bfloat16(self): return self.to(_dtype.bfloat16)
+    def long(self): return self.to(_dtype.int64)
+    def int(self): return self.to(_dtype.int32)
+    def short(self): return self.to(_dtype.int16)
+    def char(self): return self.to(_dtype.int8)
+    def byte(self): return self.to(_dtype.uint8)
+    def bool(self): return self.to(_dtype.bool_)
+    def cfloat(self): return self.to(_dtype.complex64)
+    def cdouble(self): return self.to(_dtype.complex128)
+
+    def type_as(self, other: "Tensor") -> "Tensor":
+        return self.to(other.dtype)
+
+    def contiguous(self, memory_format=None) -> "Tensor":
+        return self
+
+    def pin_memory(self) -> "Tensor":
+        return self
+
+    def share_memory_(self) -> "Tensor":
+        return self
+
+    def cpu_(self):  # pragma: no cover - convenience
+        return self
+
+    # ---- printing -----------------------------------------------------------------------------
+    def __repr__(self) -> str:
+        from ._tensor_str import format_tensor
+        suffix = []
+        if self._grad_fn is not None:
+            suffix.append(f"grad_fn=<{self._grad_fn.name()}>")
+        elif self._requires_grad:
+            suffix.append("requires_grad=True")
+        v = self._value
+        prefix = "Parameter containing:\n" if getattr(type(self), "_is_parameter", False) else ""
+        if _is_tracer(v):
+            s = ", ".join([f"<traced {v.dtype}{list(v.shape)}>"] + suffix)
+            return f"{prefix}tensor({s})"
+        dev = self.device
+        dt = self.dtype
+        return prefix + format_tensor(
+            np.asarray(v.astype(jnp.float32) if dt is _dtype.bfloat16 else v),
+            dtype_name=dt.name, is_default_dtype=dt is _dtype.get_default_dtype(),
+            suffixes=suffix, device_suffix=None if dev.type == "cpu" else f"device='{dev}'")
+
+    __str__ = __repr__
+
+    # ---- in-place machinery ----------------------------------------------------------------
+    def _check_inplace(self) -> None:
+        if _state.enabled and self._requires_grad:
+            if self._grad_fn is None and self._viewinfo is None:
+                raise RuntimeError(LEAF_INPLACE_MSG)
+            vi = self._viewinfo
+            if vi is not None and vi.base._grad_fn is None and vi.base._requires_grad:
+                raise RuntimeError(
+                    "a view of a leaf Variable that requires grad is being used in an in-place "
+                    "operation.")
+
+    def _inplace(self, fn, *args, **kwargs) -> "Tensor":
+        """Run out-of-place ``fn(self_snapshot, *args)`` and commit its result into ``self``."""
+        self._check_inplace()
+        out = fn(self._snapshot(), *args, **kwargs)
+        return self._commit(out)
+
+    def _commit(self, out: "Tensor") -> "Tensor":
+        if out.dtype is not self.dtype:
+            if self.dtype._kind in "bi" and out.dtype._kind in "fc" or \
+                    self.dtype._kind == "b" and out.dtype._kind == "i":
+                raise RuntimeError(f"result type {_scalar_type_name(out.dtype)} can't be cast to "
+                                   f"the desired output type {_scalar_type_name(self.dtype)}")
+            out = out.to(self.dtype)
+        if out.shape != self.shape:
+            if np.broadcast_shapes(out.shape, self.shape) != tuple(self.shape):
+                raise RuntimeError(f"output with shape {list(self.shape)} doesn't match the "
+                                   f"broadcast shape {list(np.broadcast_shapes(out.shape, self.shape))}")
+            from ._ops.shape import expand
+            out = expand(out, self.shape)
+        self._set_value(out._value)
+        self._ver[0] += 1
+        if out._requires_grad and _state.enabled:
+            vi = self._viewinfo
+            if vi is not None:
+                from ._ops.shape import COPY_SLICES
+                base = vi.base
+                new_base = _dispatch.apply(COPY_SLICES, base._snapshot(), out, chain=vi.chain)
+                base._grad_fn, base._output_nr, base._requires_grad = new_base._grad_fn, 0, True
+                view = new_base
+                for op, skey in vi.chain:
+                    view = _dispatch.apply(op, view, **dict(skey))
+                self._set_grad_fn(view._grad_fn, 0)
+            else:
+                self._set_grad_fn(out._grad_fn, out._output_nr)
+        return self
+
+
+def _scalar_type_name(d) -> str:
+    return {"float32": "Float", "float64": "Double", "float16": "Half", "bfloat16": "BFloat16",
+            "int64": "Long", "int32": "Int", "int16": "Short", "int8": "Char", "uint8": "Byte",
+            "bool": "Bool", "complex64": "ComplexFloat", "complex128": "ComplexDouble"}[d.name]
+
+
+def _wrap_dim(dim: int, ndim: int) -> int:
+    n = max(ndim, 1)
+    if not -n <= dim < n:
+        raise IndexError(f"Dimension out of range (expected to be in range of [{-n}, {n - 1}], "
+                         f"but got {dim})")
+    return dim % n
+
+
+def _rebuild(arr, requires_grad):
+    t = Tensor._wrap(jnp.asarray(arr))
+    t._requires_grad = requires_grad
+    return t
+
+
+_dispatch._Tensor = Tensor

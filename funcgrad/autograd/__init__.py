@@ -1,0 +1,117 @@
+"""``funcgrad.autograd``: ``backward``, ``grad`` and the grad-mode switches."""
+
+from __future__ import annotations
+
+from . import engine
+from .grad_mode import (enable_grad as enable_grad, inference_mode as inference_mode,
+                        is_grad_enabled as is_grad_enabled, no_grad as no_grad,
+                        set_grad_enabled as set_grad_enabled)
+from .graph import Node as Node
+
+
+def _as_list(x):
+    from .._tensor import Tensor
+    if x is None:
+        return []
+    if isinstance(x, Tensor):
+        return [x]
+    return list(x)
+
+
+def _root_grads(outputs, grad_outputs, create_graph):
+    from .._factories import ones_like
+    roots, grads = [], []
+    for i, (out, g) in enumerate(zip(outputs, grad_outputs)):
+        if not out.requires_grad:
+            raise RuntimeError(f"element {i} of tensors does not require grad and does not have a grad_fn")
+        if g is None:
+            if out.numel() != 1:
+                raise RuntimeError("grad can be implicitly created only for scalar outputs")
+            if not out.dtype.is_floating_point:
+                raise RuntimeError(f"grad can be implicitly created only for real scalar outputs but got "
+                                   f"{out.dtype}")
+            g = ones_like(out)
+        else:
+            from .._tensor import Tensor
+            if not isinstance(g, Tensor):
+                from .._factories import tensor
+                g = tensor(g, dtype=out.dtype)
+            if g.shape != out.shape:
+                raise RuntimeError(f"Mismatch in shape: grad_output[{i}] has a shape of {g.shape} and "
+                                   f"output[{i}] has a shape of {out.shape}.")
+            if not create_graph:
+                g = g.detach()
+        roots.append(out._edge())
+        grads.append(g)
+    return roots, grads
+
+
+def backward(tensors, grad_tensors=None, retain_graph=None, create_graph=False, inputs=None,
+             grad_variables=None) -> None:
+    """Accumulate d(tensors)/d(leaves) into the leaves' ``.grad`` (see ``Tensor.backward``)."""
+    tensors = _as_list(tensors)
+    grad_tensors = _as_list(grad_tensors if grad_tensors is not None else grad_variables)
+    if not grad_tensors:
+        grad_tensors = [None] * len(tensors)
+    if len(grad_tensors) != len(tensors):
+        raise RuntimeError(f"got {len(grad_tensors)} tensors and {len(tensors)} gradients")
+    if retain_graph is None:
+        retain_graph = create_graph
+    roots, grads = _root_grads(tensors, grad_tensors, create_graph)
+    if inputs is not None:
+        inputs = _as_list(inputs)
+        if not inputs:
+            raise RuntimeError("'inputs' argument to backward() cannot be empty.")
+        res = engine.execute(roots, grads, retain_graph, create_graph,
+                             capture=[t._edge() for t in inputs], accumulate=False)
+        for t, g in zip(inputs, res):
+            if g is not None:
+                g = g if create_graph else g.detach()
+                t._grad = g if t._grad is None else t._grad + g
+        return
+    engine.execute(roots, grads, retain_graph, create_graph)
+
+
+def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph=False,
+         only_inputs=True, allow_unused=None, is_grads_batched=False, materialize_grads=False):
+    """Gradients of ``outputs`` w.r.t. ``inputs`` (a tuple); ``.grad`` is not touched.
+
+    >>> import funcgrad
+    >>> x = funcgrad.tensor(3.0, requires_grad=True)
+    >>> (g,) = funcgrad.autograd.grad(x ** 3, x, create_graph=True)
+    >>> g, funcgrad.autograd.grad(g, x)[0]
+    (tensor(27., grad_fn=<PowBackward0Backward>), tensor(18.))
+    """
+    outputs = _as_list(outputs)
+    inputs = _as_list(inputs)
+    if allow_unused is None:
+        allow_unused = materialize_grads
+    grad_outputs = _as_list(grad_outputs) or [None] * len(outputs)
+    if len(grad_outputs) != len(outputs):
+        raise RuntimeError(f"grad requires one grad_output per output: got {len(grad_outputs)} and "
+                           f"{len(outputs)}")
+    for t in inputs:
+        if not t.requires_grad:
+            raise RuntimeError("One of the differentiated Tensors does not require grad")
+    if retain_graph is None:
+        retain_graph = create_graph
+    roots, grads = _root_grads(outputs, grad_outputs, create_graph)
+    res = engine.execute(roots, grads, retain_graph, create_graph,
+                         capture=[t._edge() for t in inputs], accumulate=False)
+    out = []
+    for t, g in zip(inputs, res):
+        if g is None:
+            if not allow_unused:
+                raise RuntimeError("One of the differentiated Tensors appears to not have been used in "
+                                   "the graph. Set allow_unused=True if this is the desired behavior.")
+            if materialize_grads:
+                from .._factories import zeros_like
+                g = zeros_like(t)
+        elif not create_graph:
+            g = g.detach()
+        out.append(g)
+    return tuple(out)
+
+
+__all__ = ["backward", "grad", "no_grad", "enable_grad", "set_grad_enabled", "inference_mode",
+           "is_grad_enabled", "Node"]

@@ -1,0 +1,158 @@
+"""The backward engine: iterative, dependency-counted, one gradient slot per node output.
+
+1. Walk the graph from the roots' nodes (no recursion) counting, for each node, how many
+   edges point at it. 2. Seed the roots' slots. 3. Pop ready nodes (all consumers done), run
+   tensor hooks / retain_grad on their slots, apply the node (its jitted vjp kernel), and add
+   the results into the slots of ``next_functions``. Leaves' ``AccumulateGrad`` nodes add into
+   ``.grad``. Saved inputs are freed as nodes run unless ``retain_graph``.
+With ``create_graph`` grad mode stays on, so every kernel applied here is itself recorded.
+"""
+
+from __future__ import annotations
+
+import math
+
+from . import grad_mode
+from .graph import AccumulateGrad
+
+
+def _add(a, b):
+    if a is None:
+        return b
+    return a + b
+
+
+def _run_hooks(node, grads):
+    th = node._tensor_pre_hooks
+    if th:
+        for nr, hooks in th.items():
+            for h in list(hooks):
+                if grads[nr] is not None:
+                    r = h(grads[nr])
+                    if r is not None:
+                        grads[nr] = r
+    if node._retain:
+        for nr, ref in node._retain.items():
+            t = ref()
+            if t is not None and grads[nr] is not None:
+                g = grads[nr] if grad_mode._state.enabled else grads[nr].detach()
+                t._grad = g if t._grad is None else t._grad + g
+    if node._pre_hooks:
+        for h in list(node._pre_hooks):
+            r = h(tuple(grads))
+            if r is not None:
+                grads[:] = list(r)
+
+
+def _accumulate(node, g, create_graph):
+    """``AccumulateGrad``: tensor hooks, then add into ``.grad``, then post-accumulate hooks."""
+    var = node.variable
+    if var._hooks:
+        for h in list(var._hooks):
+            r = h(g)
+            if r is not None:
+                g = r
+    if var._grad is None:
+        var._grad = g if create_graph else g.detach()
+    elif create_graph or grad_mode._state.enabled:
+        var._grad = var._grad + g
+    else:
+        var._grad.add_(g)  # in place, as PyTorch: the .grad object stays the same
+    if var._post_hooks:
+        for h in list(var._post_hooks):
+            h(var)
+
+
+def execute(roots, grads, retain_graph, create_graph, capture=None, accumulate=True):
+    """Backpropagate ``grads`` (Tensors) from ``roots`` (edges ``(node, output_nr)``).
+
+    ``capture``: edges whose incoming gradient is returned (``autograd.grad``), in order;
+    only nodes that lead to them run, and ``.grad`` is not touched unless ``accumulate``.
+    """
+    # 1. dependency counts (and parents, to prune when capturing)
+    deps, parents = {}, {}
+    stack = [n for n, _ in roots]
+    seen = set(stack)
+    while stack:
+        node = stack.pop()
+        for child, _ in node.next_functions:
+            if child is None:
+                continue
+            deps[child] = deps.get(child, 0) + 1
+            if capture is not None:
+                parents.setdefault(child, []).append(node)
+            if child not in seen:
+                seen.add(child)
+                stack.append(child)
+    needed = None
+    targets = {}
+    if capture is not None:
+        for i, (n, nr) in enumerate(capture):
+            targets.setdefault(n, []).append((nr, i))
+        needed, stack = set(targets), list(targets)
+        while stack:
+            for p in parents.get(stack.pop(), ()):
+                if p not in needed:
+                    needed.add(p)
+                    stack.append(p)
+    results = [None] * (len(capture) if capture is not None else 0)
+
+    # 2. seed
+    buffers = {}
+    for (node, nr), g in zip(roots, grads):
+        buf = buffers.setdefault(node, [None] * node.num_outputs)
+        buf[nr] = _add(buf[nr], g)
+    ready = [n for n in dict.fromkeys(n for n, _ in roots) if deps.get(n, 0) == 0]
+
+    # 3. run
+    anomaly = grad_mode._anomaly[0]
+    with grad_mode.set_grad_enabled(create_graph):
+        while ready:
+            node = ready.pop()
+            buf = buffers.pop(node, None)
+            outs = None
+            if buf is not None and (needed is None or node in needed):
+                _run_hooks(node, buf)
+                for nr, i in targets.get(node, ()):
+                    results[i] = buf[nr]
+                if isinstance(node, AccumulateGrad):
+                    if accumulate and buf[0] is not None:
+                        _accumulate(node, buf[0], create_graph)
+                elif any(g is not None for g in buf):
+                    node._check_saved()
+                    outs = node._apply(buf)
+                    if node._hooks:
+                        for h in list(node._hooks):
+                            r = h(tuple(outs), tuple(buf))
+                            if r is not None:
+                                outs = list(r)
+                    if anomaly:
+                        _check_nan(node, outs)
+                    if not retain_graph:
+                        node._release()
+            for k, (child, nr) in enumerate(node.next_functions):
+                if child is None:
+                    continue
+                if outs is not None and outs[k] is not None:
+                    cbuf = buffers.get(child)
+                    if cbuf is None:
+                        cbuf = buffers[child] = [None] * child.num_outputs
+                    cbuf[nr] = _add(cbuf[nr], outs[k])
+                deps[child] -= 1
+                if deps[child] == 0:
+                    ready.append(child)
+    return results
+
+
+def _check_nan(node, outs):
+    import numpy as np
+    for i, g in enumerate(outs):
+        if g is not None and not np.all(np.isfinite(np.asarray(g._value))):
+            msg = f"Function '{node.name()}' returned nan values in its {i}th output."
+            if node._trace:
+                msg += "\nTraceback of forward call that caused the error:\n" + node._trace
+            raise RuntimeError(msg)
+
+
+def numel(shape) -> int:
+    return math.prod(shape)

@@ -1,0 +1,107 @@
+"""Backward graph nodes (PyTorch's ``grad_fn`` objects).
+
+A node is created by dispatch for each differentiable op. It saves the op's *primal inputs*
+(and their versions), not residuals: its backward kernel recomputes what it needs inside one
+jitted XLA program. ``type(node).__name__`` is PyTorch's name (``MulBackward0``…).
+"""
+
+from __future__ import annotations
+
+_CLASSES: dict = {}
+
+FREED_MSG = (
+    "Trying to backward through the graph a second time (or directly access saved tensors after "
+    "they have already been freed). Saved intermediate values of the graph are freed when you "
+    "call .backward() or autograd.grad(). Specify retain_graph=True if you need to backward "
+    "through the graph a second time or if you need to access saved tensors after calling "
+    "backward.")
+
+
+class RemovableHandle:
+    """Returned by ``register_hook``; ``.remove()`` unregisters the hook."""
+
+    def __init__(self, hooks: list, hook):
+        self._hooks, self._hook = hooks, hook
+
+    def remove(self) -> None:
+        try:
+            self._hooks.remove(self._hook)
+        except ValueError:
+            pass
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.remove()
+
+
+class Node:
+    """Base of all backward nodes. Subclasses implement ``_apply(grads) -> grads``."""
+
+    __slots__ = ("next_functions", "_pre_hooks", "_hooks", "_tensor_pre_hooks", "_retain",
+                 "metadata", "_trace", "__weakref__")
+
+    def __init__(self, next_functions=()):
+        self.next_functions = next_functions
+        self._pre_hooks = None       # node pre-hooks fn(grad_outputs)
+        self._hooks = None           # node hooks fn(grad_inputs, grad_outputs)
+        self._tensor_pre_hooks = None  # {output_nr: [fn(grad)]} from Tensor.register_hook
+        self._retain = None          # {output_nr: weakref(tensor)} from retain_grad()
+        self.metadata = None
+        self._trace = None           # creation stack under detect_anomaly
+
+    def name(self) -> str:
+        return type(self).__name__
+
+    def __repr__(self) -> str:
+        return f"<{type(self).__name__} object at {hex(id(self))}>"
+
+    num_outputs = 1
+
+    def register_hook(self, fn) -> RemovableHandle:
+        """``fn(grad_inputs, grad_outputs)`` runs after this node computed its input gradients."""
+        if self._hooks is None:
+            self._hooks = []
+        self._hooks.append(fn)
+        return RemovableHandle(self._hooks, fn)
+
+    def register_prehook(self, fn) -> RemovableHandle:
+        """``fn(grad_outputs)`` runs before this node; it may return replacement gradients."""
+        if self._pre_hooks is None:
+            self._pre_hooks = []
+        self._pre_hooks.append(fn)
+        return RemovableHandle(self._pre_hooks, fn)
+
+    def _add_tensor_hook(self, output_nr: int, fn) -> RemovableHandle:
+        if self._tensor_pre_hooks is None:
+            self._tensor_pre_hooks = {}
+        hooks = self._tensor_pre_hooks.setdefault(output_nr, [])
+        hooks.append(fn)
+        return RemovableHandle(hooks, fn)
+
+    def _release(self) -> None:
+        """Free saved values (after a backward without retain_graph)."""
+
+    def _check_saved(self) -> None:
+        """Raise if saved values were freed or modified in place."""
+
+
+class AccumulateGrad(Node):
+    """The node of a leaf that requires grad: adds incoming gradients into ``.grad``."""
+
+    __slots__ = ("variable",)
+
+    def __init__(self, variable):
+        super().__init__(())
+        self.variable = variable
+
+
+def node_class(name: str, base: type) -> type:
+    """The node subclass named ``name`` (e.g. ``MulBackward0``), created once."""
+    key = (name, base)
+    cls = _CLASSES.get(key)
+    if cls is None:
+        cls = type(name, (base,), {"__slots__": ()})
+        _CLASSES[key] = cls
+    return cls
