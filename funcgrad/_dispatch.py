@@ -91,8 +91,11 @@ class Op:
                     a[i] = v
                 out = f(*a)
                 return out if douts is None else tuple(out[j] for j in douts)
-            _, pull = jax.vjp(g, *[full[i] for i in idx])
-            return pull(cots if douts is not None else cots[0])
+            out, pull = jax.vjp(g, *[full[i] for i in idx])
+            # cotangents take the output's dtype (a float64 grad_output for a float32 output)
+            cots = jax.tree.map(lambda c, o: c.astype(o.dtype), tuple(cots) if douts is not None
+                                else cots[0], out)
+            return pull(cots)
         return bwd
 
     def backward(self, static, cast, nargs, mask, avals):
