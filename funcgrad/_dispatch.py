@@ -134,40 +134,63 @@ def _operand_dtype(a):
     return _dtype.scalar_dtype(a), 0
 
 
-def result_dtype(op, args):
+_promo_memo: dict = {}
+
+
+def _operand_key(v):
+    dt = getattr(v, "dtype", None)
+    if dt is not None:
+        return (dt, v.ndim == 0)
+    return type(v)
+
+
+def result_dtype(op, args, vals):
+    """The dtype PyTorch would compute ``op`` in (None: leave the operands as they are).
+
+    Memoised on the operands' (dtype, is-0-dim) / Python types, so the promotion rules run
+    once per combination, not per call.
+    """
     mode = op.promote
-    if mode == "float":
-        d = args[0].dtype
-        return _dtype.get_default_dtype() if d._kind in "bi" else None
-    ops = [args[i] for i in op.positions(len(args)) if i < len(args) and args[i] is not None]
-    first = ops[0].dtype if isinstance(ops[0], _Tensor) else None
-    if first is not None and all(isinstance(a, _Tensor) and a.dtype is first for a in ops):
-        d = first  # fast path: one dtype
-    else:
+    if mode == "float":  # integer/bool inputs of float ops compute in the default float
+        return None if vals[0].dtype in _INEXACT else _dtype._default[0]
+    pos = range(len(vals)) if op.diff is None else op.diff
+    key = (mode, _dtype._default[0]) + tuple(_operand_key(vals[i]) for i in pos if vals[i] is not None)
+    d = _promo_memo.get(key, _MISSING)
+    if d is _MISSING:
+        ops = [args[i] for i in pos if args[i] is not None]
         d = _dtype.result_type([_operand_dtype(a) for a in ops])
-    if mode == "binary_float" and d._kind in "bi":
-        d = _dtype.get_default_dtype()
+        if mode == "binary_float" and d._kind in "bi":
+            d = _dtype.get_default_dtype()
+        _promo_memo[key] = d
     return d
+
+
+_MISSING = object()
 
 
 # ---- apply ----------------------------------------------------------------------------------
 def apply(op: Op, *args, **static):
     """Run ``op`` on Tensors/scalars/arrays; record a graph node when needed."""
-    vals = [a._value if isinstance(a, _Tensor) else a for a in args]
-    cast = None if op.promote == "none" else result_dtype(op, args)
-    skey = tuple(static.items())
-    out = op.forward(skey, cast, len(args))(*vals)
+    T = _Tensor
+    vals = [a._value if isinstance(a, T) else a for a in args]
+    cast = None if op.promote == "none" else result_dtype(op, args, vals)
+    skey = tuple(static.items()) if static else ()
+    nargs = len(args)
+    k = op._fwd.get((skey, cast, nargs))
+    if k is None:
+        k = op.forward(skey, cast, nargs)
+    out = k(*vals)
     if op.grad_name is not None and _state.enabled:
-        mask = tuple(isinstance(a, _Tensor) and a._requires_grad for a in args)
-        if op.diff is not None:
-            mask = tuple(m and i in op.diff for i, m in enumerate(mask))
-        if any(mask) and _inexact(out, op.diff_outputs):
+        diff = op.diff
+        mask = tuple(isinstance(a, T) and a._requires_grad and (diff is None or i in diff)
+                     for i, a in enumerate(args))
+        if True in mask and _inexact(out, op.diff_outputs):
             return _record(op, args, out, skey, cast, mask)
-    if op.view and isinstance(args[0], _Tensor):
-        return _Tensor._make_view(args[0], out, op, skey)
+    if op.view and isinstance(args[0], T):
+        return T._make_view(args[0], out, op, skey)
     if type(out) is tuple:
-        return tuple(_Tensor._wrap(o) for o in out)
-    return _Tensor._wrap(out)
+        return tuple(T._wrap(o) for o in out)
+    return T._wrap(out)
 
 
 _INEXACT = frozenset(d.np for d in _dtype.ALL if d._kind in "fc")
@@ -243,21 +266,26 @@ class OpNode(Node):
 
     def _apply(self, grads):
         op = self._op
-        skey, cast, nargs, mask, avals = self._key
         if self._out_avals is None:
-            cots = [grads[0]]
+            cots = (grads[0],)
         else:
-            cots = [g if g is not None else _Tensor._wrap(jnp.zeros(s, d))
-                    for g, (s, d) in zip(grads, self._out_avals)]
+            cots = tuple(g if g is not None else _Tensor._wrap(jnp.zeros(s, d))
+                         for g, (s, d) in zip(grads, self._out_avals))
+        mask = self._key[3]
         if _state.enabled:  # create_graph: the backward kernel is itself a recorded op
-            bop = op.backward_op(skey, cast, nargs, mask, avals)
-            aval_pos = {i for i, _ in avals}
+            bop = op.backward_op(*self._key)
+            aval_pos = {i for i, _ in self._key[4]}
             ins = [s for i, s in enumerate(self._saved) if i not in aval_pos]
             res = apply(bop, *ins, *cots)
         else:
-            k = op.backward(skey, cast, nargs, mask, avals)
-            vals = [s._value if isinstance(s, _Tensor) else s for s in self._saved]
-            res = [_Tensor._wrap(r) for r in k(vals, tuple(c._value for c in cots))]
+            k = op._bwd.get(self._key)
+            if k is None:
+                k = op.backward(*self._key)
+            T = _Tensor
+            vals = [s._value if isinstance(s, T) else s for s in self._saved]
+            res = [T._wrap(r) for r in k(vals, tuple([c._value for c in cots]))]
+        if len(res) == len(self._mask_pos):
+            return res
         it = iter(res)
         return [next(it) if mask[i] else None for i in self._mask_pos]
 

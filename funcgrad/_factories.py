@@ -155,10 +155,20 @@ def _dt(dtype, default=None):
     return _dtype.to_dtype(dtype) if dtype is not None else (default or _dtype.get_default_dtype())
 
 
+# eager jnp.full costs ~300 µs a call; a jitted one specialised on shape/dtype ~5 µs
+_full_jit = jax.jit(lambda fill, shape, dtype: jnp.full(shape, fill, dtype), static_argnums=(1, 2))
+
+
+def _fill(shape, fill, np_dtype):
+    if isinstance(fill, Tensor):
+        fill = fill._value
+    return _full_jit(fill, tuple(shape), np.dtype(np_dtype))
+
+
 def _constant(fill):
     def f(*size, dtype=None, device=None, requires_grad=False, out=None, layout=None, pin_memory=False):
         d = _dt(dtype, _dtype.scalar_dtype(fill) if isinstance(fill, bool) else None)
-        return _finish(jnp.full(_size(size), fill, d.np), requires_grad, device)
+        return _finish(_fill(_size(size), fill, d.np), requires_grad, device)
     return f
 
 
@@ -175,7 +185,7 @@ empty.__doc__ = "An 'uninitialised' tensor: zeros (XLA has no uninitialised memo
 
 def full(size, fill_value, *, dtype=None, device=None, requires_grad=False) -> Tensor:
     d = _dt(dtype, _dtype.scalar_dtype(fill_value) if not isinstance(fill_value, Tensor) else fill_value.dtype)
-    return _finish(jnp.full(_size((size,) if isinstance(size, int) else size), fill_value, d.np),
+    return _finish(_fill(_size((size,) if isinstance(size, int) else size), fill_value, d.np),
                    requires_grad, device)
 
 

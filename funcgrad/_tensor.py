@@ -9,6 +9,7 @@ changed. Version counter ``_ver`` (a one-item list): shared by views and ``detac
 
 from __future__ import annotations
 
+import math
 import warnings
 import weakref
 
@@ -115,9 +116,16 @@ class Tensor:
             [1.5000, 1.5000]])
     """
 
-    __slots__ = ("_cell", "_viewinfo", "_ver", "_requires_grad", "_grad_fn", "_output_nr",
-                 "_grad", "_retains_grad", "_hooks", "_post_hooks", "_accum", "__weakref__",
+    # Hot attributes are slots; rarely-set ones are class-level defaults (an instance only
+    # gets a __dict__ entry when one is set), which keeps creating a tensor cheap.
+    __slots__ = ("_cell", "_viewinfo", "_ver", "_requires_grad", "_grad_fn", "__weakref__",
                  "__dict__")
+    _output_nr = 0
+    _grad = None
+    _retains_grad = False
+    _hooks = None
+    _post_hooks = None
+    _accum = None
 
     # ---- construction ---------------------------------------------------------------------
     def __new__(cls, *args, **kwargs):
@@ -140,12 +148,6 @@ class Tensor:
         self._ver = [0]
         self._requires_grad = False
         self._grad_fn = None
-        self._output_nr = 0
-        self._grad = None
-        self._retains_grad = False
-        self._hooks = None
-        self._post_hooks = None
-        self._accum = None
 
     @classmethod
     def _wrap(cls, value) -> "Tensor":
@@ -198,7 +200,9 @@ class Tensor:
     def _snapshot(self) -> "Tensor":
         """The current value as a separate tensor with this tensor's autograd identity."""
         t = Tensor._wrap(self._value)
-        t._requires_grad, t._grad_fn, t._output_nr = self._requires_grad, self._grad_fn, self._output_nr
+        t._requires_grad, t._grad_fn = self._requires_grad, self._grad_fn
+        if self._output_nr:
+            t._output_nr = self._output_nr
         if self._grad_fn is None and self._requires_grad:
             t._accum = self._accum
             t._edge = self._edge  # leaf: gradient must reach the original leaf
@@ -229,7 +233,7 @@ class Tensor:
     ndimension = dim
 
     def numel(self) -> int:
-        return int(np.prod(self._value.shape, dtype=np.int64))
+        return math.prod(self._value.shape)
 
     nelement = numel
 
@@ -387,7 +391,9 @@ class Tensor:
         return RemovableHandle(self._post_hooks, hook)
 
     def _set_grad_fn(self, node, nr: int) -> None:
-        self._grad_fn, self._output_nr, self._requires_grad = node, nr, True
+        self._grad_fn, self._requires_grad = node, True
+        if nr != self._output_nr:
+            self._output_nr = nr
 
     def _edge(self):
         if self._grad_fn is not None:

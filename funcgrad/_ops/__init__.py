@@ -4,6 +4,7 @@ importing this package installs the Tensor methods and dunders generated from th
 from __future__ import annotations
 
 from . import linalg, pointwise, reduce, shape  # noqa: F401  (declare the ops)
+from . import nn_loss  # noqa: F401  (losses)
 from ._registry import FUNCTIONS, METHODS, OPS, apply, install
 
 install()

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import jax.numpy as jnp
 
-from ._registry import Tensor, apply, defop, export
+from ._registry import FUNCTIONS, Tensor, apply, defop, export, inplace_method
 
 _mm = defop("mm", jnp.matmul, "MmBackward0", promote="binary")
 _dot = defop("dot", jnp.dot, "DotBackward0", promote="binary")
@@ -73,9 +73,315 @@ def bmm(input, mat2, *, out=None) -> Tensor:
 def dot(input, other, *, out=None) -> Tensor:
     if input.ndim != 1 or other.ndim != 1:
         raise RuntimeError(f"1D tensors expected, but got {input.ndim}D and {other.ndim}D tensors")
+    if input.dtype is not other.dtype:
+        raise RuntimeError(f"dot : expected both vectors to have same dtype, but found "
+                           f"{_scalar_name(input)} and {_scalar_name(other)}")
     return matmul(input, other, out=out)
 
 
 @export("mv")
 def mv(input, vec, *, out=None) -> Tensor:
     return matmul(input, vec, out=out)
+
+
+# ================================ products ===================================================
+def _out(r, out):
+    return r if out is None else out.copy_(r)
+
+
+def _scalar_name(t) -> str:
+    from .._tensor import _scalar_type_name
+    return _scalar_type_name(t.dtype)
+
+
+_vdot = defop("vdot", jnp.vdot, "VdotBackward0", promote="binary")
+_outer = defop("outer", jnp.outer, "MulBackward0", promote="binary")
+
+
+def _addmm_fn(i, a, b, *, beta, alpha, kind):
+    if kind == "addbmm":
+        prod = jnp.einsum("bij,bjk->ik", a, b)
+    else:
+        prod = jnp.matmul(a, b)
+    prod = prod if alpha == 1 else alpha * prod
+    if beta == 0:  # beta=0: input is ignored (nan/inf in it do not propagate), as PyTorch
+        return jnp.broadcast_to(prod, jnp.broadcast_shapes(i.shape, prod.shape)).astype(prod.dtype)
+    return (i if beta == 1 else beta * i) + prod
+
+
+_ADD_PRODUCTS = {k: defop(k, _addmm_fn, g, promote="binary")
+                 for k, g in [("addmm", "AddmmBackward0"), ("addmv", "AddmvBackward0"),
+                              ("addbmm", "AddbmmBackward0"), ("baddbmm", "BaddbmmBackward0")]}
+
+
+@export("vdot")
+def vdot(input, other, *, out=None) -> Tensor:
+    """Dot product conjugating the first argument (``VdotBackward0``)."""
+    if input.ndim != 1 or other.ndim != 1:
+        raise RuntimeError(f"1D tensors expected, but got {input.ndim}D and {other.ndim}D tensors")
+    if input.shape != other.shape:
+        raise RuntimeError(f"inconsistent tensor size, expected tensor [{input.shape[0]}] and src "
+                           f"[{other.shape[0]}] to have the same number of elements, but got "
+                           f"{input.shape[0]} and {other.shape[0]} elements respectively")
+    return _out(apply(_vdot, input, other), out)
+
+
+@export("outer", "ger")
+def outer(input, vec2, *, out=None) -> Tensor:
+    """Outer product of two vectors (PyTorch computes it as a broadcast multiply: ``MulBackward0``).
+
+    >>> import funcgrad
+    >>> funcgrad.outer(funcgrad.tensor([1., 2.]), funcgrad.tensor([1., 10.]))
+    tensor([[ 1., 10.],
+            [ 2., 20.]])
+    """
+    if input.ndim != 1 or vec2.ndim != 1:
+        raise RuntimeError(f"outer: Expected 1-D argument self, but got {input.ndim}-D"
+                           if input.ndim != 1 else f"outer: Expected 1-D argument vec2, but got {vec2.ndim}-D")
+    return _out(apply(_outer, input, vec2), out)
+
+
+def _add_product(kind, input, a, b, beta, alpha, out):
+    r = apply(_ADD_PRODUCTS[kind], input, a, b, beta=beta, alpha=alpha, kind=kind)
+    return _out(r, out)
+
+
+@export("addmm")
+def addmm(input, mat1, mat2, *, beta=1, alpha=1, out=None) -> Tensor:
+    """``beta * input + alpha * (mat1 @ mat2)`` (``AddmmBackward0``, the node of ``nn.Linear``)."""
+    if mat1.ndim != 2 or mat2.ndim != 2:
+        raise RuntimeError(f"mat1 must be a matrix, got {mat1.ndim}-D tensor" if mat1.ndim != 2
+                           else f"mat2 must be a matrix, got {mat2.ndim}-D tensor")
+    if mat1.shape[1] != mat2.shape[0]:
+        raise RuntimeError(f"mat1 and mat2 shapes cannot be multiplied ({mat1.shape[0]}x{mat1.shape[1]} "
+                           f"and {mat2.shape[0]}x{mat2.shape[1]})")
+    return _add_product("addmm", input, mat1, mat2, beta, alpha, out)
+
+
+@export("addmv")
+def addmv(input, mat, vec, *, beta=1, alpha=1, out=None) -> Tensor:
+    """``beta * input + alpha * (mat @ vec)`` (``AddmvBackward0``)."""
+    if mat.ndim != 2 or vec.ndim != 1:
+        raise RuntimeError(f"vector + matrix @ vector expected, got {input.ndim}, {mat.ndim}, {vec.ndim}")
+    if mat.shape[1] != vec.shape[0]:
+        raise RuntimeError(f"size mismatch, got input ({mat.shape[0]}), mat ({mat.shape[0]}x{mat.shape[1]}), "
+                           f"vec ({vec.shape[0]})")
+    return _add_product("addmv", input, mat, vec, beta, alpha, out)
+
+
+def _check_batches(b1, b2):
+    if b1.ndim != 3 or b2.ndim != 3:
+        raise RuntimeError("batch1 must be a 3D tensor" if b1.ndim != 3 else "batch2 must be a 3D tensor")
+    if b1.shape[0] != b2.shape[0] or b1.shape[2] != b2.shape[1]:
+        raise RuntimeError(f"Expected size for first two dimensions of batch2 tensor to be: "
+                           f"[{b1.shape[0]}, {b1.shape[2]}] but got: [{b2.shape[0]}, {b2.shape[1]}].")
+
+
+@export("addbmm")
+def addbmm(input, batch1, batch2, *, beta=1, alpha=1, out=None) -> Tensor:
+    """``beta * input + alpha * sum_b(batch1[b] @ batch2[b])`` (``AddbmmBackward0``)."""
+    _check_batches(batch1, batch2)
+    return _add_product("addbmm", input, batch1, batch2, beta, alpha, out)
+
+
+@export("baddbmm")
+def baddbmm(input, batch1, batch2, *, beta=1, alpha=1, out=None) -> Tensor:
+    """``beta * input + alpha * (batch1 @ batch2)`` per batch (``BaddbmmBackward0``)."""
+    _check_batches(batch1, batch2)
+    return _add_product("baddbmm", input, batch1, batch2, beta, alpha, out)
+
+
+for _k in ("addmm", "addmv", "addbmm", "baddbmm"):
+    inplace_method(_k + "_", FUNCTIONS[_k])
+
+
+# ---- einsum: PyTorch's node depends on how it lowers the equation; mirror the common cases -------
+def _einsum_fn(*xs, eq):
+    return jnp.einsum(eq, *xs)
+
+
+_EINSUM = {k: defop(k, _einsum_fn, g, promote="binary")
+           for k, g in [("einsum", "ViewBackward0"), ("einsum_sum", "SumBackward1"),
+                        ("einsum_permute", "PermuteBackward0"), ("einsum_mul", "MulBackward0")]}
+
+
+def _einsum_kind(eq: str, n: int) -> str:
+    lhs, _, rhs = eq.replace(" ", "").partition("->")
+    ins = lhs.split(",")
+    if not _:
+        labels = [c for c in lhs if c.isalpha()]
+        rhs = "".join(sorted(c for c in set(labels) if labels.count(c) == 1))
+    out = set(rhs.replace(".", ""))
+    used = set("".join(ins).replace(".", ""))
+    if n == 1:
+        return "einsum_permute" if used <= out else "einsum_sum"
+    if n == 2 and used <= out:
+        return "einsum_mul"
+    return "einsum"
+
+
+@export("einsum", method=False)
+def einsum(equation: str, *operands) -> Tensor:
+    """Einstein summation: ``einsum("ij,jk->ik", a, b)`` or ``einsum(eq, [a, b])``.
+
+    >>> import funcgrad
+    >>> funcgrad.einsum("ii", funcgrad.eye(3))
+    tensor(3.)
+    """
+    if len(operands) == 1 and isinstance(operands[0], (list, tuple)):
+        operands = tuple(operands[0])
+    n_eq = len(equation.partition("->")[0].split(","))
+    if len(operands) < n_eq:
+        raise RuntimeError("einsum(): fewer operands were provided than specified in the equation")
+    if len(operands) > n_eq:
+        raise RuntimeError("einsum(): more operands were provided than specified in the equation")
+    return apply(_EINSUM[_einsum_kind(equation, len(operands))], *operands, eq=equation)
+
+
+_tensordot = defop("tensordot", lambda a, b, axes: jnp.tensordot(a, b, axes), "ViewBackward0",
+                   promote="binary")
+_kron = defop("kron", jnp.kron, "UnsafeViewBackward0", promote="binary")
+
+
+@export("tensordot", method=False)
+def tensordot(a, b, dims=2, out=None) -> Tensor:
+    """Contract ``dims`` trailing dims of ``a`` with leading dims of ``b`` (or explicit lists)."""
+    if isinstance(dims, Tensor):
+        dims = dims.tolist()
+    if isinstance(dims, int):
+        if dims < 0:
+            raise RuntimeError(f"tensordot expects dims >= 0, but got dims={dims}")
+        axes = dims
+    else:
+        da, db = dims
+        da = (da,) if isinstance(da, int) else tuple(da)
+        db = (db,) if isinstance(db, int) else tuple(db)
+        if len(da) != len(db):
+            raise RuntimeError("both dimension lists should have same length")
+        axes = (tuple(d % max(a.ndim, 1) for d in da), tuple(d % max(b.ndim, 1) for d in db))
+    return _out(apply(_tensordot, a, b, axes=axes), out)
+
+
+@export("kron")
+def kron(input, other, *, out=None) -> Tensor:
+    """Kronecker product (``UnsafeViewBackward0``)."""
+    return _out(apply(_kron, input, other), out)
+
+
+# ================================ triangles and diagonals ======================================
+_tril = defop("tril", lambda x, k: jnp.tril(x, k), "TrilBackward0", linear=True)
+_triu = defop("triu", lambda x, k: jnp.triu(x, k), "TriuBackward0", linear=True)
+
+
+@export("tril")
+def tril(input, diagonal=0, *, out=None) -> Tensor:
+    """Lower triangle of the last two dims (``diagonal`` shifts it).
+
+    >>> import funcgrad
+    >>> funcgrad.ones(2, 2).tril()
+    tensor([[1., 0.],
+            [1., 1.]])
+    """
+    if input.ndim < 2:
+        raise RuntimeError("tril: input tensor must have at least 2 dimensions")
+    return _out(apply(_tril, input, k=int(diagonal)), out)
+
+
+@export("triu")
+def triu(input, diagonal=0, *, out=None) -> Tensor:
+    """Upper triangle of the last two dims."""
+    if input.ndim < 2:
+        raise RuntimeError("triu: input tensor must have at least 2 dimensions")
+    return _out(apply(_triu, input, k=int(diagonal)), out)
+
+
+inplace_method("tril_", tril)
+inplace_method("triu_", triu)
+
+_diagonal = defop("diagonal", lambda x, offset, d1, d2: jnp.diagonal(x, offset, d1, d2),
+                  "DiagonalBackward0", linear=True, view=True)
+_diag_copy = defop("diag_2d", lambda x, k: jnp.diagonal(x, k), "DiagonalBackward0_copy", linear=True)
+
+
+def _diag_embed_fn(x, offset, d1, d2):
+    n = x.shape[-1]
+    m = n + abs(offset)
+    rows = jnp.arange(n) + max(-offset, 0)
+    cols = jnp.arange(n) + max(offset, 0)
+    out = jnp.zeros(x.shape[:-1] + (m, m), x.dtype).at[..., rows, cols].set(x)
+    return jnp.moveaxis(out, (-2, -1), (d1, d2))
+
+
+_diag_embed = defop("diag_embed", _diag_embed_fn, "DiagEmbedBackward0", linear=True)
+_trace = defop("trace", lambda x: jnp.trace(x), "TraceBackward0", linear=True)
+
+
+@export("diagonal")
+def diagonal(input, offset=0, dim1=0, dim2=1) -> Tensor:
+    """A view of the diagonal w.r.t. ``dim1``, ``dim2``, appended as the last dim."""
+    from .._tensor import _wrap_dim
+    n = input.ndim
+    d1, d2 = _wrap_dim(dim1, n), _wrap_dim(dim2, n)
+    if d1 == d2:
+        raise RuntimeError(f"diagonal dimensions cannot be identical {dim1}, {dim2}")
+    return apply(_diagonal, input, offset=int(offset), d1=d1, d2=d2)
+
+
+@export("diag_embed")
+def diag_embed(input, offset=0, dim1=-2, dim2=-1) -> Tensor:
+    """Matrices (in ``dim1``, ``dim2``) whose ``offset`` diagonals are the last dim of input."""
+    from .._tensor import _wrap_dim
+    n = input.ndim + 1
+    d1, d2 = _wrap_dim(dim1, n), _wrap_dim(dim2, n)
+    if d1 == d2:
+        raise RuntimeError(f"diagonal dimensions cannot be identical {dim1}, {dim2}")
+    return apply(_diag_embed, input, offset=int(offset), d1=d1, d2=d2)
+
+
+@export("diag")
+def diag(input, diagonal=0, *, out=None) -> Tensor:
+    """1-D input: a square matrix with it on a diagonal; 2-D input: a diagonal as a copy."""
+    if input.ndim == 1:
+        return _out(diag_embed(input, diagonal, 0, 1), out)
+    if input.ndim != 2:
+        raise RuntimeError(f"diag(): Supports 1D or 2D tensors. Got {input.ndim}D")
+    return _out(apply(_diag_copy, input, k=int(diagonal)), out)
+
+
+@export("trace")
+def trace(input) -> Tensor:
+    """Sum of the main diagonal of a matrix (``TraceBackward0``)."""
+    if input.ndim != 2:
+        raise RuntimeError(f"trace: expected a matrix, but got tensor with dim {input.ndim}")
+    return apply(_trace, input)
+
+
+# ================================ cross ========================================================
+_cross = defop("cross", lambda a, b, dim: jnp.cross(a, b, axis=dim), "LinalgCrossBackward0",
+               promote="binary")
+
+
+def _cross_impl(input, other, dim, out):
+    import numpy as np
+    from .._tensor import _wrap_dim
+    if input.ndim != other.ndim:
+        raise RuntimeError(f"linalg.cross: inputs must have the same number of dimensions.")
+    shape = np.broadcast_shapes(tuple(input.shape), tuple(other.shape))
+    d = _wrap_dim(dim, len(shape))
+    if input.shape[d] != 3 or other.shape[d] != 3:
+        raise RuntimeError(f"linalg.cross: inputs dimension {dim} must have length 3. Got "
+                           f"{input.shape[d]} and {other.shape[d]}")
+    return _out(apply(_cross, input, other, dim=d), out)
+
+
+@export("cross")
+def cross(input, other, dim=None, *, out=None) -> Tensor:
+    """Cross product of 3-vectors along ``dim`` (default: the first dim of size 3, deprecated)."""
+    if dim is None:
+        import warnings
+        warnings.warn("Using torch.cross without specifying the dim arg is deprecated.\nPlease either "
+                      "pass the dim explicitly or simply use torch.linalg.cross.\nThe default value of "
+                      "dim will change to agree with that of linalg.cross in a future release.",
+                      UserWarning, stacklevel=2)
+        dim = next((i for i, s in enumerate(input.shape) if s == 3), -1)
+    return _cross_impl(input, other, dim, out)

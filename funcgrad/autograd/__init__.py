@@ -19,7 +19,6 @@ def _as_list(x):
 
 
 def _root_grads(outputs, grad_outputs, create_graph):
-    from .._factories import ones_like
     roots, grads = [], []
     for i, (out, g) in enumerate(zip(outputs, grad_outputs)):
         if not out.requires_grad:
@@ -30,7 +29,7 @@ def _root_grads(outputs, grad_outputs, create_graph):
             if not out.dtype.is_floating_point:
                 raise RuntimeError(f"grad can be implicitly created only for real scalar outputs but got "
                                    f"{out.dtype}")
-            g = ones_like(out)
+            g = _ones(out)
         else:
             from .._tensor import Tensor
             if not isinstance(g, Tensor):
@@ -44,6 +43,21 @@ def _root_grads(outputs, grad_outputs, create_graph):
         roots.append(out._edge())
         grads.append(g)
     return roots, grads
+
+
+_ONES: dict = {}
+
+
+def _ones(out):
+    """The implicit root gradient: a cached constant 1 of the output's shape and dtype."""
+    v = out._value
+    key = (v.shape, v.dtype)
+    one = _ONES.get(key)
+    if one is None:
+        import jax.numpy as jnp
+        one = _ONES[key] = jnp.ones(v.shape, v.dtype)
+    from .._tensor import Tensor
+    return Tensor._wrap(one)
 
 
 def backward(tensors, grad_tensors=None, retain_graph=None, create_graph=False, inputs=None,

@@ -106,7 +106,9 @@ def execute(roots, grads, retain_graph, create_graph, capture=None, accumulate=T
 
     # 3. run
     anomaly = grad_mode._anomaly[0]
-    with grad_mode.set_grad_enabled(create_graph):
+    state = grad_mode._state
+    prev, state.enabled = state.enabled, bool(create_graph)
+    try:
         while ready:
             node = ready.pop()
             buf = buffers.pop(node, None)
@@ -141,6 +143,8 @@ def execute(roots, grads, retain_graph, create_graph, capture=None, accumulate=T
                 deps[child] -= 1
                 if deps[child] == 0:
                     ready.append(child)
+    finally:
+        state.enabled = prev
     return results
 
 

@@ -1,0 +1,428 @@
+"""Op table — more elementwise math: exp/log family, rounding, trigonometric and hyperbolic
+functions, special functions, binary math (atan2, hypot, fmod, xlogy…), ternary ops (lerp,
+addcmul, addcdiv), predicates (isnan, isclose…) and logical ops.
+
+Each op carries PyTorch's node name; rounding and sign-like ops are recorded with a zero gradient
+(``FloorBackward0``…) as PyTorch does. Integer inputs become the default float dtype for
+transcendental functions (``promote="float"``) and stay integers for rounding.
+"""
+
+from __future__ import annotations
+
+import jax
+import jax.numpy as jnp
+import jax.scipy.special as jsp
+
+from ._registry import Tensor, apply, defop, export, inplace_method
+
+
+def _out(r, out):
+    return r if out is None else out.copy_(r)
+
+
+def _tensor(x):
+    if isinstance(x, Tensor):
+        return x
+    from .._factories import tensor
+    return tensor(x)
+
+
+def _is_int(x) -> bool:
+    return jnp.issubdtype(x.dtype, jnp.integer) or x.dtype == jnp.bool_
+
+
+def _keep_int(f):
+    """Rounding functions are the identity on integer (and bool) tensors, as in PyTorch."""
+    return lambda x: x if _is_int(x) else f(x)
+
+
+def _sign(x):
+    return x if x.dtype == jnp.bool_ else jnp.sign(x)
+
+
+def _sgn(x):
+    # complex: x / |x| (0 at 0); real: sign
+    return jnp.sign(x) if x.dtype != jnp.bool_ else x
+
+
+# ================================ unary ==========================================================
+# (name, jnp fn, PyTorch node name, promote, aliases)
+_UNARY = [
+    ("exp2", jnp.exp2, "Exp2Backward0", "float", ()),
+    ("expm1", jnp.expm1, "Expm1Backward0", "float", ("special_expm1",)),
+    ("log2", jnp.log2, "Log2Backward0", "float", ()),
+    ("log10", jnp.log10, "Log10Backward0", "float", ()),
+    ("log1p", jnp.log1p, "Log1PBackward0", "float", ()),
+    ("rsqrt", jax.lax.rsqrt, "RsqrtBackward0", "float", ()),
+    ("reciprocal", jnp.reciprocal, "ReciprocalBackward0", "float", ()),
+    ("square", jnp.square, "PowBackward0", "none", ()),
+    ("sign", _sign, "SignBackward0", "none", ()),
+    ("sgn", _sgn, "SgnBackward0", "none", ()),
+    ("floor", _keep_int(jnp.floor), "FloorBackward0", "none", ()),
+    ("ceil", _keep_int(jnp.ceil), "CeilBackward0", "none", ()),
+    ("trunc", _keep_int(jnp.trunc), "TruncBackward0", "none", ("fix",)),
+    ("frac", lambda x: x - jnp.trunc(x), "FracBackward0", "none", ()),
+    ("tan", jnp.tan, "TanBackward0", "float", ()),
+    ("asin", jnp.arcsin, "AsinBackward0", "float", ("arcsin",)),
+    ("acos", jnp.arccos, "AcosBackward0", "float", ("arccos",)),
+    ("atan", jnp.arctan, "AtanBackward0", "float", ("arctan",)),
+    ("sinh", jnp.sinh, "SinhBackward0", "float", ()),
+    ("cosh", jnp.cosh, "CoshBackward0", "float", ()),
+    ("asinh", jnp.arcsinh, "AsinhBackward0", "float", ("arcsinh",)),
+    ("acosh", jnp.arccosh, "AcoshBackward0", "float", ("arccosh",)),
+    ("atanh", jnp.arctanh, "AtanhBackward0", "float", ("arctanh",)),
+    ("erf", jsp.erf, "ErfBackward0", "float", ()),
+    ("erfc", jsp.erfc, "ErfcBackward0", "float", ()),
+    ("erfinv", jsp.erfinv, "ErfinvBackward0", "float", ()),
+    ("lgamma", jax.lax.lgamma, "LgammaBackward0", "float", ()),
+    ("digamma", jax.lax.digamma, "DigammaBackward0", "float", ("psi",)),
+    ("deg2rad", jnp.deg2rad, "Deg2RadBackward0", "float", ()),
+    ("rad2deg", jnp.rad2deg, "Rad2DegBackward0", "float", ()),
+    # normalised sinc, sin(pi x) / (pi x); jnp.sinc's derivative at 0 is 0, as PyTorch's
+    ("sinc", jnp.sinc, "SincBackward0", "float", ()),
+]
+MATH_OPS = {}
+_NO_INT = {"frac"}  # PyTorch has no integer kernel for these
+
+
+def _make_unary(name, op):
+    def f(input: Tensor, *, out=None) -> Tensor:
+        if name in _NO_INT and input.dtype._kind in "bi":
+            raise RuntimeError(f'"{name}_cpu" not implemented for '
+                               f"'{_scalar_name(input.dtype)}'")
+        return _out(apply(op, input), out)
+    f.__name__ = f.__qualname__ = name
+    f.__doc__ = f"Elementwise ``{name}`` (PyTorch's ``torch.{name}``); differentiable."
+    return f
+
+
+def _scalar_name(d):
+    from .._tensor import _scalar_type_name
+    return _scalar_type_name(d)
+
+
+for _name, _fn, _grad, _promote, _aliases in _UNARY:
+    MATH_OPS[_name] = defop(_name, _fn, _grad, promote=_promote)
+    _f = _make_unary(_name, MATH_OPS[_name])
+    export(_name, *_aliases)(_f)
+    for _n in (_name, *_aliases):
+        inplace_method(_n + "_", _f)
+    globals()[_name] = _f
+
+fix = globals()["trunc"]
+arcsin, arccos, arctan = globals()["asin"], globals()["acos"], globals()["atan"]
+arcsinh, arccosh, arctanh = globals()["asinh"], globals()["acosh"], globals()["atanh"]
+
+
+def _round_dec(x, *, decimals):
+    # PyTorch's formula: scale by 10**|decimals|, round half to even, unscale
+    if _is_int(x):
+        return x
+    p = 10.0 ** abs(decimals)
+    if decimals > 0:
+        return jnp.round(x * p) / p
+    return jnp.round(x / p) * p
+
+
+_round0 = defop("round", _keep_int(jnp.round), "RoundBackward0")
+_round1 = defop("round_decimals", _round_dec, "RoundBackward1")
+
+
+@export("round")
+def round(input: Tensor, *, decimals: int = 0, out=None) -> Tensor:
+    """Round half to even; with ``decimals`` to that many decimal places (``RoundBackward1``).
+
+    >>> import funcgrad
+    >>> funcgrad.round(funcgrad.tensor([0.5, 1.5, 2.567]), decimals=0)
+    tensor([0., 2., 3.])
+    """
+    if decimals == 0:
+        return _out(apply(_round0, input), out)
+    if input.dtype._kind in "bi":
+        raise RuntimeError(f"\"round_cpu\" not implemented for '{_scalar_name(input.dtype)}'")
+    return _out(apply(_round1, input, decimals=int(decimals)), out)
+
+
+inplace_method("round_", round)
+
+# ================================ predicates (never differentiable) ==============================
+_PRED = [
+    ("isnan", jnp.isnan), ("isinf", jnp.isinf), ("isfinite", jnp.isfinite),
+    ("isposinf", jnp.isposinf), ("isneginf", jnp.isneginf), ("signbit", jnp.signbit),
+    ("isreal", lambda x: jnp.imag(x) == 0 if jnp.iscomplexobj(x) else jnp.ones(x.shape, bool)),
+]
+
+
+def _make_pred(name, op):
+    def f(input: Tensor, *, out=None) -> Tensor:
+        return _out(apply(op, input), out)
+    f.__name__ = f.__qualname__ = name
+    f.__doc__ = f"Elementwise ``{name}`` → bool tensor (not differentiable)."
+    return f
+
+
+for _name, _fn in _PRED:
+    _f = _make_pred(_name, defop(_name, _fn, None))
+    export(_name)(_f)
+    globals()[_name] = _f
+
+_lnot = defop("logical_not", jnp.logical_not, None)
+
+
+@export("logical_not")
+def logical_not(input: Tensor, *, out=None) -> Tensor:
+    """Elementwise ``not`` (nonzero is true) → bool tensor."""
+    return _out(apply(_lnot, input), out)
+
+
+inplace_method("logical_not_", logical_not)
+
+_LOGICAL = [("logical_and", jnp.logical_and), ("logical_or", jnp.logical_or),
+            ("logical_xor", jnp.logical_xor)]
+
+
+def _make_logical(name, op):
+    def f(input: Tensor, other, *, out=None) -> Tensor:
+        return _out(apply(op, input, _tensor(other)), out)
+    f.__name__ = f.__qualname__ = name
+    f.__doc__ = f"Elementwise ``{name}`` (nonzero is true) → bool tensor."
+    return f
+
+
+for _name, _fn in _LOGICAL:
+    _f = _make_logical(_name, defop(_name, _fn, None))
+    export(_name)(_f)
+    inplace_method(_name + "_", _f)
+    globals()[_name] = _f
+
+_isclose = defop("isclose", lambda a, b, rtol, atol, equal_nan: jnp.isclose(
+    a, b, rtol=rtol, atol=atol, equal_nan=equal_nan), None, promote="compare")
+
+
+@export("isclose")
+def isclose(input: Tensor, other, rtol: float = 1e-05, atol: float = 1e-08,
+            equal_nan: bool = False) -> Tensor:
+    """``|input - other| <= atol + rtol * |other|`` elementwise → bool tensor.
+
+    >>> import funcgrad
+    >>> funcgrad.isclose(funcgrad.tensor([1.0, 2.0]), funcgrad.tensor([1.0, 2.1]))
+    tensor([ True, False])
+    """
+    if isinstance(other, Tensor) and input.dtype is not other.dtype:
+        raise RuntimeError(f"{_scalar_name(input.dtype)} did not match "
+                           f"{_scalar_name(other.dtype)}")
+    return apply(_isclose, input, other, rtol=float(rtol), atol=float(atol),
+                 equal_nan=bool(equal_nan))
+
+
+@export("allclose")
+def allclose(input: Tensor, other, rtol: float = 1e-05, atol: float = 1e-08,
+             equal_nan: bool = False) -> bool:
+    """True if every element of ``input`` is close to ``other`` (see :func:`isclose`)."""
+    return bool(isclose(input, other, rtol, atol, equal_nan).all())
+
+
+@export("equal")
+def equal(input: Tensor, other: Tensor) -> bool:
+    """True if both tensors have the same shape and elements (dtypes may differ)."""
+    if tuple(input.shape) != tuple(other.shape):
+        return False
+    return bool(jnp.array_equal(input._value, other._value))
+
+
+# ================================ binary math ====================================================
+_atan2 = defop("atan2", jnp.arctan2, "Atan2Backward0", promote="binary_float")
+_hypot = defop("hypot", jnp.hypot, "HypotBackward0", promote="binary")
+# scalar operands stay in ``diff`` so that they take part in the dtype promotion
+_fmod_s = defop("fmod", jnp.fmod, "FmodBackward0", promote="binary")
+_fmod_t = defop("fmod_tensor", jnp.fmod, "FmodBackward1", promote="binary")
+_logaddexp = defop("logaddexp", jnp.logaddexp, "LogaddexpBackward0", promote="binary_float")
+_logaddexp2 = defop("logaddexp2", jnp.logaddexp2, "Logaddexp2Backward0", promote="binary_float")
+_xlogy_t = defop("xlogy", jsp.xlogy, "XlogyBackward0", promote="binary_float")
+_xlogy_s = defop("xlogy_scalar_other", jsp.xlogy, "XlogyBackward2", promote="binary_float")
+_xlogy_self = defop("xlogy_scalar_self", jsp.xlogy, "XlogyBackward1", promote="binary_float")
+_copysign_t = defop("copysign", jnp.copysign, "CopysignBackward0", promote="binary_float")
+_copysign_s = defop("copysign_scalar", jnp.copysign, "CopysignBackward1", promote="binary_float")
+_heaviside = defop("heaviside", jnp.heaviside, None, promote="binary")
+_clamp_min_t = defop("clamp_min_tensor", lambda x, lo: jnp.where(x >= lo, x, lo),
+                     "ClampMinBackward1", promote="binary")
+_clamp_max_t = defop("clamp_max_tensor", lambda x, hi: jnp.where(x <= hi, x, hi),
+                     "ClampMaxBackward1", promote="binary")
+
+
+def _check_float(name, *xs):
+    for x in xs:
+        if isinstance(x, Tensor) and x.dtype._kind in "bi":
+            raise RuntimeError(f"\"{name}_cpu\" not implemented for '{_scalar_name(x.dtype)}'")
+
+
+@export("atan2", "arctan2")
+def atan2(input: Tensor, other: Tensor, *, out=None) -> Tensor:
+    """Elementwise ``atan2(input, other)`` with the quadrant of ``(other, input)``."""
+    return _out(apply(_atan2, input, other), out)
+
+
+@export("hypot")
+def hypot(input: Tensor, other: Tensor, *, out=None) -> Tensor:
+    """``sqrt(input**2 + other**2)`` elementwise (floating inputs only, as in PyTorch)."""
+    _check_float("hypot", input, other)
+    return _out(apply(_hypot, input, other), out)
+
+
+@export("fmod")
+def fmod(input: Tensor, other, *, out=None) -> Tensor:
+    """C-style remainder (sign of the dividend); ``FmodBackward0`` for a scalar divisor."""
+    if isinstance(other, Tensor):
+        return _out(apply(_fmod_t, input, other), out)
+    return _out(apply(_fmod_s, input, other), out)
+
+
+@export("logaddexp")
+def logaddexp(input: Tensor, other: Tensor, *, out=None) -> Tensor:
+    """``log(exp(input) + exp(other))`` computed stably."""
+    _check_float("logaddexp", input, other)
+    return _out(apply(_logaddexp, input, other), out)
+
+
+@export("logaddexp2")
+def logaddexp2(input: Tensor, other: Tensor, *, out=None) -> Tensor:
+    """``log2(2**input + 2**other)`` computed stably."""
+    _check_float("logaddexp2", input, other)
+    return _out(apply(_logaddexp2, input, other), out)
+
+
+@export("xlogy")
+def xlogy(input, other, *, out=None) -> Tensor:
+    """``input * log(other)``, 0 where ``input == 0`` (unless ``other`` is nan)."""
+    if not isinstance(input, Tensor):
+        return _out(apply(_xlogy_self, input, other), out)
+    if not isinstance(other, Tensor):
+        return _out(apply(_xlogy_s, input, other), out)
+    return _out(apply(_xlogy_t, input, other), out)
+
+
+@export("copysign")
+def copysign(input: Tensor, other, *, out=None) -> Tensor:
+    """``|input|`` with the sign of ``other`` (the gradient of ``input`` is 0 at 0, as PyTorch)."""
+    if isinstance(other, Tensor):
+        return _out(apply(_copysign_t, input, other), out)
+    return _out(apply(_copysign_s, input, other), out)
+
+
+@export("heaviside")
+def heaviside(input: Tensor, values: Tensor, *, out=None) -> Tensor:
+    """Step function: 0 for ``input < 0``, ``values`` at 0, 1 above; not differentiable."""
+    if isinstance(values, Tensor) and values.dtype is not input.dtype:
+        raise RuntimeError("heaviside is not yet implemented for tensors with different dtypes.")
+    return _out(apply(_heaviside, input, values), out)
+
+
+@export("clamp_min")
+def clamp_min(input: Tensor, min, *, out=None) -> Tensor:
+    """``clamp(input, min=min)``; a tensor ``min`` is differentiable (``ClampMinBackward1``)."""
+    from .pointwise import _clamp_min_s
+    if isinstance(min, Tensor):
+        return _out(apply(_clamp_min_t, input, min), out)
+    return _out(apply(_clamp_min_s, input, min), out)
+
+
+@export("clamp_max")
+def clamp_max(input: Tensor, max, *, out=None) -> Tensor:
+    """``clamp(input, max=max)``; a tensor ``max`` is differentiable (``ClampMaxBackward1``)."""
+    from .pointwise import _clamp_max_s
+    if isinstance(max, Tensor):
+        return _out(apply(_clamp_max_t, input, max), out)
+    return _out(apply(_clamp_max_s, input, max), out)
+
+
+for _n, _f in [("atan2_", atan2), ("arctan2_", atan2), ("hypot_", hypot), ("fmod_", fmod),
+               ("xlogy_", xlogy), ("copysign_", copysign), ("heaviside_", heaviside),
+               ("clamp_min_", clamp_min), ("clamp_max_", clamp_max)]:
+    inplace_method(_n, _f)
+
+# ================================ ternary and nan_to_num =========================================
+
+
+def _lerp(s, e, w):
+    # PyTorch's two-sided formula: exact at both ends (w == 0 gives s, w == 1 gives e)
+    return jnp.where(jnp.abs(w) < 0.5, s + w * (e - s), e - (e - s) * (1 - w))
+
+
+_lerp_s = defop("lerp", _lerp, "LerpBackward0", promote="binary", diff=(0, 1))
+_lerp_t = defop("lerp_tensor", _lerp, "LerpBackward1", promote="binary")
+_addcmul = defop("addcmul", lambda x, a, b, value: x + value * a * b, "AddcmulBackward0",
+                 promote="binary", diff=(0, 1, 2))
+_addcdiv = defop("addcdiv", lambda x, a, b, value: x + value * (a / b), "AddcdivBackward0",
+                 promote="binary_float", diff=(0, 1, 2))
+
+
+def _c10_name(d) -> str:
+    return {"float32": "float", "float64": "double", "float16": "c10::Half",
+            "bfloat16": "c10::BFloat16", "int64": "long int", "int32": "int"}.get(d.name, d.name)
+
+
+@export("lerp")
+def lerp(input: Tensor, end: Tensor, weight, *, out=None) -> Tensor:
+    """``input + weight * (end - input)``; ``LerpBackward1`` when ``weight`` is a tensor."""
+    for nm, t in (("end", end), ("weight", weight)):
+        if isinstance(t, Tensor) and t.dtype is not input.dtype:
+            raise RuntimeError(f"expected dtype {_c10_name(input.dtype)} for `{nm}` but got dtype "
+                               f"{_c10_name(t.dtype)}")
+    if isinstance(weight, Tensor):
+        return _out(apply(_lerp_t, input, end, weight), out)
+    return _out(apply(_lerp_s, input, end, weight), out)
+
+
+@export("addcmul")
+def addcmul(input: Tensor, tensor1: Tensor, tensor2: Tensor, *, value=1, out=None) -> Tensor:
+    """``input + value * tensor1 * tensor2``."""
+    return _out(apply(_addcmul, input, tensor1, tensor2, value), out)
+
+
+@export("addcdiv")
+def addcdiv(input: Tensor, tensor1: Tensor, tensor2: Tensor, *, value=1, out=None) -> Tensor:
+    """``input + value * tensor1 / tensor2`` (integer ``tensor1``/``tensor2`` are refused)."""
+    if all(isinstance(t, Tensor) and t.dtype._kind in "bi" for t in (tensor1, tensor2)):
+        raise RuntimeError(
+            "Integer division with addcdiv is no longer supported, and in a future  release "
+            "addcdiv will perform a true division of tensor1 and tensor2. The historic addcdiv "
+            "behavior can be implemented as (input + value * torch.trunc(tensor1 / tensor2))"
+            ".to(input.dtype) for integer inputs and as (input + value * tensor1 / tensor2) for "
+            "float inputs. The future addcdiv behavior is just the latter implementation: "
+            "(input + value * tensor1 / tensor2), for all dtypes.")
+    return _out(apply(_addcdiv, input, tensor1, tensor2, value), out)
+
+
+def _nan_to_num(x, *, nan, posinf, neginf):
+    if _is_int(x):
+        return x
+    return jnp.nan_to_num(x, nan=nan, posinf=posinf, neginf=neginf)
+
+
+_nan_to_num_op = defop("nan_to_num", _nan_to_num, "NanToNumBackward0")
+
+
+@export("nan_to_num")
+def nan_to_num(input: Tensor, nan: float = 0.0, posinf: float | None = None,
+               neginf: float | None = None, *, out=None) -> Tensor:
+    """Replace nan/+inf/-inf (default: 0 and the dtype's largest/lowest finite values); the
+    gradient is 0 at replaced elements.
+
+    >>> import funcgrad
+    >>> funcgrad.nan_to_num(funcgrad.tensor([float("nan"), 1.0, float("inf")]), posinf=9.0)
+    tensor([0., 1., 9.])
+    """
+    return _out(apply(_nan_to_num_op, input, nan=float(nan),
+                      posinf=None if posinf is None else float(posinf),
+                      neginf=None if neginf is None else float(neginf)), out)
+
+
+for _n, _f in [("lerp_", lerp), ("addcmul_", addcmul), ("addcdiv_", addcdiv),
+               ("nan_to_num_", nan_to_num)]:
+    inplace_method(_n, _f)
+
+__all__ = [n for n, _, _, _, _ in _UNARY] + [
+    "fix", "arcsin", "arccos", "arctan", "arcsinh", "arccosh", "arctanh", "round",
+    *[n for n, _ in _PRED], "logical_not", *[n for n, _ in _LOGICAL], "isclose", "allclose",
+    "equal", "atan2", "hypot", "fmod", "logaddexp", "logaddexp2", "xlogy", "copysign",
+    "heaviside", "clamp_min", "clamp_max", "lerp", "addcmul", "addcdiv", "nan_to_num"]

@@ -1,0 +1,151 @@
+"""Module hook plumbing: removable handles over hook dicts, and the full backward hook.
+
+The full backward hook wraps a module call between two identity nodes (PyTorch's
+``BackwardHookFunctionBackward``): the one on the outputs captures ``grad_output`` (and runs
+backward pre-hooks, which may replace it); the one on the inputs sees ``grad_input`` and calls
+``hook(module, grad_input, grad_output)``, which may replace ``grad_input``.
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections import OrderedDict
+
+from .._tensor import Tensor
+from ..autograd.graph import Node
+
+_ids = itertools.count()
+
+
+class RemovableHandle:
+    """Returned by ``register_*_hook``; ``.remove()`` unregisters the hook (also a context manager)."""
+
+    def __init__(self, *dicts: dict):
+        self.id = next(_ids)
+        self._dicts = dicts
+
+    def remove(self) -> None:
+        for d in self._dicts:
+            d.pop(self.id, None)
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.remove()
+
+
+def add_hook(hooks: OrderedDict, hook, prepend: bool = False, extra: tuple = ()) -> RemovableHandle:
+    handle = RemovableHandle(hooks, *extra)
+    hooks[handle.id] = hook
+    if prepend:
+        hooks.move_to_end(handle.id, last=False)
+    return handle
+
+
+class _IdentityNode(Node):
+    """An identity node over several tensors; subclasses decide what happens to the gradients."""
+
+    __slots__ = ("_n", "_fn")
+
+    @property
+    def num_outputs(self):
+        return self._n
+
+    def _apply(self, grads):
+        return self._fn(list(grads))
+
+
+_IdentityNode.__name__ = _IdentityNode.__qualname__ = "BackwardHookFunctionBackward"
+
+
+def _wrap_through(node: _IdentityNode, tensors: list, fn) -> list:
+    """New tensors with the same values whose grad_fn is ``node`` (one output per tensor)."""
+    node._n, node._fn = len(tensors), fn
+    node.next_functions = tuple(t._edge() for t in tensors)
+    out = []
+    for i, t in enumerate(tensors):
+        o = Tensor._wrap(t._value)
+        o._set_grad_fn(node, i)
+        out.append(o)
+    return out
+
+
+class BackwardHook:
+    """One module call's full backward hooks (see the module docstring)."""
+
+    def __init__(self, module, hooks: list, pre_hooks: list):
+        self.module, self.hooks, self.pre_hooks = module, hooks, pre_hooks
+        self.grad_output = None
+        self.n_inputs = 0
+        self.input_pos: list = []
+
+    def setup_input_hook(self, args: tuple) -> tuple:
+        from ..autograd import grad_mode
+        if not grad_mode.is_grad_enabled():
+            return args
+        pos = [i for i, a in enumerate(args) if isinstance(a, Tensor) and a.requires_grad]
+        self.n_inputs = sum(isinstance(a, Tensor) for a in args)
+        self.input_pos = pos
+        if not pos:
+            return args
+        tensor_index = {i: k for k, i in enumerate(i for i, a in enumerate(args) if isinstance(a, Tensor))}
+
+        def on_grad_input(grads):
+            full = [None] * self.n_inputs
+            for p, g in zip(pos, grads):
+                full[tensor_index[p]] = g
+            res = self._call_hooks(tuple(full))
+            if res is not None:
+                return [res[tensor_index[p]] for p in pos]
+            return grads
+        new = _wrap_through(_IdentityNode(), [args[i] for i in pos], on_grad_input)
+        args = list(args)
+        for i, t in zip(pos, new):
+            args[i] = t
+        return tuple(args)
+
+    def _call_hooks(self, grad_input):
+        out = None
+        for h in self.hooks:
+            r = h(self.module, grad_input, self.grad_output)
+            if r is not None:
+                r = tuple(r) if isinstance(r, (tuple, list)) else (r,)
+                if len(r) != len(grad_input):
+                    raise RuntimeError(f"Backward hook returned an invalid number of grad_input, got "
+                                       f"{len(r)}, but expected {len(grad_input)}")
+                grad_input = out = r
+        return out
+
+    def setup_output_hook(self, result):
+        from ..autograd import grad_mode
+        if not grad_mode.is_grad_enabled():
+            return result
+        single = isinstance(result, Tensor)
+        outs = (result,) if single else tuple(result) if isinstance(result, (tuple, list)) else None
+        if outs is None:
+            return result
+        pos = [i for i, o in enumerate(outs) if isinstance(o, Tensor) and o.requires_grad]
+        if not pos:
+            return result
+
+        def on_grad_output(grads):
+            full = [None] * len(outs)
+            for p, g in zip(pos, grads):
+                full[p] = g
+            self.grad_output = tuple(full)
+            for h in self.pre_hooks:
+                r = h(self.module, self.grad_output)
+                if r is not None:
+                    r = tuple(r) if isinstance(r, (tuple, list)) else (r,)
+                    self.grad_output = r
+            if not self.input_pos and self.hooks:  # no input needs a grad: hooks run now
+                self._call_hooks((None,) * max(self.n_inputs, 1))
+            return [self.grad_output[p] for p in pos]
+        new = _wrap_through(_IdentityNode(), [outs[i] for i in pos], on_grad_output)
+        lst = list(outs)
+        for i, t in zip(pos, new):
+            lst[i] = t
+        if single:
+            return lst[0]
+        return type(result)(lst) if isinstance(result, list) else tuple(lst)

@@ -1,0 +1,83 @@
+"""``Parameter`` (a leaf Tensor a ``Module`` registers) and ``Buffer`` (a tensor it keeps as state)."""
+
+from __future__ import annotations
+
+import jax.numpy as jnp
+
+from .._tensor import Tensor, _View
+
+
+def _adopt(self: Tensor, data: Tensor | None) -> None:
+    """Make ``self`` share ``data``'s storage cell and version counter (no copy), as a leaf."""
+    Tensor._init(self, None)
+    if data is None:
+        self._cell.value = jnp.zeros((0,), jnp.float32)
+        return
+    if not isinstance(data, Tensor):
+        raise TypeError(f"Parameter/Buffer expects a Tensor as data, got {type(data).__name__}")
+    self._cell, self._ver = data._cell, data._ver
+    vi = data._viewinfo
+    if vi is not None:
+        self._viewinfo = _View(vi.base, vi.chain, vi.cache, vi.gen)
+
+
+class Parameter(Tensor):
+    """A Tensor that is a module parameter: a leaf with ``requires_grad=True`` by default.
+
+    It shares storage with ``data`` (no copy). Assigning one as a ``Module`` attribute registers it.
+
+    >>> import funcgrad
+    >>> from funcgrad import nn
+    >>> nn.Parameter(funcgrad.ones(2))
+    Parameter containing:
+    tensor([1., 1.], requires_grad=True)
+    """
+
+    _is_parameter = True
+
+    def __new__(cls, data: Tensor | None = None, requires_grad: bool = True):
+        self = object.__new__(cls)
+        _adopt(self, data)
+        if requires_grad:
+            self.requires_grad = True  # validates the dtype, with PyTorch's message
+        return self
+
+    def __init__(self, data: Tensor | None = None, requires_grad: bool = True):
+        pass  # everything happens in __new__ (Tensor.__init__ would reset the storage)
+
+    def __reduce_ex__(self, proto):
+        return (_rebuild_parameter, (self.detach(), self._requires_grad))
+
+
+def _rebuild_parameter(data, requires_grad):
+    return Parameter(data, requires_grad)
+
+
+class Buffer(Tensor):
+    """A tensor that, assigned as a ``Module`` attribute, is registered as a buffer.
+
+    ``persistent=False`` keeps it out of ``state_dict``.
+
+    >>> import funcgrad
+    >>> from funcgrad import nn
+    >>> m = nn.Module()
+    >>> m.steps = nn.Buffer(funcgrad.zeros(1))
+    >>> list(m.state_dict())
+    ['steps']
+    """
+
+    def __new__(cls, data: Tensor | None = None, *, persistent: bool = True):
+        self = object.__new__(cls)
+        _adopt(self, data)
+        self.persistent = persistent
+        return self
+
+    def __init__(self, data: Tensor | None = None, *, persistent: bool = True):
+        pass
+
+
+class UninitializedParameter(Parameter):  # pragma: no cover - lazy modules are not supported
+    """Placeholder of PyTorch's lazy modules (not supported: shapes are needed up front)."""
+
+
+__all__ = ["Parameter", "Buffer"]

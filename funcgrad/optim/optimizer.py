@@ -1,0 +1,457 @@
+"""``Optimizer``: PyTorch's optimizer API (param groups, per-parameter state, state_dict) whose
+update is an optax ``GradientTransformation`` run by one jitted call per parameter group.
+
+How a step flows (``Optimizer.step`` -> ``_step_group``):
+
+1. the group's parameters with a ``.grad`` are collected (the others are skipped, as PyTorch);
+2. their state (``self.state[p]``: funcgrad Tensors such as ``step``, ``exp_avg``) is created
+   lazily on the first step;
+3. one cached ``jax.jit`` kernel per (optimizer class, structural flags) takes the lists of
+   parameter, gradient and state arrays plus the numeric hyperparameters as *dynamic* scalars
+   (read through ``_lift.hyper`` so the jit bridge can trace them), builds the optax chain
+   (``subclass._transform``) for each parameter and returns the new parameters and states;
+4. the results are written back into the same Tensor objects (parameters get a version bump,
+   as PyTorch's in-place update does). State tensors are never rebound: the jit bridge finds
+   them in ``self.state`` and lifts their storage.
+
+Structural flags (``maximize``, ``amsgrad``, ``momentum != 0``…) pick the kernel; numbers such
+as ``lr`` do not, so a scheduler changing ``lr`` never recompiles.
+"""
+
+from __future__ import annotations
+
+import copy
+import functools
+import warnings
+from collections import OrderedDict, defaultdict
+from collections.abc import Callable, Iterable
+from typing import Any
+
+import jax
+import jax.numpy as jnp
+import optax
+
+from .. import _dtype, _lift
+from .._tensor import Tensor
+from ..autograd.grad_mode import enable_grad, no_grad
+from ..autograd.graph import RemovableHandle
+
+
+class _RequiredParameter:
+    """Singleton marking a default that each param group must provide (SGD's ``lr`` once was)."""
+
+    def __repr__(self) -> str:
+        return "<required parameter>"
+
+
+required = _RequiredParameter()
+
+_global_pre_hooks: OrderedDict = OrderedDict()
+_global_post_hooks: OrderedDict = OrderedDict()
+
+
+def register_optimizer_step_pre_hook(hook: Callable) -> RemovableHandle:
+    """Register ``hook(optimizer, args, kwargs)`` to run before every optimizer's ``step``."""
+    return _add_hook(_global_pre_hooks, hook)
+
+
+def register_optimizer_step_post_hook(hook: Callable) -> RemovableHandle:
+    """Register ``hook(optimizer, args, kwargs)`` to run after every optimizer's ``step``."""
+    return _add_hook(_global_post_hooks, hook)
+
+
+class _DictHandle(RemovableHandle):
+    def __init__(self, table, key):  # noqa: D401 - small private helper
+        self._table, self._key = table, key
+
+    def remove(self) -> None:
+        self._table.pop(self._key, None)
+
+
+_hook_ids = [0]
+
+
+def _add_hook(table, hook) -> RemovableHandle:
+    _hook_ids[0] += 1
+    table[_hook_ids[0]] = hook
+    return _DictHandle(table, _hook_ids[0])
+
+
+def _typename(obj) -> str:
+    if isinstance(obj, Tensor):
+        return obj._type_name()
+    t = type(obj)
+    return t.__name__ if t.__module__ == "builtins" else f"{t.__module__}.{t.__qualname__}"
+
+
+def _with_hooks(step):
+    """Wrap a subclass's ``step`` with the step pre/post hooks (global then per-instance)."""
+    @functools.wraps(step)
+    def wrapper(self, *args, **kwargs):
+        for hook in (*_global_pre_hooks.values(), *self._optimizer_step_pre_hooks.values()):
+            res = hook(self, args, kwargs)
+            if res is not None:
+                if not (isinstance(res, tuple) and len(res) == 2):
+                    raise RuntimeError(f"{hook} must return None or a tuple of (new_args, new_kwargs), "
+                                       f"but got {res}.")
+                args, kwargs = res
+        out = step(self, *args, **kwargs)
+        for hook in (*self._optimizer_step_post_hooks.values(), *_global_post_hooks.values()):
+            hook(self, args, kwargs)
+        return out
+    wrapper._fg_hooked = True
+    return wrapper
+
+
+def _scalar_dtype():
+    """dtype of ``state['step']``: float32, or float64 when that is the default (as PyTorch)."""
+    return jnp.float64 if _dtype.get_default_dtype() is _dtype.float64 else jnp.float32
+
+
+def _dyn(v):
+    """A hyperparameter as a jit argument: Python numbers become floats (weakly typed, so a new
+    value never retraces and never promotes a float32 parameter), Tensors their array."""
+    if isinstance(v, Tensor):
+        return v._value
+    if isinstance(v, (tuple, list)):
+        return tuple(_dyn(x) for x in v)
+    if isinstance(v, (int, float)) and not isinstance(v, bool):
+        return float(v)
+    return v
+
+
+_kernels: dict = {}
+
+
+def _kernel(cls, static):
+    """The jitted group update of optimizer class ``cls`` for structural flags ``static``."""
+    key = (cls, static)
+    k = _kernels.get(key)
+    if k is None:
+        def run(params, grads, states, fresh, h):
+            new_params, new_states = [], []
+            for p, g, s, f in zip(params, grads, states, fresh):
+                parts = cls._transform(h, static, p.dtype, f)
+                core = next((i for i, t in enumerate(parts) if isinstance(t, StatefulTransform)), None)
+                tx = optax.chain(*parts)
+                st = tuple(s if i == core else t.init(p) for i, t in enumerate(parts))
+                updates, st = tx.update(g, st, p)
+                new_params.append(optax.apply_updates(p, updates))
+                new_states.append(st[core] if core is not None else {})
+            return new_params, new_states
+        k = _kernels[key] = jax.jit(run)
+    return k
+
+
+class StatefulTransform(optax.GradientTransformation):
+    """An optax ``GradientTransformation`` whose state is the dict of PyTorch's state entries
+    for one parameter (``{'step': ..., 'exp_avg': ...}``); the optimizer owns that state, so
+    ``init`` is never called by funcgrad."""
+
+
+def stateful(update: Callable) -> StatefulTransform:
+    """Make ``update(grad, state_dict, param) -> (update, new_state_dict)`` a transform."""
+    def init(params):
+        raise NotImplementedError("funcgrad optimizers create their state lazily in Python")
+    return StatefulTransform(init, update)
+
+
+def scalar(x, dtype):
+    """A hyperparameter (possibly float64 / weakly typed) as a scalar of the parameter's dtype,
+    so that mixing it with arrays never promotes them (PyTorch casts scalar operands too)."""
+    return jnp.asarray(x).astype(dtype)
+
+
+def f64(x):
+    """Scalar arithmetic (bias corrections…) is done in double, as PyTorch does in Python."""
+    return jnp.asarray(x).astype(jnp.float64)
+
+
+def lerp(start, end, weight):
+    """PyTorch's ``lerp``: the formula it picks depends on the weight, for accuracy."""
+    return jnp.where(jnp.abs(weight) < 0.5, start + weight * (end - start),
+                     end - (end - start) * (1 - weight))
+
+
+class Optimizer:
+    """Base class of all optimizers: PyTorch's API over optax transforms.
+
+    Subclasses give ``defaults`` and, for the jitted update, ``_hypers`` (numeric options passed
+    to the kernel), ``_static(group)`` (options that change the computation's structure),
+    ``_init_state(p, group)`` and ``_transform(h, static, dtype, fresh)`` (the optax chain).
+
+    >>> import funcgrad
+    >>> w = funcgrad.ones(2, requires_grad=True)
+    >>> opt = funcgrad.optim.SGD([w], lr=0.5)
+    >>> (w * w).sum().backward()
+    >>> opt.step(); w
+    tensor([0., 0.], requires_grad=True)
+    """
+
+    _hypers: tuple[str, ...] = ()
+
+    def __init_subclass__(cls, **kwargs):
+        super().__init_subclass__(**kwargs)
+        step = cls.__dict__.get("step")
+        if step is not None and not getattr(step, "_fg_hooked", False):
+            cls.step = _with_hooks(step)
+
+    def __init__(self, params, defaults: dict[str, Any]) -> None:
+        self.defaults = defaults
+        self._optimizer_step_pre_hooks: OrderedDict = OrderedDict()
+        self._optimizer_step_post_hooks: OrderedDict = OrderedDict()
+        if isinstance(params, Tensor):
+            raise TypeError("params argument given to the optimizer should be an iterable of Tensors "
+                            "or dicts, but got " + _typename(params))
+        self.state: defaultdict = defaultdict(dict)
+        self.param_groups: list[dict[str, Any]] = []
+        param_groups = list(params)
+        if len(param_groups) == 0:
+            raise ValueError("optimizer got an empty parameter list")
+        if not isinstance(param_groups[0], dict):
+            param_groups = [{"params": param_groups}]
+        for group in param_groups:
+            self.add_param_group(group)
+
+    # ---- param groups ------------------------------------------------------------------------
+    def add_param_group(self, param_group: dict[str, Any]) -> None:
+        """Add a parameter group (a dict with ``params`` and per-group options).
+
+        >>> import funcgrad
+        >>> a, b = funcgrad.zeros(1, requires_grad=True), funcgrad.zeros(1, requires_grad=True)
+        >>> opt = funcgrad.optim.SGD([a], lr=0.1)
+        >>> opt.add_param_group({"params": [b], "lr": 0.01})
+        >>> [g["lr"] for g in opt.param_groups]
+        [0.1, 0.01]
+        """
+        if not isinstance(param_group, dict):
+            raise TypeError(f"param_group must be a dict, but got {type(param_group)}")
+        param_group = dict(param_group)  # a failed call must leave the caller's dict unchanged
+        params = param_group["params"]
+        if isinstance(params, Tensor):
+            params = [params]
+        elif isinstance(params, set):
+            raise TypeError("optimizer parameters need to be organized in ordered collections, but the "
+                            "ordering of tensors in sets will change between runs. Please use a list "
+                            "instead.")
+        else:
+            params = list(params)
+        names = [p[0] for p in params if isinstance(p, tuple)]
+        params = [p[1] if isinstance(p, tuple) else p for p in params]
+        if names:
+            if len(names) != len(params):
+                raise ValueError("all optimizer params should be with/without names. Some param names "
+                                 "are missing")
+            param_group["param_names"] = names
+        param_group["params"] = params
+        for p in params:
+            if not isinstance(p, Tensor):
+                raise TypeError("optimizer can only optimize Tensors, but one of the params is "
+                                + _typename(p))
+            if not self.defaults.get("differentiable", None) and not (p.is_leaf or p.retains_grad):
+                raise ValueError("can't optimize a non-leaf Tensor")
+        for name, default in self.defaults.items():
+            if default is required and name not in param_group:
+                raise ValueError(f"parameter group didn't specify a value of required optimization "
+                                 f"parameter {name}")
+            param_group.setdefault(name, default)
+        ids = {id(p) for p in params}
+        if len(ids) != len(params):
+            warnings.warn("optimizer contains a parameter group with duplicate parameters; in future, "
+                          "this will cause an error; see github.com/pytorch/pytorch/issues/40967 for "
+                          "more information", stacklevel=3)
+        for group in self.param_groups:
+            if ("param_names" in param_group) != ("param_names" in group):
+                txt = "with names" if "param_names" in param_group else "without names"
+                raise ValueError("all optimizer param groups should be with/without names. cannot add "
+                                 f"param group {txt} to the optimizer")
+            if any(id(p) in ids for p in group["params"]):
+                raise ValueError("some parameters appear in more than one parameter group")
+        self.param_groups.append(param_group)
+
+    def __repr__(self) -> str:
+        s = self.__class__.__name__ + " ("
+        for i, group in enumerate(self.param_groups):
+            s += f"\nParameter Group {i}\n"
+            for key in sorted(group.keys()):
+                if key != "params":
+                    s += f"    {key}: {group[key]}\n"
+        return s + ")"
+
+    # ---- gradients ---------------------------------------------------------------------------
+    def zero_grad(self, set_to_none: bool = True) -> None:
+        """Reset the gradients of all optimized tensors (to ``None`` by default, as PyTorch 2)."""
+        for group in self.param_groups:
+            for p in group["params"]:
+                g = p._grad
+                if g is None:
+                    continue
+                if set_to_none:
+                    p._grad = None
+                else:
+                    if g._grad_fn is not None:
+                        g.detach_()
+                    else:
+                        g._requires_grad = False
+                    g._set_value(jnp.zeros_like(g._value))
+                    g._ver[0] += 1
+
+    # ---- hooks -------------------------------------------------------------------------------
+    def register_step_pre_hook(self, hook: Callable) -> RemovableHandle:
+        """``hook(optimizer, args, kwargs)`` runs before ``step``; may return new (args, kwargs)."""
+        return _add_hook(self._optimizer_step_pre_hooks, hook)
+
+    def register_step_post_hook(self, hook: Callable) -> RemovableHandle:
+        """``hook(optimizer, args, kwargs)`` runs after ``step``."""
+        return _add_hook(self._optimizer_step_post_hooks, hook)
+
+    # ---- the update --------------------------------------------------------------------------
+    def step(self, closure: Callable[[], Any] | None = None):
+        """One optimization step; ``closure`` (re-evaluating the loss) runs with grad enabled."""
+        loss = None
+        if closure is not None:
+            with enable_grad():
+                loss = closure()
+        with no_grad():
+            for group in self.param_groups:
+                self._step_group(group)
+        return loss
+
+    def _step_group(self, group: dict[str, Any]) -> None:
+        params = [p for p in group["params"] if p._grad is not None]
+        if not params:
+            return
+        static = self._static(group)
+        fresh, states = [], []
+        for p in params:
+            st = self.state[p]
+            fresh.append(not st)
+            if not st:
+                st.update(self._init_state(p, group))
+            states.append(st)
+        keys = [self._state_keys(static, st) for st in states]
+        h = {k: _dyn(_lift.hyper(group, k)) for k in self._hypers}
+        new_p, new_s = _kernel(type(self), static)(
+            [p._value for p in params], [p._grad._value for p in params],
+            [{k: st[k]._value for k in ks} for st, ks in zip(states, keys)], fresh, h)
+        for p, v in zip(params, new_p):
+            p._set_value(v)
+            p._ver[0] += 1
+        for st, ks, new in zip(states, keys, new_s):
+            for k in ks:
+                st[k]._set_value(new[k])
+
+    def _static(self, group: dict[str, Any]) -> tuple:
+        return ()
+
+    def _state_keys(self, static, state: dict) -> tuple[str, ...]:
+        """The state entries the kernel reads and writes (all Tensors of the state by default)."""
+        return tuple(k for k, v in state.items() if isinstance(v, Tensor))
+
+    def _init_state(self, p: Tensor, group: dict[str, Any]) -> dict[str, Tensor]:
+        return {}
+
+    @staticmethod
+    def _transform(h: dict, static: tuple, dtype, fresh) -> list:
+        raise NotImplementedError
+
+    # ---- checkpoints -------------------------------------------------------------------------
+    def state_dict(self) -> dict[str, Any]:
+        """``{'state': {index: {...}}, 'param_groups': [{..., 'params': [indices]}]}`` as PyTorch.
+
+        >>> import funcgrad
+        >>> w = funcgrad.ones(2, requires_grad=True)
+        >>> opt = funcgrad.optim.Adam([w])
+        >>> w.sum().backward(); opt.step()
+        >>> sd = opt.state_dict()
+        >>> sd["state"][0]["step"], sd["param_groups"][0]["params"]
+        (tensor(1.), [0])
+        """
+        mapping: dict[int, int] = {}
+        start = 0
+
+        def pack(group):
+            nonlocal start
+            packed = {k: v for k, v in group.items() if k != "params"}
+            for i, p in enumerate(group["params"], start):
+                mapping.setdefault(id(p), i)
+            packed["params"] = [mapping[id(p)] for p in group["params"]]
+            start += len(packed["params"])
+            return packed
+
+        groups = [pack(g) for g in self.param_groups]
+        state = {(mapping[id(k)] if isinstance(k, Tensor) else k): v for k, v in self.state.items()}
+        return {"state": state, "param_groups": groups}
+
+    def load_state_dict(self, state_dict: dict[str, Any]) -> None:
+        """Load a ``state_dict()`` (deep-copied; floating state cast to its parameter's dtype)."""
+        groups = self.param_groups
+        saved_groups = copy.deepcopy(state_dict["param_groups"])
+        if len(groups) != len(saved_groups):
+            raise ValueError("loaded state dict has a different number of parameter groups")
+        if any(len(g["params"]) != len(s["params"]) for g, s in zip(groups, saved_groups)):
+            raise ValueError("loaded state dict contains a parameter group that doesn't match the size "
+                             "of optimizer's group")
+        id_map = {old: p for s, g in zip(saved_groups, groups) for old, p in zip(s["params"], g["params"])}
+
+        def cast(param, value, key=None):
+            if isinstance(value, Tensor):
+                v = value._value
+                if key != "step" and param.dtype.is_floating_point:
+                    v = v.astype(param._value.dtype)
+                return Tensor._wrap(v)  # a new Tensor object: the optimizer owns its state
+            if isinstance(value, dict):
+                return {k: cast(param, v, k) for k, v in value.items()}
+            if isinstance(value, (list, tuple)):
+                return type(value)(cast(param, v) for v in value)
+            return copy.deepcopy(value)
+
+        state: defaultdict = defaultdict(dict)
+        for k, v in state_dict["state"].items():
+            if k in id_map:
+                state[id_map[k]] = cast(id_map[k], v)
+            else:
+                state[k] = copy.deepcopy(v)
+        for g, s in zip(groups, saved_groups):
+            s["params"] = g["params"]
+            if "param_names" in g and "param_names" not in s:
+                s["param_names"] = g["param_names"]
+        self.state = state
+        self.param_groups = saved_groups
+
+    def __getstate__(self) -> dict[str, Any]:
+        return {"defaults": self.defaults, "state": self.state, "param_groups": self.param_groups}
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.__dict__.update(state)
+        self.__dict__.setdefault("_optimizer_step_pre_hooks", OrderedDict())
+        self.__dict__.setdefault("_optimizer_step_post_hooks", OrderedDict())
+
+
+def check_nonneg(name: str, value, *, low: float = 0.0) -> None:
+    """PyTorch's constructor checks: ``ValueError: Invalid <name>: <value>``."""
+    if not low <= value:
+        raise ValueError(f"Invalid {name}: {value}")
+
+
+def state_zeros(p: Tensor) -> Tensor:
+    return Tensor._wrap(jnp.zeros_like(p._value))
+
+
+def state_step() -> Tensor:
+    return Tensor._wrap(jnp.zeros((), _scalar_dtype()))
+
+
+def pre_transforms(h: dict, static_maximize: bool, l2: bool, dtype) -> list:
+    """PyTorch's common prologue: negate the gradient if ``maximize``, then add L2 decay."""
+    parts = []
+    if static_maximize:
+        parts.append(optax.scale(-1.0))
+    if l2:
+        parts.append(optax.add_decayed_weights(scalar(h["weight_decay"], dtype)))
+    return parts
+
+
+def decoupled_decay(h: dict, dtype) -> optax.GradientTransformation:
+    """AdamW-style decay ``p *= 1 - lr * wd`` written as the update term ``-lr * wd * p``."""
+    return optax.add_decayed_weights(scalar(-f64(h["lr"]) * f64(h["weight_decay"]), dtype))

@@ -1,0 +1,5 @@
+"""``funcgrad.utils``: ``funcgrad.utils.data`` (datasets, samplers, DataLoader)."""
+
+from . import data as data
+
+__all__ = ["data"]
