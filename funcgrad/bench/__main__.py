@@ -1,0 +1,47 @@
+"""``python -m funcgrad.bench [--quick]``: every benchmark, side by side, as one table."""
+
+from __future__ import annotations
+
+import argparse
+import datetime
+import importlib
+import platform
+
+import jax
+
+
+def main(argv=None) -> None:
+    p = argparse.ArgumentParser(prog="python -m funcgrad.bench", description=__doc__)
+    p.add_argument("--only", nargs="*", help="benchmark modules to run (core, train, jit, parallel)")
+    args = p.parse_args(argv)
+    mods = args.only or ["core", "train", "jit", "parallel"]
+    print(f"# funcgrad benchmarks — {datetime.date.today()} — {platform.processor() or platform.machine()}, "
+          f"jax {jax.__version__} on {jax.default_backend()} ({jax.device_count()} device(s))")
+    try:
+        import torch
+        print(f"# PyTorch {torch.__version__} available for comparison")
+    except Exception:
+        print("# PyTorch not installed: no PyTorch column")
+    for m in mods:
+        try:
+            mod = importlib.import_module(f"funcgrad.bench.{m}_bench")
+        except ModuleNotFoundError:
+            continue
+        rows = mod.run()
+        _print(rows)
+
+
+def _print(rows) -> None:
+    by_bench: dict = {}
+    for r in rows:
+        by_bench.setdefault(r["bench"], []).append(r)
+    for bench, rs in by_bench.items():
+        base = rs[0]["us"]
+        print(f"\n{bench}")
+        for r in rs:
+            note = f"  ({r['note']})" if r.get("note") else ""
+            print(f"  {r['impl']:<28} {r['us']:>12.1f} µs   x{r['us'] / base:5.2f} of {rs[0]['impl']}{note}")
+
+
+if __name__ == "__main__":
+    main()

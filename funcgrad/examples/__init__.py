@@ -1,0 +1,1 @@
+"""Runnable end-to-end scripts: ``python -m funcgrad.examples.<name>``."""
