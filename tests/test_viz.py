@@ -13,7 +13,7 @@ def test_make_dot_structure_and_colours(tmp_path):
     assert labels["SumBackward0"] == ROOT
     assert labels["MulBackward0"] == OP and labels["TanhBackward0"] == OP and labels["MvBackward0"] == OP
     assert labels["x"] == LEAF and labels["w"] == LEAF
-    assert len(g.edges) == 5  # x feeds both MulBackward0 and MvBackward0
+    assert len(g.edges) == 6  # x feeds both MulBackward0 and MvBackward0
     assert g.source.startswith("digraph {") and "SumBackward0" in g.source
     svg = g._builtin_svg()
     assert svg.startswith("<svg") and svg.count("<rect") == len(g.nodes)
