@@ -4,7 +4,7 @@ import funcgrad as torch
 from funcgrad.viz import LEAF, OP, ROOT, make_dot
 
 
-def test_make_dot_structure_and_colours(tmp_path):
+def test_make_dot_structure_and_colours(tmp_path):  # noqa: D103
     x = torch.ones(3, requires_grad=True)
     w = torch.randn(3, 3, requires_grad=True)
     out = ((w @ x).tanh() * x).sum()
@@ -18,7 +18,8 @@ def test_make_dot_structure_and_colours(tmp_path):
     svg = g._builtin_svg()
     assert svg.startswith("<svg") and svg.count("<rect") == len(g.nodes)
     p = g.render(str(tmp_path / "g.svg"))
-    assert open(p).read().lstrip().startswith(("<svg", "<?xml", "<!DOCTYPE"))
+    with open(p) as f:
+        assert f.read().lstrip().startswith(("<svg", "<?xml", "<!DOCTYPE"))
     g.render(str(tmp_path / "g.dot"))
 
 
