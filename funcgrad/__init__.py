@@ -47,6 +47,8 @@ from .autograd.grad_mode import is_grad_enabled as is_grad_enabled  # noqa: E402
 from .autograd.grad_mode import is_inference_mode_enabled as is_inference_mode_enabled  # noqa: E402
 from .autograd.grad_mode import no_grad as no_grad  # noqa: E402
 from .autograd.grad_mode import set_grad_enabled as set_grad_enabled  # noqa: E402
+from . import utils as utils  # noqa: E402
+from .serialization import load as load, save as save  # noqa: E402
 
 # ---- the op library (generated from the op table; see funcgrad/_ops) ----------------------------
 from ._ops.linalg import bmm as bmm, dot as dot, matmul as matmul, mm as mm, mv as mv  # noqa: E402
@@ -65,6 +67,69 @@ from ._ops.shape import (broadcast_to as broadcast_to, cat as cat, clone as clon
                          flatten as flatten, nonzero as nonzero, permute as permute,
                          reshape as reshape, squeeze as squeeze, stack as stack, t as t,
                          transpose as transpose, unflatten as unflatten, unsqueeze as unsqueeze)
+
+# elementwise math, more reductions, sorting (funcgrad/_ops/math.py, reduce.py, sort.py)
+from ._ops.math import (acos as acos, acosh as acosh, addcdiv as addcdiv, addcmul as addcmul,  # noqa: E402,A004
+                        allclose as allclose, arccos as arccos, arccosh as arccosh,
+                        arcsin as arcsin, arcsinh as arcsinh, arctan as arctan, arctanh as arctanh,
+                        asin as asin, asinh as asinh, atan as atan, atan2 as atan2, atanh as atanh,
+                        ceil as ceil, clamp_max as clamp_max, clamp_min as clamp_min,
+                        copysign as copysign, cosh as cosh, deg2rad as deg2rad, digamma as digamma,
+                        equal as equal, erf as erf, erfc as erfc, erfinv as erfinv, exp2 as exp2,
+                        expm1 as expm1, fix as fix, floor as floor, fmod as fmod, frac as frac,
+                        heaviside as heaviside, hypot as hypot, isclose as isclose,
+                        isfinite as isfinite, isinf as isinf, isnan as isnan, isneginf as isneginf,
+                        isposinf as isposinf, isreal as isreal, lerp as lerp, lgamma as lgamma,
+                        log10 as log10, log1p as log1p, log2 as log2, logaddexp as logaddexp,
+                        logaddexp2 as logaddexp2, logical_and as logical_and,
+                        logical_not as logical_not, logical_or as logical_or,
+                        logical_xor as logical_xor, nan_to_num as nan_to_num, rad2deg as rad2deg,
+                        reciprocal as reciprocal, round as round, rsqrt as rsqrt, sgn as sgn,
+                        sign as sign, signbit as signbit, sinc as sinc, sinh as sinh,
+                        square as square, tan as tan, trunc as trunc, xlogy as xlogy)
+from ._ops.math import positive as positive  # noqa: E402
+from ._ops.reduce import (all as all, aminmax as aminmax, any as any,  # noqa: E402,A004
+                          count_nonzero as count_nonzero, cumprod as cumprod, cumsum as cumsum,
+                          logcumsumexp as logcumsumexp, logsumexp as logsumexp, nanmean as nanmean,
+                          nansum as nansum, prod as prod, std as std, std_mean as std_mean,
+                          var as var, var_mean as var_mean)
+from ._ops.sort import (argsort as argsort, cummax as cummax, cummin as cummin,  # noqa: E402
+                        kthvalue as kthvalue, median as median, mode as mode, msort as msort,
+                        nanmedian as nanmedian, sort as sort, topk as topk)
+
+# linear algebra, shape/indexing breadth (funcgrad/_ops/linalg.py, decomp.py, indexing.py, shape_more.py)
+from . import linalg as linalg  # noqa: E402
+from ._ops.creation import tril_indices as tril_indices, triu_indices as triu_indices  # noqa: E402
+from ._ops.decomp import (_det_alias as det, _inverse_alias as inverse,  # noqa: E402
+                          _matrix_power_alias as matrix_power, _pinverse_alias as pinverse,
+                          _slogdet_alias as slogdet, cholesky_legacy as cholesky, qr_legacy as qr,
+                          svd_legacy as svd, tensor_norm as norm)
+from ._ops.indexing import (argwhere as argwhere, gather as gather, index_add as index_add,  # noqa: E402
+                            index_copy as index_copy, index_fill as index_fill,
+                            index_select as index_select, masked_fill as masked_fill,
+                            masked_select as masked_select, scatter as scatter,
+                            scatter_add as scatter_add, scatter_reduce as scatter_reduce, take as take,
+                            take_along_dim as take_along_dim, unique as unique,
+                            unique_consecutive as unique_consecutive)
+from ._ops.linalg import (addbmm as addbmm, addmm as addmm, addmv as addmv,  # noqa: E402
+                          baddbmm as baddbmm, cross as cross, diag as diag, diag_embed as diag_embed,
+                          diagonal as diagonal, einsum as einsum, kron as kron, outer as outer,
+                          tensordot as tensordot, trace as trace, tril as tril, triu as triu,
+                          vdot as vdot)
+from ._ops.shape_more import (atleast_1d as atleast_1d, atleast_2d as atleast_2d,  # noqa: E402
+                              atleast_3d as atleast_3d, broadcast_shapes as broadcast_shapes,
+                              broadcast_tensors as broadcast_tensors, chunk as chunk,
+                              column_stack as column_stack, dsplit as dsplit, dstack as dstack,
+                              flip as flip, fliplr as fliplr, flipud as flipud, hsplit as hsplit,
+                              hstack as hstack, meshgrid as meshgrid, movedim as movedim,
+                              narrow as narrow, repeat_interleave as repeat_interleave, roll as roll,
+                              rot90 as rot90, select as select, split as split,
+                              split_with_sizes as split_with_sizes, tensor_split as tensor_split,
+                              tile as tile, unbind as unbind, vsplit as vsplit, vstack as vstack)
+
+ger = outer
+moveaxis = movedim
+row_stack = vstack
 
 clip = clamp
 concat = concatenate = cat
@@ -124,5 +189,23 @@ def promote_types(type1: dtype, type2: dtype) -> dtype:
     from ._dtype import _np_promote
     return _np_promote(type1, type2)
 
+
+from . import optim as optim  # noqa: E402
+from . import nn as nn  # noqa: E402
+# torch-level aliases of nn ops that PyTorch also exposes as torch.<name>
+from ._ops.nn import log_softmax as log_softmax, softmax as softmax  # noqa: E402
+from .nn.functional import (adaptive_avg_pool1d as adaptive_avg_pool1d,  # noqa: E402
+                            avg_pool1d as avg_pool1d, batch_norm as batch_norm, bilinear as bilinear,
+                            celu as celu, conv1d as conv1d, conv2d as conv2d, conv3d as conv3d,
+                            conv_transpose1d as conv_transpose1d, conv_transpose2d as conv_transpose2d,
+                            conv_transpose3d as conv_transpose3d, cosine_similarity as cosine_similarity,
+                            dropout as dropout, embedding as embedding, group_norm as group_norm,
+                            hardshrink as hardshrink, instance_norm as instance_norm,
+                            layer_norm as layer_norm, max_pool1d as max_pool1d, max_pool2d as max_pool2d,
+                            max_pool3d as max_pool3d, pairwise_distance as pairwise_distance,
+                            pixel_shuffle as pixel_shuffle, pixel_unshuffle as pixel_unshuffle,
+                            prelu as prelu, relu_ as relu_, selu as selu, threshold as threshold)
+from . import func as func  # noqa: E402
+from ._jit import compile as compile, cond as cond, jit as jit  # noqa: E402,A004
 
 __version__ = "0.1.0"

@@ -93,8 +93,8 @@ class Op:
                 return out if douts is None else tuple(out[j] for j in douts)
             out, pull = jax.vjp(g, *[full[i] for i in idx])
             # cotangents take the output's dtype (a float64 grad_output for a float32 output)
-            cots = jax.tree.map(lambda c, o: c.astype(o.dtype), tuple(cots) if douts is not None
-                                else cots[0], out)
+            cots = jax.tree.map(lambda c, o: c.astype(o.dtype), tuple(cots) if
+                                douts is not None or type(out) is tuple else cots[0], out)
             return pull(cots)
         return bwd
 

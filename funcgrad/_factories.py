@@ -220,6 +220,10 @@ def arange(start, end=None, step=1, *, dtype=None, device=None, requires_grad=Fa
         d = _dtype.int64 if all(isinstance(v, (int, np.integer)) for v in vals) else _dtype.get_default_dtype()
     else:
         d = _dtype.to_dtype(dtype)
+    if (vals[1] - vals[0]) * vals[2] < 0:
+        raise RuntimeError("upper bound and lower bound inconsistent with step sign")
+    if d._kind in "bi" and int(vals[2]) == 0:
+        raise ValueError("step must be nonzero")  # a fractional step truncated by an integer dtype
     n = max(0, math.ceil((vals[1] - vals[0]) / vals[2]))
     # compute in float64 then cast, as PyTorch does, so that e.g. arange(0, 1, 0.1) has 10 items
     return _finish(jnp.asarray(vals[0] + vals[2] * np.arange(n, dtype=np.float64), d.np)

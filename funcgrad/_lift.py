@@ -3,6 +3,11 @@
 Optimizers read each numeric hyperparameter through ``hyper(group, "lr")``. Eagerly this is
 just ``group["lr"]``; while ``funcgrad.jit`` traces a step it returns a traced input instead,
 so a scheduler changing ``lr`` between calls changes the next call's result without a retrace.
+
+The trace context (``_local.ctx``, a :class:`TraceContext`) is installed by ``funcgrad.jit``
+for the duration of one trace. It maps ``(id(group), key)`` to the traced scalar fed to the
+compiled program. A key that was not lifted yet (the bridge learns which keys are read) aborts
+the trace with :class:`Relift`; the bridge adds the key and traces again.
 """
 
 from __future__ import annotations
@@ -22,3 +27,34 @@ def hyper(owner: dict, key: str):
     v = owner[key]
     ctx = getattr(_local, "ctx", None)
     return v if ctx is None else ctx.hyper(owner, key, v)
+
+
+def is_liftable(v) -> bool:
+    """Numbers (not bools) and tuples/lists of numbers can be fed to a compiled step."""
+    if isinstance(v, (tuple, list)):
+        return len(v) > 0 and all(is_liftable(x) for x in v)
+    return isinstance(v, (int, float)) and not isinstance(v, bool)
+
+
+class Relift(Exception):
+    """Raised inside a trace when a hyperparameter that was not lifted yet is read."""
+
+    def __init__(self, key: str):
+        super().__init__(key)
+        self.key = key
+
+
+class TraceContext:
+    """Traced hyperparameters of one trace: ``{(id(owner), key): traced value}``."""
+
+    def __init__(self, traced: dict, lifted_keys: set):
+        self.traced = traced
+        self.lifted_keys = lifted_keys
+
+    def hyper(self, owner: dict, key: str, value):
+        t = self.traced.get((id(owner), key))
+        if t is not None:
+            return t
+        if is_liftable(value) and key not in self.lifted_keys:
+            raise Relift(key)
+        return value  # not a number (or a group the bridge did not find): a trace constant

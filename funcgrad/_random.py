@@ -1,7 +1,8 @@
 """The global random generator: a JAX PRNG key held as mutable state.
 
-Each draw splits the key, so that the jit bridge can lift the key into a compiled step as
-state and thread it through (dropout masks differ on every call). Values differ from
+Each draw splits the key. The key lives in a storage cell (the same ``_Cell`` a Tensor
+uses), so the jit bridge finds it like any other state, lifts it into a compiled step and
+writes the advanced key back: dropout masks differ on every call of a compiled step. Values differ from
 PyTorch's generator; the seeding API is PyTorch's.
 """
 
@@ -10,6 +11,8 @@ from __future__ import annotations
 import jax
 import jax.numpy as jnp
 import numpy as np
+
+from ._tensor import _Cell
 
 
 @jax.jit
@@ -24,7 +27,17 @@ class Generator:
     def __init__(self, device="cpu"):
         self.device = device
         self._seed = 0
-        self.key = jax.random.PRNGKey(0)
+        self._cell = _Cell(jax.random.PRNGKey(0))
+
+    @property
+    def key(self):
+        """The current JAX key (a tracer while a compiled step is being traced)."""
+        return self._cell.value
+
+    @key.setter
+    def key(self, value) -> None:
+        self._cell.value = value
+        self._cell.gen += 1
 
     def manual_seed(self, seed: int) -> "Generator":
         self._seed = int(seed)

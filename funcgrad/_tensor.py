@@ -149,6 +149,10 @@ class Tensor:
         self._requires_grad = False
         self._grad_fn = None
 
+    def __init_subclass__(cls, **kwargs):
+        super().__init_subclass__(**kwargs)
+        _register_pytree(cls)  # subclasses (Parameter, Buffer) are JAX pytrees too
+
     @classmethod
     def _wrap(cls, value) -> "Tensor":
         t = object.__new__(Tensor)
@@ -678,3 +682,24 @@ def _rebuild(arr, requires_grad):
 
 
 _dispatch._Tensor = Tensor
+
+
+# ---- JAX pytree: a Tensor is a node holding one leaf (its array), so jax.jit / jax.grad /
+# jax.vmap / jax.tree utilities accept Tensors and give Tensors back (requires_grad kept as aux).
+def _tree_flatten(t):
+    return (t._value,), t._requires_grad
+
+
+def _tree_unflatten(cls, requires_grad, children):
+    t = object.__new__(cls)
+    Tensor._init(t, children[0])
+    t._requires_grad = requires_grad
+    return t
+
+
+def _register_pytree(cls) -> None:
+    import functools
+    jax.tree_util.register_pytree_node(cls, _tree_flatten, functools.partial(_tree_unflatten, cls))
+
+
+_register_pytree(Tensor)

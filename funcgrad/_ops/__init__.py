@@ -4,7 +4,10 @@ importing this package installs the Tensor methods and dunders generated from th
 from __future__ import annotations
 
 from . import linalg, pointwise, reduce, shape  # noqa: F401  (declare the ops)
-from . import nn_loss  # noqa: F401  (losses)
+from . import nn_loss, nn_rnn  # noqa: F401  (losses; recurrent + attention)
+from . import creation, decomp, indexing, shape_more  # noqa: F401  (linalg/shape breadth)
+from . import math, sort  # noqa: F401  (elementwise math; sorting reductions)
+from . import nn  # noqa: F401  (activations, softmax, conv, pool, norm, dropout, embedding)
 from ._registry import FUNCTIONS, METHODS, OPS, apply, install
 
 install()

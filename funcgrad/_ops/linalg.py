@@ -54,7 +54,7 @@ def _rmatmul(self, other):
 @export("mm")
 def mm(input, mat2, *, out=None) -> Tensor:
     if input.ndim != 2 or mat2.ndim != 2:
-        raise RuntimeError(f"self must be a matrix" if input.ndim != 2 else "mat2 must be a matrix")
+        raise RuntimeError("self must be a matrix" if input.ndim != 2 else "mat2 must be a matrix")
     return matmul(input, mat2, out=out)
 
 
@@ -136,8 +136,8 @@ def outer(input, vec2, *, out=None) -> Tensor:
             [ 2., 20.]])
     """
     if input.ndim != 1 or vec2.ndim != 1:
-        raise RuntimeError(f"outer: Expected 1-D argument self, but got {input.ndim}-D"
-                           if input.ndim != 1 else f"outer: Expected 1-D argument vec2, but got {vec2.ndim}-D")
+        bad, n = ("self", input.ndim) if input.ndim != 1 else ("vec2", vec2.ndim)
+        raise RuntimeError(f"outer: Expected 1-D argument {bad}, but got {n}-D")
     return _out(apply(_outer, input, vec2), out)
 
 
@@ -365,7 +365,7 @@ def _cross_impl(input, other, dim, out):
     import numpy as np
     from .._tensor import _wrap_dim
     if input.ndim != other.ndim:
-        raise RuntimeError(f"linalg.cross: inputs must have the same number of dimensions.")
+        raise RuntimeError("linalg.cross: inputs must have the same number of dimensions.")
     shape = np.broadcast_shapes(tuple(input.shape), tuple(other.shape))
     d = _wrap_dim(dim, len(shape))
     if input.shape[d] != 3 or other.shape[d] != 3:

@@ -241,8 +241,14 @@ _logaddexp2 = defop("logaddexp2", jnp.logaddexp2, "Logaddexp2Backward0", promote
 _xlogy_t = defop("xlogy", jsp.xlogy, "XlogyBackward0", promote="binary_float")
 _xlogy_s = defop("xlogy_scalar_other", jsp.xlogy, "XlogyBackward2", promote="binary_float")
 _xlogy_self = defop("xlogy_scalar_self", jsp.xlogy, "XlogyBackward1", promote="binary_float")
-_copysign_t = defop("copysign", jnp.copysign, "CopysignBackward0", promote="binary_float")
-_copysign_s = defop("copysign_scalar", jnp.copysign, "CopysignBackward1", promote="binary_float")
+def _copysign(x, y):
+    # |x| written as sign(x) * x so that the gradient at x == 0 is 0, as PyTorch's
+    s = jnp.where(jnp.signbit(y), -jnp.ones((), x.dtype), jnp.ones((), x.dtype))
+    return s * (jnp.sign(x) * x)
+
+
+_copysign_t = defop("copysign", _copysign, "CopysignBackward0", promote="binary_float")
+_copysign_s = defop("copysign_scalar", _copysign, "CopysignBackward1", promote="binary_float")
 _heaviside = defop("heaviside", jnp.heaviside, None, promote="binary")
 _clamp_min_t = defop("clamp_min_tensor", lambda x, lo: jnp.where(x >= lo, x, lo),
                      "ClampMinBackward1", promote="binary")
@@ -426,3 +432,7 @@ __all__ = [n for n, _, _, _, _ in _UNARY] + [
     *[n for n, _ in _PRED], "logical_not", *[n for n, _ in _LOGICAL], "isclose", "allclose",
     "equal", "atan2", "hypot", "fmod", "logaddexp", "logaddexp2", "xlogy", "copysign",
     "heaviside", "clamp_min", "clamp_max", "lerp", "addcmul", "addcdiv", "nan_to_num"]
+
+from .pointwise import _pos as positive  # noqa: E402  (torch.positive: returns input itself)
+
+__all__ += ["positive"]

@@ -1,4 +1,7 @@
-"""Op table — reductions: sum, mean, max/min (all and per dim)."""
+"""Op table — reductions: sum, mean, max/min (all and per dim), prod, var/std, logsumexp,
+nansum/nanmean, any/all, count_nonzero, aminmax, and scans (cumsum, cumprod, logcumsumexp).
+
+Sorting-based reductions (sort, topk, median, mode, cummax…) live in ``sort.py``."""
 
 from __future__ import annotations
 
@@ -98,8 +101,20 @@ _amin = defop("amin", lambda x, dim, keepdim: jnp.min(x, axis=dim, keepdims=keep
 _argmax = defop("argmax", lambda x, dim, keepdim: jnp.argmax(x, axis=dim, keepdims=keepdim).astype(jnp.int64))
 _argmin = defop("argmin", lambda x, dim, keepdim: jnp.argmin(x, axis=dim, keepdims=keepdim).astype(jnp.int64))
 
-max_result = collections.namedtuple("max", ["values", "indices"])
-min_result = collections.namedtuple("min", ["values", "indices"])
+def return_type(name: str, fields=("values", "indices")) -> type:
+    """A namedtuple printed as PyTorch prints ``torch.return_types.<name>``."""
+    base = collections.namedtuple(name, fields)
+
+    def __repr__(self):
+        body = ",\n".join(f"{f}={v!r}" for f, v in zip(self._fields, self))
+        return f"funcgrad.return_types.{name}(\n{body})"
+    cls = type(name, (base,), {"__slots__": (), "__repr__": __repr__,
+                               "__module__": "funcgrad.return_types"})
+    return cls
+
+
+max_result = return_type("max")
+min_result = return_type("min")
 
 
 def _reduce_minmax(input, dim, keepdim, other, is_max):
@@ -154,3 +169,299 @@ def argmax(input, dim=None, keepdim=False) -> Tensor:
 def argmin(input, dim=None, keepdim=False) -> Tensor:
     d = None if dim is None else _wrap_dim(dim, input.ndim)
     return apply(_argmin, input, dim=d, keepdim=bool(keepdim) and d is not None)
+
+
+# ---- prod -----------------------------------------------------------------------------------------
+# jnp.prod's derivative handles zeros exactly (no division by the product), as PyTorch's does.
+def _prod(x, *, dim, keepdim, dtype):
+    return jnp.prod(x, axis=dim, keepdims=keepdim, dtype=_acc_dtype(x, dtype))
+
+
+_prod0 = defop("prod", _prod, "ProdBackward0")
+_prod1 = defop("prod_dim", _prod, "ProdBackward1")
+
+
+def _out(r, out):
+    return r if out is None else out.copy_(r)
+
+
+@export("prod")
+def prod(input: Tensor, dim: int | None = None, keepdim: bool = False, *, dtype=None,
+         out=None) -> Tensor:
+    """Product of all elements (``ProdBackward0``) or over one ``dim`` (``ProdBackward1``).
+
+    >>> import funcgrad
+    >>> funcgrad.tensor([[1, 2], [3, 4]]).prod(-1)
+    tensor([ 2, 12])
+    """
+    dt = None if dtype is None else to_dtype(dtype).np
+    if dim is None:
+        return _out(apply(_prod0, input, dim=None, keepdim=False, dtype=dt), out)
+    if isinstance(dim, (tuple, list)):
+        raise TypeError("prod(): argument 'dim' must be int, not tuple")
+    d = _wrap_dim(dim, input.ndim)
+    return _out(apply(_prod1, input, dim=d if input.ndim else None, keepdim=bool(keepdim),
+                      dtype=dt), out)
+
+
+# ---- var / std ------------------------------------------------------------------------------------
+def _var(x, *, dim, correction, keepdim):
+    n = x.size if dim is None else int(np_prod([x.shape[d] for d in dim]))
+    d = x - jnp.mean(x, axis=dim, keepdims=True)
+    s = jnp.sum(jnp.real(d * jnp.conj(d)), axis=dim, keepdims=keepdim)
+    return s / jnp.maximum(n - correction, 0)
+
+
+def _safe_sqrt(v):
+    # PyTorch's std backward masks result == 0 to a zero gradient (not inf * 0 = nan)
+    pos = v > 0
+    return jnp.where(pos, jnp.sqrt(jnp.where(pos, v, 1)), v * 0)  # v * 0 keeps nan
+
+
+def _std(x, **kw):
+    return _safe_sqrt(_var(x, **kw))
+
+
+def np_prod(xs):
+    r = 1
+    for v in xs:
+        r *= v
+    return r
+
+
+_var_op = defop("var", _var, "VarBackward0")
+_std_op = defop("std", _std, "StdBackward0")
+_var_mean_op = defop("var_mean", lambda x, **kw: (
+    _var(x, **kw), jnp.mean(x, axis=kw["dim"], keepdims=kw["keepdim"])), "VarMeanBackward0",
+    diff_outputs=(0, 1))
+_std_mean_op = defop("std_mean", lambda x, **kw: (
+    _std(x, **kw), jnp.mean(x, axis=kw["dim"], keepdims=kw["keepdim"])), "StdMeanBackward0",
+    diff_outputs=(0, 1))
+
+
+def _var_args(name, input, dim, unbiased, keepdim, correction):
+    if isinstance(dim, bool):  # var(input, unbiased)
+        dim, unbiased = None, dim
+    if unbiased is not None and correction is not None:
+        raise TypeError(f"{name}() received an invalid combination of arguments - got "
+                        f"(correction=int, unbiased=bool, )")
+    if not (input.dtype.is_floating_point or input.dtype.is_complex):
+        raise RuntimeError("std and var only support floating point and complex dtypes")
+    if correction is None:
+        correction = 0 if unbiased is False else 1
+    dims = _dims(dim, input.ndim)
+    if input.ndim == 0:
+        dims = None
+    n = input.numel() if dims is None else np_prod([input.shape[d] for d in dims])
+    if n - correction <= 0:
+        import warnings
+        warnings.warn(f"{name}(): degrees of freedom is <= 0. Correction should be strictly less "
+                      f"than the reduction factor (input numel divided by output numel).",
+                      UserWarning, stacklevel=3)
+    return dict(dim=dims, correction=correction, keepdim=bool(keepdim))
+
+
+@export("var")
+def var(input: Tensor, dim=None, unbiased: bool | None = None, keepdim: bool = False, *,
+        correction: float | None = None, out=None) -> Tensor:
+    """Variance over ``dim`` (all by default) with Bessel's ``correction`` (1, or 0 when
+    ``unbiased=False``).
+
+    >>> import funcgrad
+    >>> funcgrad.tensor([1.0, 2.0, 4.0]).var()
+    tensor(2.3333)
+    """
+    return _out(apply(_var_op, input, **_var_args("var", input, dim, unbiased, keepdim,
+                                                  correction)), out)
+
+
+@export("std")
+def std(input: Tensor, dim=None, unbiased: bool | None = None, keepdim: bool = False, *,
+        correction: float | None = None, out=None) -> Tensor:
+    """Standard deviation (see :func:`var`); its gradient is 0 where the result is 0."""
+    return _out(apply(_std_op, input, **_var_args("std", input, dim, unbiased, keepdim,
+                                                  correction)), out)
+
+
+@export("var_mean", method=False)
+def var_mean(input: Tensor, dim=None, unbiased: bool | None = None, keepdim: bool = False, *,
+             correction: float | None = None) -> tuple:
+    """``(var, mean)`` in one op (``VarMeanBackward0``)."""
+    return apply(_var_mean_op, input, **_var_args("var_mean", input, dim, unbiased, keepdim,
+                                                  correction))
+
+
+@export("std_mean", method=False)
+def std_mean(input: Tensor, dim=None, unbiased: bool | None = None, keepdim: bool = False, *,
+             correction: float | None = None) -> tuple:
+    """``(std, mean)`` in one op (``StdMeanBackward0``)."""
+    return apply(_std_mean_op, input, **_var_args("std_mean", input, dim, unbiased, keepdim,
+                                                  correction))
+
+
+# (torch.norm / Tensor.norm live with the linear algebra in decomp.py)
+
+
+# ---- logsumexp, nansum, nanmean -------------------------------------------------------------------
+def _logsumexp(x, *, dim, keepdim):
+    import jax
+    return jax.nn.logsumexp(x, axis=dim, keepdims=keepdim)
+
+
+_logsumexp_op = defop("logsumexp", _logsumexp, "LogsumexpBackward0", promote="float")
+
+
+@export("logsumexp")
+def logsumexp(input: Tensor, dim, keepdim: bool = False, *, out=None) -> Tensor:
+    """``log(sum(exp(input), dim))`` computed stably; integer inputs give the default float.
+
+    >>> import funcgrad
+    >>> funcgrad.tensor([0.0, 0.0]).logsumexp(0)
+    tensor(0.6931)
+    """
+    dims = None if input.ndim == 0 else _dims(dim, input.ndim)
+    return _out(apply(_logsumexp_op, input, dim=dims, keepdim=bool(keepdim)), out)
+
+
+def _nansum(x, *, dim, keepdim, dtype):
+    if jnp.issubdtype(x.dtype, jnp.inexact):
+        x = jnp.where(jnp.isnan(x), jnp.zeros((), x.dtype), x)
+    return jnp.sum(x, axis=dim, keepdims=keepdim, dtype=_acc_dtype(x, dtype))
+
+
+_nansum_op = defop("nansum", _nansum, "NansumBackward0")
+
+
+@export("nansum")
+def nansum(input: Tensor, dim=None, keepdim: bool = False, *, dtype=None) -> Tensor:
+    """Sum treating nan as 0 (their gradient is 0)."""
+    dt = None if dtype is None else to_dtype(dtype).np
+    dims = None if input.ndim == 0 else _dims(dim, input.ndim)
+    return apply(_nansum_op, input, dim=dims, keepdim=bool(keepdim) and dims is not None,
+                 dtype=dt)
+
+
+@export("nanmean")
+def nanmean(input: Tensor, dim=None, keepdim: bool = False, *, dtype=None) -> Tensor:
+    """Mean of the non-nan elements: ``nansum / count`` (``DivBackward0``, as PyTorch)."""
+    if dtype is None and not (input.dtype.is_floating_point or input.dtype.is_complex):
+        raise RuntimeError(f"nanmean(): expected input to have floating point or complex dtype "
+                           f"but got {_scalar_name(input.dtype)}")
+    if dtype is not None:
+        input = input.to(to_dtype(dtype))
+    from .math import isnan, logical_not
+    cnt = sum(logical_not(isnan(input)), dim, keepdim)
+    return nansum(input, dim, keepdim) / cnt
+
+
+# ---- any / all / count_nonzero / aminmax ----------------------------------------------------------
+def _bool_out(r, x):
+    return r.astype(jnp.uint8) if x.dtype == jnp.uint8 else r
+
+
+_any = defop("any", lambda x, dim, keepdim: _bool_out(jnp.any(x, axis=dim, keepdims=keepdim), x))
+_all = defop("all", lambda x, dim, keepdim: _bool_out(jnp.all(x, axis=dim, keepdims=keepdim), x))
+_count_nonzero = defop("count_nonzero", lambda x, dim: jnp.count_nonzero(x, axis=dim).astype(
+    jnp.int64))
+
+
+@export("any")
+def any(input: Tensor, dim=None, keepdim: bool = False, *, out=None) -> Tensor:
+    """True if any element (over ``dim``) is nonzero; bool result (uint8 for uint8 input)."""
+    dims = None if input.ndim == 0 else _dims(dim, input.ndim)
+    return _out(apply(_any, input, dim=dims, keepdim=bool(keepdim) and dims is not None), out)
+
+
+@export("all")
+def all(input: Tensor, dim=None, keepdim: bool = False, *, out=None) -> Tensor:
+    """True if every element (over ``dim``) is nonzero."""
+    dims = None if input.ndim == 0 else _dims(dim, input.ndim)
+    return _out(apply(_all, input, dim=dims, keepdim=bool(keepdim) and dims is not None), out)
+
+
+@export("count_nonzero")
+def count_nonzero(input: Tensor, dim=None) -> Tensor:
+    """Number of nonzero elements (over ``dim``), int64.
+
+    >>> import funcgrad
+    >>> funcgrad.count_nonzero(funcgrad.tensor([[1, 0], [2, 0]]), dim=0)
+    tensor([2, 0])
+    """
+    dims = None if input.ndim == 0 else _dims(dim, input.ndim)
+    return apply(_count_nonzero, input, dim=dims)
+
+
+aminmax_result = return_type("aminmax", ("min", "max"))
+_aminmax = defop("aminmax", lambda x, dim, keepdim: (
+    jnp.min(x, axis=dim, keepdims=keepdim), jnp.max(x, axis=dim, keepdims=keepdim)),
+    "AminmaxBackward0", diff_outputs=(0, 1))
+
+
+@export("aminmax")
+def aminmax(input: Tensor, *, dim: int | None = None, keepdim: bool = False):
+    """``(min, max)`` in one pass, a ``return_types.aminmax`` namedtuple."""
+    if dim is None:
+        if input.numel() == 0:
+            raise RuntimeError("aminmax(): cannot compute aminmax over an empty dimension as the "
+                               "operation has no identity.")
+        d = None
+    else:
+        d = None if input.ndim == 0 else (_wrap_dim(dim, input.ndim),)
+    return aminmax_result(*apply(_aminmax, input, dim=d, keepdim=bool(keepdim) and d is not None))
+
+
+# ---- scans ----------------------------------------------------------------------------------------
+def _scan(f):
+    def fn(x, *, dim, dtype):
+        if dtype is not None:
+            x = x.astype(dtype)
+        elif jnp.issubdtype(x.dtype, jnp.integer) or x.dtype == jnp.bool_:
+            x = x.astype(jnp.int64)
+        return x if x.ndim == 0 else f(x, axis=dim)
+    return fn
+
+
+def _cumlogsumexp(x, axis):
+    import jax
+    return jax.lax.cumlogsumexp(x, axis=axis)
+
+
+_cumsum = defop("cumsum", _scan(jnp.cumsum), "CumsumBackward0")
+_cumprod = defop("cumprod", _scan(jnp.cumprod), "CumprodBackward0")
+_logcumsumexp = defop("logcumsumexp", lambda x, dim: x if x.ndim == 0 else _cumlogsumexp(x, dim),
+                      "LogcumsumexpBackward0")
+
+
+@export("cumsum")
+def cumsum(input: Tensor, dim: int, *, dtype=None, out=None) -> Tensor:
+    """Cumulative sum along ``dim`` (integers accumulate in int64).
+
+    >>> import funcgrad
+    >>> funcgrad.tensor([1, 2, 3]).cumsum(0)
+    tensor([1, 3, 6])
+    """
+    dt = None if dtype is None else to_dtype(dtype).np
+    return _out(apply(_cumsum, input, dim=_wrap_dim(dim, input.ndim), dtype=dt), out)
+
+
+@export("cumprod")
+def cumprod(input: Tensor, dim: int, *, dtype=None, out=None) -> Tensor:
+    """Cumulative product along ``dim``; the gradient is exact with zeros in the input."""
+    dt = None if dtype is None else to_dtype(dtype).np
+    return _out(apply(_cumprod, input, dim=_wrap_dim(dim, input.ndim), dtype=dt), out)
+
+
+@export("logcumsumexp")
+def logcumsumexp(input: Tensor, dim: int, *, out=None) -> Tensor:
+    """``log(cumsum(exp(input)))`` computed stably."""
+    return _out(apply(_logcumsumexp, input, dim=_wrap_dim(dim, input.ndim)), out)
+
+
+def _scan_inplace(f):
+    def m(self, dim, *, dtype=None):
+        return self._inplace(f, dim, dtype=dtype)
+    return m
+
+
+export("cumsum_", function=False)(_scan_inplace(cumsum))
+export("cumprod_", function=False)(_scan_inplace(cumprod))

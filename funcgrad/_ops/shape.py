@@ -44,6 +44,8 @@ _squeeze0 = defop("squeeze", lambda x, dims: jnp.squeeze(x, dims), "SqueezeBackw
                   linear=True, view=True)
 _squeeze1 = defop("squeeze_dim", lambda x, dims: jnp.squeeze(x, dims), "SqueezeBackward1",
                   linear=True, view=True)
+_squeeze2 = defop("squeeze_dims", lambda x, dims: jnp.squeeze(x, dims), "SqueezeBackward2",
+                  linear=True, view=True)
 _unsqueeze = defop("unsqueeze", lambda x, dim: jnp.expand_dims(x, dim), "UnsqueezeBackward0",
                    linear=True, view=True)
 _expand = defop("expand", lambda x, shape: jnp.broadcast_to(x, shape), "ExpandBackward0",
@@ -123,7 +125,7 @@ def squeeze(input, dim=None) -> Tensor:
         return apply(_squeeze0, input, dims=tuple(i for i, s in enumerate(input.shape) if s == 1))
     dims = dim if isinstance(dim, (tuple, list)) else (dim,)
     dims = tuple(d for d in (_wrap_dim(d, n) for d in dims) if n and input.shape[d] == 1)
-    return apply(_squeeze1, input, dims=dims)
+    return apply(_squeeze2 if isinstance(dim, (tuple, list)) else _squeeze1, input, dims=dims)
 
 
 @export("unsqueeze")

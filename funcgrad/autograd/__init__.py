@@ -7,6 +7,16 @@ from .grad_mode import (enable_grad as enable_grad, inference_mode as inference_
                         is_grad_enabled as is_grad_enabled, no_grad as no_grad,
                         set_grad_enabled as set_grad_enabled)
 from .graph import Node as Node
+from . import graph as graph  # noqa: E402
+from .anomaly_mode import (detect_anomaly as detect_anomaly,  # noqa: E402
+                           is_anomaly_check_nan_enabled as is_anomaly_check_nan_enabled,
+                           is_anomaly_enabled as is_anomaly_enabled,
+                           set_detect_anomaly as set_detect_anomaly)
+from .function import Function as Function, once_differentiable as once_differentiable  # noqa: E402
+from . import function as function  # noqa: E402
+from . import functional as functional  # noqa: E402
+from .gradcheck import (GradcheckError as GradcheckError, gradcheck as gradcheck,  # noqa: E402
+                        gradgradcheck as gradgradcheck)
 
 
 def _as_list(x):
@@ -54,8 +64,10 @@ def _ones(out):
     key = (v.shape, v.dtype)
     one = _ONES.get(key)
     if one is None:
+        import jax
         import jax.numpy as jnp
-        one = _ONES[key] = jnp.ones(v.shape, v.dtype)
+        with jax.ensure_compile_time_eval():  # concrete even while funcgrad.jit traces a step
+            one = _ONES[key] = jnp.ones(v.shape, v.dtype)
     from .._tensor import Tensor
     return Tensor._wrap(one)
 
@@ -128,4 +140,6 @@ def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph=Fal
 
 
 __all__ = ["backward", "grad", "no_grad", "enable_grad", "set_grad_enabled", "inference_mode",
-           "is_grad_enabled", "Node"]
+           "is_grad_enabled", "Node", "Function", "once_differentiable", "function", "functional",
+           "gradcheck", "gradgradcheck", "GradcheckError", "detect_anomaly", "set_detect_anomaly",
+           "is_anomaly_enabled", "is_anomaly_check_nan_enabled", "graph"]

@@ -121,15 +121,7 @@ def execute(roots, grads, retain_graph, create_graph, capture=None, accumulate=T
                     if accumulate and buf[0] is not None:
                         _accumulate(node, buf[0], create_graph)
                 elif any(g is not None for g in buf):
-                    node._check_saved()
-                    outs = node._apply(buf)
-                    if node._hooks:
-                        for h in list(node._hooks):
-                            r = h(tuple(outs), tuple(buf))
-                            if r is not None:
-                                outs = list(r)
-                    if anomaly:
-                        _check_nan(node, outs)
+                    outs = _run_node(node, buf) if not anomaly else _run_node_anomaly(node, buf)
                     if not retain_graph:
                         node._release()
             for k, (child, nr) in enumerate(node.next_functions):
@@ -148,14 +140,35 @@ def execute(roots, grads, retain_graph, create_graph, capture=None, accumulate=T
     return results
 
 
+def _run_node(node, buf):
+    node._check_saved()
+    outs = node._apply(buf)
+    if node._hooks:
+        for h in list(node._hooks):
+            r = h(tuple(outs), tuple(buf))
+            if r is not None:
+                outs = list(r)
+    return outs
+
+
+def _run_node_anomaly(node, buf):
+    """Under detect_anomaly: NaN check, and PyTorch's warning naming the failing node's forward."""
+    from .anomaly_mode import warn_error
+    try:
+        outs = _run_node(node, buf)
+        if grad_mode._anomaly[1]:
+            _check_nan(node, outs)
+    except Exception:
+        warn_error(node)
+        raise
+    return outs
+
+
 def _check_nan(node, outs):
     import numpy as np
     for i, g in enumerate(outs):
-        if g is not None and not np.all(np.isfinite(np.asarray(g._value))):
-            msg = f"Function '{node.name()}' returned nan values in its {i}th output."
-            if node._trace:
-                msg += "\nTraceback of forward call that caused the error:\n" + node._trace
-            raise RuntimeError(msg)
+        if g is not None and np.any(np.isnan(np.asarray(g._value))):
+            raise RuntimeError(f"Function '{node.name()}' returned nan values in its {i}th output.")
 
 
 def numel(shape) -> int:

@@ -93,21 +93,20 @@ class BackwardCFunction(FunctionCtx, Node):
             raise RuntimeError(FREED_MSG)
         if self._saved is None:  # still inside forward / setup_context
             return tuple(self.to_save or ())
-        self._check_saved()
+        from .._dispatch import _version_msg
+        for t, v in self._saved_versions:
+            if t._ver[0] != v:
+                raise RuntimeError(_version_msg(t, v))
         return self._saved
 
     saved_variables = saved_tensors
 
     def _check_saved(self) -> None:
-        if self._freed:
-            raise RuntimeError(FREED_MSG)
-        from .._dispatch import _version_msg
-        for t, v in self._saved_versions:
-            if t._ver[0] != v:
-                raise RuntimeError(_version_msg(t, v))
+        """As in PyTorch, saved tensors are checked when ``backward`` reads ``saved_tensors``."""
 
     def _release(self) -> None:
-        self._saved, self._saved_versions, self._freed = None, (), True
+        if self._saved:  # a Function that saved nothing can be backpropagated again
+            self._saved, self._saved_versions, self._freed = None, (), True
 
     # ---- backward -----------------------------------------------------------------------------
     def apply(self, *grads):

@@ -324,10 +324,13 @@ class Optimizer:
         static = self._static(group)
         fresh, states = [], []
         for p in params:
-            st = self.state[p]
+            st = self.state.get(p)
             fresh.append(not st)
             if not st:
-                st.update(self._init_state(p, group))
+                new = self._init_state(p, group)
+                # like PyTorch, a stateless update (plain SGD) leaves ``self.state`` untouched
+                st = self.state[p] if new else {}
+                st.update(new)
             states.append(st)
         keys = [self._state_keys(static, st) for st in states]
         h = {k: _dyn(_lift.hyper(group, k)) for k in self._hypers}
@@ -426,6 +429,9 @@ class Optimizer:
         self.__dict__.update(state)
         self.__dict__.setdefault("_optimizer_step_pre_hooks", OrderedDict())
         self.__dict__.setdefault("_optimizer_step_post_hooks", OrderedDict())
+
+
+Optimizer.step = _with_hooks(Optimizer.step)
 
 
 def check_nonneg(name: str, value, *, low: float = 0.0) -> None:

@@ -97,6 +97,10 @@ class TensorDataset(Dataset[tuple]):
     def _collated_batch(self, indices):
         """``default_collate([self[i] for i in indices])``, with one gather per tensor."""
         idx = _as_index(indices)
+        n = len(self)
+        if idx.size and (idx.max() >= n or idx.min() < -n):
+            bad = int(idx.max()) if idx.max() >= n else int(idx.min())
+            raise IndexError(f"index {bad} is out of bounds for dimension 0 with size {n}")
         return [tensor[idx] for tensor in self.tensors]
 
 

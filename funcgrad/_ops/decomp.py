@@ -1,0 +1,514 @@
+"""Op table — ``funcgrad.linalg``: norms, inverses, determinants, solves and decompositions.
+
+Multi-output ops (``qr``, ``svd``, ``eigh``, ``slogdet``) are single ops with ``diff_outputs``
+returning PyTorch-like named tuples. Numerical failures (singular matrix, not positive-definite)
+are detected on concrete values only (under ``funcgrad.jit`` the NaN/inf result stays, as XLA has
+no exceptions) and raise ``LinAlgError`` with PyTorch's messages.
+"""
+
+from __future__ import annotations
+
+import collections
+import math
+import warnings
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from .._tensor import _is_tracer, _wrap_dim
+from ._registry import Tensor, apply, defop, export
+from .linalg import _out, matmul
+
+
+class LinAlgError(RuntimeError):
+    """Raised when a linear-algebra routine fails on its input (``torch.linalg.LinAlgError``)."""
+
+
+LinAlgError.__module__ = "funcgrad.linalg"
+
+
+def _result_type(module: str, name: str, fields):
+    """A named tuple printed as ``funcgrad.return_types.<name>(\\nfield=…,\\n…)`` like PyTorch's."""
+    cls = collections.namedtuple(name, fields)
+
+    def __repr__(self):
+        body = ",\n".join(f"{f}={v!r}" for f, v in zip(self._fields, self))
+        return f"funcgrad.return_types.{name}(\n{body})"
+    cls.__repr__ = __repr__
+    cls.__module__ = module
+    return cls
+
+
+linalg_qr = _result_type("funcgrad.return_types", "linalg_qr", ["Q", "R"])
+linalg_svd = _result_type("funcgrad.return_types", "linalg_svd", ["U", "S", "Vh"])
+svd_result = _result_type("funcgrad.return_types", "svd", ["U", "S", "V"])
+qr_result = _result_type("funcgrad.return_types", "qr", ["Q", "R"])
+linalg_eigh = _result_type("funcgrad.return_types", "linalg_eigh", ["eigenvalues", "eigenvectors"])
+linalg_slogdet = _result_type("funcgrad.return_types", "linalg_slogdet", ["sign", "logabsdet"])
+slogdet_result = _result_type("funcgrad.return_types", "slogdet", ["sign", "logabsdet"])
+
+
+def _square(A, fname):
+    if A.ndim < 2:
+        raise RuntimeError(f"{fname}: The input tensor A must have at least 2 dimensions.")
+    if A.shape[-1] != A.shape[-2]:
+        raise RuntimeError(f"{fname}: A must be batches of square matrices, but they are "
+                           f"{A.shape[-2]} by {A.shape[-1]} matrices")
+
+
+def _float_input(A, fname):
+    if not (A.dtype.is_floating_point or A.dtype.is_complex):
+        raise RuntimeError(f"{fname}: Expected a floating point or complex tensor as input. Got "
+                           f"{_type_name(A)}")
+
+
+def _type_name(A):
+    from .._tensor import _scalar_type_name
+    return _scalar_type_name(A.dtype)
+
+
+def _all_finite(t) -> bool:
+    v = t._value
+    return _is_tracer(v) or bool(jnp.all(jnp.isfinite(v)))
+
+
+# ================================ norms ========================================================
+def _vector_norm(x, *, ord, dim, keepdim, dtype):
+    if dtype is not None:
+        x = x.astype(dtype)
+    a = jnp.abs(x)
+    if ord == 2:
+        # sqrt with a zero-safe gradient: PyTorch's subgradient of the 2-norm at 0 is 0
+        s = jnp.sum(a * a, axis=dim, keepdims=keepdim)
+        pos = s > 0
+        return jnp.where(pos, jnp.sqrt(jnp.where(pos, s, 1)), 0).astype(a.dtype)
+    if ord == math.inf:
+        return jnp.max(a, axis=dim, keepdims=keepdim)
+    if ord == -math.inf:
+        return jnp.min(a, axis=dim, keepdims=keepdim)
+    if ord == 0:
+        return jnp.sum(a != 0, axis=dim, keepdims=keepdim).astype(a.dtype)
+    if ord == 1:
+        return jnp.sum(a, axis=dim, keepdims=keepdim)
+    return jnp.sum(a ** ord, axis=dim, keepdims=keepdim) ** (1.0 / ord)
+
+
+def _matrix_norm(x, *, ord, dims, keepdim):
+    return jnp.linalg.norm(x, ord, axis=dims, keepdims=keepdim)
+
+
+_vnorm = defop("vector_norm", _vector_norm, "LinalgVectorNormBackward0", promote="none")
+_MNORM = {k: defop(k, _matrix_norm, g) for k, g in [("matrix_norm_nuc", "SumBackward1"),
+                                                     ("matrix_norm_max", "AmaxBackward0"),
+                                                     ("matrix_norm_min", "AminBackward0")]}
+
+
+def vector_norm(x, ord=2, dim=None, keepdim=False, *, dtype=None, out=None) -> Tensor:
+    """The vector ``ord``-norm over ``dim`` (all elements by default).
+
+    >>> import funcgrad
+    >>> funcgrad.linalg.vector_norm(funcgrad.tensor([3., 4.]))
+    tensor(5.)
+    """
+    if not (x.dtype.is_floating_point or x.dtype.is_complex):
+        raise RuntimeError(f"linalg.vector_norm: Expected a floating point or complex tensor as input. "
+                           f"Got {_type_name(x)}")
+    if isinstance(dim, int):
+        dim = (dim,)
+    dims = None if dim is None else tuple(sorted(_wrap_dim(d, x.ndim) for d in dim))
+    if dims is None and keepdim:
+        dims = tuple(range(x.ndim))
+    from .._dtype import to_dtype
+    dt = None if dtype is None else to_dtype(dtype).np
+    return _out(apply(_vnorm, x, ord=float(ord), dim=dims, keepdim=bool(keepdim), dtype=dt), out)
+
+
+def matrix_norm(A, ord="fro", dim=(-2, -1), keepdim=False, *, dtype=None, out=None) -> Tensor:
+    """Matrix norm over ``dim``: ``'fro'``, ``'nuc'``, ``±1``, ``±2``, ``±inf``."""
+    if A.ndim < 2:
+        raise RuntimeError("linalg.matrix_norm: The input tensor A must have at least 2 dimensions.")
+    if dtype is not None:
+        A = A.to(dtype)
+    dims = tuple(_wrap_dim(d, A.ndim) for d in dim)
+    if len(dims) != 2 or dims[0] == dims[1]:
+        raise RuntimeError("linalg.matrix_norm: dims must be different. Got "
+                           f"({dim[0]}, {dim[1]})")
+    if ord == "fro":
+        return vector_norm(A, 2, dims, keepdim, out=out)
+    if ord == "nuc":
+        key = "matrix_norm_nuc"
+    elif ord in (1, 2, math.inf):
+        key = "matrix_norm_max"
+    elif ord in (-1, -2, -math.inf):
+        key = "matrix_norm_min"
+    else:
+        raise RuntimeError(f"linalg.matrix_norm: Order {ord} not supported.")
+    o = ord if isinstance(ord, str) else (int(ord) if math.isfinite(ord) else ord)
+    return _out(apply(_MNORM[key], A, ord=o, dims=dims, keepdim=bool(keepdim)), out)
+
+
+def norm(A, ord=None, dim=None, keepdim=False, *, dtype=None, out=None) -> Tensor:
+    """``linalg.norm``: a vector norm (1 dim, or flattened when ord is None) or a matrix norm (2 dims)."""
+    if isinstance(dim, int):
+        dim = (dim,)
+    if dim is not None:
+        if len(dim) == 1:
+            return vector_norm(A, 2 if ord is None else ord, dim, keepdim, dtype=dtype, out=out)
+        return matrix_norm(A, "fro" if ord is None else ord, dim, keepdim, dtype=dtype, out=out)
+    if ord is None:
+        return vector_norm(A, 2, None, keepdim, dtype=dtype, out=out)
+    if A.ndim == 2:
+        return matrix_norm(A, ord, (-2, -1), keepdim, dtype=dtype, out=out)
+    if A.ndim == 1:
+        return vector_norm(A, ord, None, keepdim, dtype=dtype, out=out)
+    raise RuntimeError(f"linalg.norm: If dim is not specified but ord is, the input must be 1D or 2D. "
+                       f"Got {A.ndim}D.")
+
+
+@export("norm")
+def tensor_norm(input, p="fro", dim=None, keepdim=False, dtype=None) -> Tensor:
+    """``torch.norm``: ``'fro'`` / a number → vector norm (over ``dim``), ``'nuc'`` → nuclear norm."""
+    if p == "nuc":
+        return matrix_norm(input, "nuc", (-2, -1) if dim is None else dim, keepdim, dtype=dtype)
+    if p == "fro":
+        p = 2
+    if isinstance(dim, int):
+        dim = (dim,)
+    return vector_norm(input, p, dim, keepdim, dtype=dtype)
+
+
+# ================================ inverses, determinants, solves ===============================
+_inv = defop("inv", jnp.linalg.inv, "LinalgInvExBackward0")
+_det = defop("det", jnp.linalg.det, "LinalgDetBackward0")
+_slogdet = defop("slogdet", lambda a: tuple(jnp.linalg.slogdet(a)), "LinalgSlogdetBackward0")
+
+
+def _solve_fn(a, b, *, vec, left):
+    if not left:  # X A = B  <=>  A^T X^T = B^T
+        return jnp.swapaxes(_solve_fn(jnp.swapaxes(a, -1, -2), jnp.swapaxes(b, -1, -2),
+                                      vec=False, left=True), -1, -2)
+    if vec:
+        return jnp.linalg.solve(a, b[..., None])[..., 0]
+    return jnp.linalg.solve(a, jnp.broadcast_to(b, jnp.broadcast_shapes(a.shape[:-2], b.shape[:-2])
+                                                + b.shape[-2:]))
+
+
+_solve = defop("solve", _solve_fn, "LinalgSolveExBackward0", promote="binary")
+
+
+def _singular_index(A) -> int:
+    """1-based index of the first zero pivot of A's LU factorisation (PyTorch's message)."""
+    lu = jax.scipy.linalg.lu_factor(A._value.reshape((-1,) + A.shape[-2:])[0])[0]
+    d = np.abs(np.asarray(jnp.diagonal(lu)))
+    zero = np.nonzero(d == 0)[0]
+    return int(zero[0]) + 1 if len(zero) else int(np.argmin(d)) + 1
+
+
+def inv(A, *, out=None) -> Tensor:
+    """Inverse of a square matrix (batches too); singular input raises ``LinAlgError``.
+
+    >>> import funcgrad
+    >>> funcgrad.linalg.inv(funcgrad.tensor([[2., 0.], [0., 4.]]))
+    tensor([[0.5000, 0.0000],
+            [0.0000, 0.2500]])
+    """
+    _square(A, "linalg.inv")
+    _float_input(A, "linalg.inv")
+    r = apply(_inv, A)
+    if not _all_finite(r) and _all_finite(A):
+        raise LinAlgError(f"linalg.inv: The diagonal element {_singular_index(A)} is zero, the inversion "
+                          f"could not be completed because the input matrix is singular.")
+    return _out(r, out)
+
+
+def det(A, *, out=None) -> Tensor:
+    """Determinant (``LinalgDetBackward0``)."""
+    _square(A, "linalg.det")
+    _float_input(A, "linalg.det")
+    return _out(apply(_det, A), out)
+
+
+def slogdet(A, *, out=None):
+    """``(sign, logabsdet)`` of the determinant as a named tuple."""
+    _square(A, "linalg.slogdet")
+    _float_input(A, "linalg.slogdet")
+    return linalg_slogdet(*apply(_slogdet, A))
+
+
+def solve(A, B, *, left=True, out=None) -> Tensor:
+    """Solve ``A X = B`` (``X A = B`` with ``left=False``); a vector B when ``B.shape == A.shape[:-1]``."""
+    _square(A, "linalg.solve")
+    vec = B.ndim == 1 or (B.ndim == A.ndim - 1 and tuple(B.shape) == tuple(A.shape[:-1]))
+    k = A.shape[-1]
+    if (B.shape[-1] if vec else B.shape[-2 if left else -1]) != k:
+        raise RuntimeError(f"linalg.solve: Incompatible shapes of A and B for the equation "
+                           f"{'AX = B' if left else 'XA = B'} ({'x'.join(map(str, A.shape[-2:]))} and "
+                           f"{'x'.join(map(str, B.shape[-2:] if not vec else (B.shape[-1],)))})")
+    r = apply(_solve, A, B, vec=vec and left, left=bool(left))
+    if not _all_finite(r) and _all_finite(A) and _all_finite(B):
+        raise LinAlgError("torch.linalg.solve: The solver failed because the input matrix is singular.")
+    return _out(r, out)
+
+
+def _cholesky_fn(a, *, upper):
+    lo = jnp.linalg.cholesky(a)
+    return jnp.conj(jnp.swapaxes(lo, -1, -2)) if upper else lo
+
+
+_cholesky = defop("cholesky", _cholesky_fn, "LinalgCholeskyExBackward0")
+_cholesky_legacy = defop("cholesky_legacy", _cholesky_fn, "CholeskyBackward0")
+
+
+def _check_pd(r, A, fname):
+    if _all_finite(r) or not _all_finite(A):
+        return
+    d = np.asarray(jnp.diagonal(r._value.reshape((-1,) + r.shape[-2:]), axis1=-2, axis2=-1))
+    bad = np.nonzero(~np.isfinite(d).all(0))[0] if d.ndim > 1 else np.nonzero(~np.isfinite(d))[0]
+    order = int(bad[0]) + 1 if len(bad) else 1
+    raise LinAlgError(f"{fname}: The factorization could not be completed because the input is not "
+                      f"positive-definite (the leading minor of order {order} is not positive-definite).")
+
+
+def cholesky(A, *, upper=False, out=None) -> Tensor:
+    """Cholesky factor ``L`` (``A = L Lᴴ``) of a Hermitian positive-definite matrix."""
+    _square(A, "linalg.cholesky")
+    r = apply(_cholesky, A, upper=bool(upper))
+    _check_pd(r, A, "linalg.cholesky")
+    return _out(r, out)
+
+
+@export("cholesky")
+def cholesky_legacy(input, upper=False, *, out=None) -> Tensor:
+    """Deprecated ``torch.cholesky`` (``CholeskyBackward0``); prefer ``funcgrad.linalg.cholesky``."""
+    warnings.warn("torch.cholesky is deprecated in favor of torch.linalg.cholesky and will be removed "
+                  "in a future PyTorch release.\nL = torch.cholesky(A)\nshould be replaced with\n"
+                  "L = torch.linalg.cholesky(A)\nand\nU = torch.cholesky(A, upper=True)\nshould be "
+                  "replaced with\nU = torch.linalg.cholesky(A).mH\nThis transform will produce "
+                  "equivalent results for all valid (symmetric positive definite) inputs.",
+                  UserWarning, stacklevel=2)
+    _square(input, "cholesky")
+    r = apply(_cholesky_legacy, input, upper=bool(upper))
+    _check_pd(r, input, "cholesky")
+    return _out(r, out)
+
+
+# ================================ decompositions ===============================================
+def _qr_fn(a, *, mode):
+    if mode == "r":
+        r = jnp.linalg.qr(a, mode="r")
+        return jnp.zeros((0,), a.dtype), r
+    return tuple(jnp.linalg.qr(a, mode=mode))
+
+
+_qr = defop("qr", _qr_fn, "LinalgQrBackward0")
+
+
+def qr(A, mode="reduced", *, out=None):
+    """QR decomposition: named tuple ``(Q, R)``; ``mode`` is ``'reduced'``, ``'complete'`` or ``'r'``."""
+    if mode not in ("reduced", "complete", "r"):
+        raise RuntimeError(f"qr received unrecognized mode '{mode}' but expected one of 'reduced' "
+                           f"(default), 'r', or 'complete'")
+    if A.ndim < 2:
+        raise RuntimeError("linalg.qr: The input tensor A must have at least 2 dimensions.")
+    return linalg_qr(*apply(_qr, A, mode=mode))
+
+
+@export("qr")
+def qr_legacy(input, some=True, *, out=None):
+    """Deprecated ``torch.qr(A, some=True)``: ``linalg.qr(A, 'reduced' if some else 'complete')``."""
+    warnings.warn("torch.qr is deprecated in favor of torch.linalg.qr and will be removed in a future "
+                  "PyTorch release.\nThe boolean parameter 'some' has been replaced with a string "
+                  "parameter 'mode'.\nQ, R = torch.qr(A, some)\nshould be replaced with\nQ, R = "
+                  "torch.linalg.qr(A, 'reduced' if some else 'complete')", UserWarning, stacklevel=2)
+    return qr_result(*qr(input, "reduced" if some else "complete"))
+
+
+def _svd_fn(a, *, full_matrices):
+    m, n = a.shape[-2:]
+    if full_matrices and m != n:
+        # the extra singular vectors carry no gradient (as in PyTorch): differentiate the reduced
+        # factors and append the completing columns/rows as constants
+        u, s, vh = jnp.linalg.svd(a, full_matrices=False)
+        uf, _, vhf = jnp.linalg.svd(jax.lax.stop_gradient(a), full_matrices=True)
+        k = min(m, n)
+        u = jnp.concatenate([u, uf[..., :, k:]], axis=-1)
+        vh = jnp.concatenate([vh, vhf[..., k:, :]], axis=-2)
+        return u, s, vh
+    return tuple(jnp.linalg.svd(a, full_matrices=full_matrices))
+
+
+_svd = defop("svd", _svd_fn, "LinalgSvdBackward0")
+_svdvals = defop("svdvals", lambda a: jnp.linalg.svd(a, compute_uv=False), "LinalgSvdBackward0")
+
+
+def svd(A, full_matrices=True, *, driver=None, out=None):
+    """Singular value decomposition: named tuple ``(U, S, Vh)`` with ``A = U diag(S) Vh``."""
+    if A.ndim < 2:
+        raise RuntimeError("linalg.svd: The input tensor A must have at least 2 dimensions.")
+    return linalg_svd(*apply(_svd, A, full_matrices=bool(full_matrices)))
+
+
+def svdvals(A, *, driver=None, out=None) -> Tensor:
+    """Singular values, in descending order."""
+    if A.ndim < 2:
+        raise RuntimeError("linalg.svdvals: The input tensor A must have at least 2 dimensions.")
+    return _out(apply(_svdvals, A), out)
+
+
+@export("svd")
+def svd_legacy(input, some=True, compute_uv=True, *, out=None):
+    """``torch.svd``: named tuple ``(U, S, V)`` with ``A = U diag(S) Vᴴ`` (V, not Vh)."""
+    if not compute_uv:
+        s = svdvals(input)
+        m, n = input.shape[-2:]
+        from .._factories import zeros
+        return svd_result(zeros(input.shape[:-2] + (m, m if not some else min(m, n)), dtype=input.dtype),
+                          s, zeros(input.shape[:-2] + (n, n if not some else min(m, n)), dtype=input.dtype))
+    u, s, vh = svd(input, full_matrices=not some)
+    v = vh.mT.conj() if vh.is_complex() else vh.mT
+    return svd_result(u, s, v)
+
+
+def _hermitian(a, uplo):
+    """The Hermitian matrix PyTorch reads from one triangle of ``a``."""
+    if uplo == "L":
+        lo = jnp.tril(a, -1)
+        return lo + jnp.conj(jnp.swapaxes(lo, -1, -2)) + jnp.real(jnp.diagonal(a, 0, -2, -1))[..., None] * \
+            jnp.eye(a.shape[-1], dtype=a.dtype)
+    up = jnp.triu(a, 1)
+    return up + jnp.conj(jnp.swapaxes(up, -1, -2)) + jnp.real(jnp.diagonal(a, 0, -2, -1))[..., None] * \
+        jnp.eye(a.shape[-1], dtype=a.dtype)
+
+
+def _eigh_fn(a, *, uplo):
+    w, v = jnp.linalg.eigh(_hermitian(a, uplo), symmetrize_input=False)
+    return w, v
+
+
+_eigh = defop("eigh", _eigh_fn, "LinalgEighBackward0")
+_eigvalsh = defop("eigvalsh", lambda a, uplo: _eigh_fn(a, uplo=uplo)[0], "LinalgEighBackward0")
+
+
+def _check_uplo(UPLO):
+    if UPLO not in ("L", "U"):
+        raise RuntimeError(f"Expected UPLO argument to be 'L' or 'U', but got {UPLO}")
+
+
+def eigh(A, UPLO="L", *, out=None):
+    """Eigen-decomposition of a Hermitian matrix (read from the ``UPLO`` triangle), ascending."""
+    _square(A, "linalg.eigh")
+    _check_uplo(UPLO)
+    return linalg_eigh(*apply(_eigh, A, uplo=UPLO))
+
+
+def eigvalsh(A, UPLO="L", *, out=None) -> Tensor:
+    """Eigenvalues of a Hermitian matrix, ascending."""
+    _square(A, "linalg.eigvalsh")
+    _check_uplo(UPLO)
+    return _out(apply(_eigvalsh, A, uplo=UPLO), out)
+
+
+def _pinv_fn(a, *, atol, rtol, hermitian):
+    if hermitian:
+        w, v = jnp.linalg.eigh(a)
+        s = jnp.abs(w)
+    else:
+        u, s, vh = jnp.linalg.svd(a, full_matrices=False)
+    smax = jnp.max(s, axis=-1, keepdims=True)
+    if rtol is None:
+        rtol = 0.0 if atol else max(a.shape[-2:]) * jnp.finfo(a.dtype).eps
+    cutoff = jnp.maximum(atol or 0.0, rtol * smax)
+    keep = s > cutoff
+    sinv = jnp.where(keep, 1 / jnp.where(keep, s if not hermitian else w, 1), 0)
+    if hermitian:
+        return (v * sinv[..., None, :]) @ jnp.conj(jnp.swapaxes(v, -1, -2))
+    return jnp.conj(jnp.swapaxes(vh, -1, -2)) * sinv[..., None, :] @ jnp.conj(jnp.swapaxes(u, -1, -2))
+
+
+_pinv = defop("pinv", _pinv_fn, "LinalgPinvBackward0")
+
+
+def pinv(A, *, atol=None, rtol=None, hermitian=False, out=None) -> Tensor:
+    """Moore–Penrose pseudo-inverse (singular values below ``max(atol, rtol·σ₁)`` are dropped)."""
+    if A.ndim < 2:
+        raise RuntimeError("linalg.pinv(" + _type_name(A) + "{[" + ", ".join(map(str, A.shape)) +
+                           "]}): expected a tensor with 2 or more dimensions of float, double, cfloat or "
+                           "cdouble types")
+    return _out(apply(_pinv, A, atol=None if atol is None else float(atol),
+                      rtol=None if rtol is None else float(rtol), hermitian=bool(hermitian)), out)
+
+
+def matrix_power(A, n: int, *, out=None) -> Tensor:
+    """``A`` to the integer power ``n`` by repeated squaring (``n < 0``: of the inverse)."""
+    _square(A, "linalg.matrix_power")
+    if n == 0:
+        from .._factories import eye
+        e = eye(A.shape[-1], dtype=A.dtype)
+        return _out(e.expand(A.shape).clone(), out)
+    if n < 0:
+        A, n = inv(A), -n
+    result, base = None, A
+    while n:
+        if n & 1:
+            result = base if result is None else matmul(result, base)
+        n >>= 1
+        if n:
+            base = matmul(base, base)
+    return _out(result, out)
+
+
+def matrix_rank(A, *, atol=None, rtol=None, hermitian=False, out=None) -> Tensor:
+    """Numerical rank (int64, not differentiable)."""
+    if A.ndim < 2:
+        raise RuntimeError("linalg.matrix_rank: The input tensor input must have at least 2 dimensions.")
+    a = A._value
+    s = jnp.abs(jnp.linalg.eigvalsh(a)) if hermitian else jnp.linalg.svd(a, compute_uv=False)
+    smax = jnp.max(s, axis=-1, keepdims=True) if s.shape[-1] else jnp.zeros(s.shape[:-1] + (1,), s.dtype)
+    if rtol is None:
+        rtol = 0.0 if atol else max(a.shape[-2:]) * float(jnp.finfo(a.dtype).eps)
+    cutoff = jnp.maximum(atol or 0.0, rtol * smax)
+    return _out(Tensor._wrap(jnp.sum(s > cutoff, axis=-1).astype(jnp.int64)), out)
+
+
+def multi_dot(tensors, *, out=None) -> Tensor:
+    """Chained matrix product; the first/last may be 1-D (row/column vectors)."""
+    tensors = list(tensors)
+    if len(tensors) < 2:
+        raise RuntimeError(f"multi_dot(): expected at least 2 tensors but got {len(tensors)}")
+    for i, t in enumerate(tensors):
+        if t.ndim != 2 and not (t.ndim == 1 and i in (0, len(tensors) - 1)):
+            raise RuntimeError(f"multi_dot(): tensor {i} must be 2D but got {t.ndim}D")
+    r = tensors[0]
+    for t in tensors[1:]:
+        r = matmul(r, t)
+    return _out(r, out)
+
+
+# ---- top-level aliases (torch.det, torch.inverse …) --------------------------------------------
+@export("det")
+def _det_alias(input) -> Tensor:
+    """``torch.det``: see ``funcgrad.linalg.det``."""
+    return det(input)
+
+
+@export("inverse")
+def _inverse_alias(input, *, out=None) -> Tensor:
+    """``torch.inverse``: see ``funcgrad.linalg.inv``."""
+    return inv(input, out=out)
+
+
+@export("slogdet")
+def _slogdet_alias(input):
+    """``torch.slogdet``: named tuple ``slogdet(sign, logabsdet)``."""
+    return slogdet_result(*slogdet(input))
+
+
+@export("pinverse")
+def _pinverse_alias(input, rcond=1e-15) -> Tensor:
+    return pinv(input, rtol=rcond)
+
+
+@export("matrix_power")
+def _matrix_power_alias(input, n) -> Tensor:
+    return matrix_power(input, n)

@@ -1,0 +1,551 @@
+"""Op table — neural-network ops: activations, softmax, convolution, pooling, normalisation,
+dropout, embedding, resampling. Each is one ``defop`` with PyTorch's node name; the frontends
+(argument checking, PyTorch signatures) live in ``funcgrad/nn/functional.py``.
+
+Numerics: ``log_softmax``/``softplus``/``logsigmoid`` use the stable ``jax.nn`` forms; piecewise
+activations use ``jnp.where`` so the gradient at the kinks is PyTorch's one-sided value.
+Pooling and resampling build their static index/weight tables with NumPy at trace time.
+"""
+
+from __future__ import annotations
+
+import math
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+from jax import lax
+
+from ._registry import Tensor, apply, defop, export
+
+# ================================ activations ===================================================
+
+
+def _leaky_relu(x, *, slope):
+    return jnp.where(x > 0, x, x * slope)
+
+
+def _elu(x, *, alpha, scale, input_scale):
+    neg = jnp.expm1(jnp.minimum(x, 0) * input_scale) * (alpha * scale)
+    return jnp.where(x > 0, x * scale, neg)
+
+
+def _celu(x, *, alpha):
+    return jnp.where(x > 0, x, alpha * jnp.expm1(jnp.minimum(x, 0) / alpha))
+
+
+def _hardtanh(x, *, lo, hi):
+    return jnp.where(x <= lo, jnp.asarray(lo, x.dtype), jnp.where(x >= hi, jnp.asarray(hi, x.dtype), x))
+
+
+def _softplus(x, *, beta, threshold):
+    bx = x * beta
+    # linear above the threshold (PyTorch's rule); logaddexp is stable for any magnitude
+    return jnp.where(bx > threshold, x, jnp.logaddexp(bx, 0.0).astype(x.dtype) / beta)
+
+
+def _hardswish(x):
+    return jnp.where(x <= -3, jnp.zeros((), x.dtype), jnp.where(x >= 3, x, x * (x + 3) / 6))
+
+
+def _hardsigmoid(x):
+    return jnp.where(x <= -3, jnp.zeros((), x.dtype), jnp.where(x >= 3, jnp.ones((), x.dtype), x / 6 + 0.5))
+
+
+def _mish(x):
+    return x * jnp.tanh(jax.nn.softplus(x))
+
+
+def _glu(x, *, dim):
+    a, b = jnp.split(x, 2, axis=dim)
+    return a * jax.nn.sigmoid(b)
+
+
+def _prelu(x, w):
+    if w.size > 1 and x.ndim > 1:
+        w = w.reshape((1, -1) + (1,) * (x.ndim - 2))
+    return jnp.where(x > 0, x, w * x)
+
+
+def _threshold(x, *, threshold, value):
+    return jnp.where(x > threshold, x, jnp.asarray(value, x.dtype))
+
+
+_ACT = {
+    "gelu": defop("gelu", lambda x, approximate: jax.nn.gelu(x, approximate=approximate == "tanh"),
+                  "GeluBackward0", promote="float"),
+    "silu": defop("silu", jax.nn.silu, "SiluBackward0", promote="float"),
+    "mish": defop("mish", _mish, "MishBackward0", promote="float"),
+    "leaky_relu": defop("leaky_relu", _leaky_relu, "LeakyReluBackward0"),
+    "elu": defop("elu", _elu, "EluBackward0", promote="float"),
+    "celu": defop("celu", _celu, "CeluBackward0", promote="float"),
+    "hardtanh": defop("hardtanh", _hardtanh, "HardtanhBackward0"),
+    "softplus": defop("softplus", _softplus, "SoftplusBackward0", promote="float"),
+    "hardswish": defop("hardswish", _hardswish, "HardswishBackward0", promote="float"),
+    "hardsigmoid": defop("hardsigmoid", _hardsigmoid, "HardsigmoidBackward0", promote="float"),
+    "log_sigmoid": defop("log_sigmoid", jax.nn.log_sigmoid, "LogSigmoidBackward0", promote="float"),
+    "threshold": defop("threshold", _threshold, "ThresholdBackward0"),
+    "glu": defop("glu", _glu, "GluBackward0", promote="float"),
+    "prelu": defop("prelu", _prelu, "PreluKernelBackward0", promote="binary"),
+    "hardshrink": defop("hardshrink", lambda x, lambd: jnp.where(jnp.abs(x) > lambd, x, 0).astype(x.dtype),
+                        "HardshrinkBackward0"),
+    "softshrink": defop("softshrink", lambda x, lambd: jnp.where(
+        x > lambd, x - lambd, jnp.where(x < -lambd, x + lambd, 0)).astype(x.dtype), "SoftshrinkBackward0"),
+}
+
+
+def act(name: str, x, *args, **static):
+    """Apply activation op ``name`` (used by ``nn.functional``)."""
+    return apply(_ACT[name], x, *args, **static)
+
+
+# ================================ softmax ========================================================
+_softmax = defop("softmax", lambda x, dim: jax.nn.softmax(x, axis=dim), "SoftmaxBackward0", promote="float")
+_log_softmax = defop("log_softmax", lambda x, dim: jax.nn.log_softmax(x, axis=dim),
+                     "LogSoftmaxBackward0", promote="float")
+
+
+def _softmax_dim(ndim, dim):
+    if dim is None:  # PyTorch's legacy implicit choice (with a warning in nn.functional)
+        dim = 0 if ndim in (0, 1, 3) else 1
+    from .._tensor import _wrap_dim
+    return _wrap_dim(dim, ndim)
+
+
+@export("softmax")
+def softmax(input: Tensor, dim: int | None = None, dtype=None) -> Tensor:
+    """``exp(x) / sum(exp(x))`` along ``dim`` (``SoftmaxBackward0``).
+
+    >>> import funcgrad
+    >>> funcgrad.tensor([1., 2., 3.]).softmax(0)
+    tensor([0.0900, 0.2447, 0.6652])
+    """
+    if dtype is not None:
+        input = input.to(dtype)
+    return apply(_softmax, input, dim=_softmax_dim(input.ndim, dim))
+
+
+@export("log_softmax")
+def log_softmax(input: Tensor, dim: int | None = None, dtype=None) -> Tensor:
+    """``log(softmax(x))`` computed stably (``LogSoftmaxBackward0``)."""
+    if dtype is not None:
+        input = input.to(dtype)
+    return apply(_log_softmax, input, dim=_softmax_dim(input.ndim, dim))
+
+
+# ================================ convolution ====================================================
+_DIMNUMS = {1: ("NCH", "OIH", "NCH"), 2: ("NCHW", "OIHW", "NCHW"), 3: ("NCDHW", "OIDHW", "NCDHW")}
+
+
+def _conv(x, w, b, *, stride, padding, dilation, groups, transposed, output_padding):
+    nd = x.ndim - 2
+    if not transposed:
+        y = lax.conv_general_dilated(x, w, window_strides=stride, padding=padding,
+                                     rhs_dilation=dilation, feature_group_count=groups,
+                                     dimension_numbers=_DIMNUMS[nd])
+    else:
+        # the gradient of a convolution: dilate the input by the stride, pad by d(k-1)-p, and
+        # convolve with the flipped kernel whose in/out channels are swapped (per group)
+        cin, cout_g = w.shape[0], w.shape[1]
+        k = w.shape[2:]
+        wg = w.reshape((groups, cin // groups, cout_g) + k)
+        wg = jnp.swapaxes(wg, 1, 2).reshape((groups * cout_g, cin // groups) + k)
+        wg = jnp.flip(wg, axis=tuple(range(2, 2 + nd)))
+        pads = [(dilation[i] * (k[i] - 1) - padding[i][0],
+                 dilation[i] * (k[i] - 1) - padding[i][1] + output_padding[i]) for i in range(nd)]
+        y = lax.conv_general_dilated(x, wg, window_strides=(1,) * nd, padding=pads,
+                                     lhs_dilation=stride, rhs_dilation=dilation,
+                                     feature_group_count=groups, dimension_numbers=_DIMNUMS[nd])
+    if b is not None:
+        y = y + b.reshape((1, -1) + (1,) * nd)
+    return y
+
+
+_convolution = defop("convolution", _conv, "ConvolutionBackward0")
+
+
+def convolution(x, w, b, *, stride, padding, dilation, groups, transposed=False, output_padding=None):
+    """Run the convolution op; ``padding`` is a tuple of (low, high) pairs."""
+    nd = x.ndim - 2
+    return apply(_convolution, x, w, b, stride=tuple(stride), padding=tuple(tuple(p) for p in padding),
+                 dilation=tuple(dilation), groups=int(groups), transposed=bool(transposed),
+                 output_padding=tuple(output_padding) if output_padding is not None else (0,) * nd)
+
+
+# ================================ pooling ========================================================
+def _pool_geometry(size, k, s, p, d, ceil_mode):
+    """(out, extra right padding) for one spatial dim, PyTorch's formula incl. ceil_mode."""
+    eff = d * (k - 1) + 1
+    num = size + 2 * p - eff
+    out = (-(-num // s) if ceil_mode else num // s) + 1
+    if ceil_mode and (out - 1) * s >= size + p:
+        out -= 1
+    extra = max((out - 1) * s + eff - (size + 2 * p), 0)
+    return out, extra
+
+
+def _max_pool(x, *, kernel, stride, padding, dilation, ceil_mode):
+    if any(d != 1 for d in dilation):  # XLA has no VJP for dilated max windows: gather them
+        return _max_pool_indices(x, kernel=kernel, stride=stride, padding=padding, dilation=dilation,
+                                 ceil_mode=ceil_mode)[0]
+    nd = len(kernel)
+    pads = [(0, 0), (0, 0)]
+    for i in range(nd):
+        _, extra = _pool_geometry(x.shape[2 + i], kernel[i], stride[i], padding[i], dilation[i], ceil_mode)
+        pads.append((padding[i], padding[i] + extra))
+    # Python-scalar init values: lax recognises the max/add monoids (and differentiates them)
+    # only for a concrete init, which an array created inside the trace is not
+    init = -math.inf if jnp.issubdtype(x.dtype, jnp.floating) else int(jnp.iinfo(x.dtype).min)
+    return lax.reduce_window(x, init, lax.max, (1, 1) + kernel, (1, 1) + stride,
+                             pads, window_dilation=(1, 1) + dilation)
+
+
+def _window_index(size, k, s, p, d, ceil_mode):
+    """(out, k) source indices per output position (-1 where the window is in the padding)."""
+    out, _ = _pool_geometry(size, k, s, p, d, ceil_mode)
+    idx = np.arange(out)[:, None] * s - p + np.arange(k)[None, :] * d
+    return np.where((idx >= 0) & (idx < size), idx, -1)
+
+
+def _gather_windows(x, tables):
+    """x (N, C, *S) → (N, C, *out, K) values (−inf outside) and flat source indices."""
+    nd = len(tables)
+    spatial = x.shape[2:]
+    grids = np.meshgrid(*[np.arange(t.shape[0]) for t in tables], *[np.arange(t.shape[1]) for t in tables],
+                        indexing="ij")
+    outs, ks = grids[:nd], grids[nd:]
+    src = [tables[i][outs[i], ks[i]] for i in range(nd)]
+    valid = np.all([s >= 0 for s in src], axis=0)
+    flat = np.zeros_like(src[0])
+    for i in range(nd):
+        flat = flat * spatial[i] + np.clip(src[i], 0, None)
+    # reorder to (*out, *k) → (*out, K)
+    out_shape = tuple(t.shape[0] for t in tables)
+    flat = flat.reshape(out_shape + (-1,))
+    valid = valid.reshape(out_shape + (-1,))
+    xf = x.reshape(x.shape[:2] + (-1,))
+    vals = jnp.take(xf, jnp.asarray(flat.reshape(-1)), axis=2).reshape(x.shape[:2] + flat.shape)
+    vals = jnp.where(jnp.asarray(valid), vals, -jnp.inf)
+    return vals, flat
+
+
+def _max_pool_indices(x, *, kernel, stride, padding, dilation, ceil_mode):
+    tables = [_window_index(x.shape[2 + i], kernel[i], stride[i], padding[i], dilation[i], ceil_mode)
+              for i in range(len(kernel))]
+    vals, flat = _gather_windows(x, tables)
+    am = jnp.argmax(vals, axis=-1)
+    idx = jnp.take_along_axis(jnp.broadcast_to(jnp.asarray(flat), vals.shape), am[..., None], -1)[..., 0]
+    out = jnp.take_along_axis(vals, am[..., None], -1)[..., 0]
+    return out, idx.astype(jnp.int64)
+
+
+_max_pool2d = defop("max_pool2d", _max_pool, "MaxPool2DWithIndicesBackward0")
+_max_pool3d = defop("max_pool3d", _max_pool, "MaxPool3DWithIndicesBackward0")
+_max_pool2d_idx = defop("max_pool2d_with_indices", _max_pool_indices, "MaxPool2DWithIndicesBackward0",
+                        diff_outputs=(0,))
+
+
+def _avg_pool(x, *, kernel, stride, padding, ceil_mode, count_include_pad, divisor_override):
+    nd = len(kernel)
+    pads, spatial = [(0, 0), (0, 0)], x.shape[2:]
+    for i in range(nd):
+        _, extra = _pool_geometry(spatial[i], kernel[i], stride[i], padding[i], 1, ceil_mode)
+        pads.append((padding[i], padding[i] + extra))
+    win, strides = (1, 1) + kernel, (1, 1) + stride
+    total = lax.reduce_window(x, 0.0 if jnp.issubdtype(x.dtype, jnp.floating) else 0, lax.add, win,
+                              strides, pads)
+    if divisor_override:
+        return total / divisor_override
+    # divisor per output position (static): windows clipped to the input (+ its padding if
+    # count_include_pad), never counting the extra ceil_mode padding
+    if count_include_pad:  # the window may cover the zero padding p but not the ceil_mode extra
+        ones = np.ones((1, 1) + tuple(n + 2 * p for n, p in zip(spatial, padding)), np.float64)
+        cpads = [(0, 0), (0, 0)] + [(0, hi - p) for (_, hi), p in zip(pads[2:], padding)]
+    else:
+        ones, cpads = np.ones((1, 1) + spatial, np.float64), pads
+    cnt = lax.reduce_window(jnp.asarray(ones), 0.0, lax.add, win, strides, cpads)
+    return (total / cnt.astype(x.dtype)).astype(x.dtype)
+
+
+_avg_pool2d = defop("avg_pool2d", _avg_pool, "AvgPool2DBackward0", promote="none")
+_avg_pool3d = defop("avg_pool3d", _avg_pool, "AvgPool3DBackward0", promote="none")
+
+
+def _adaptive_bins(size, out):
+    starts = [(i * size) // out for i in range(out)]
+    ends = [-(-((i + 1) * size) // out) for i in range(out)]
+    return starts, ends
+
+
+def _adaptive_matrix(size, out):
+    m = np.zeros((out, size))
+    for i, (s, e) in enumerate(zip(*_adaptive_bins(size, out))):
+        m[i, s:e] = 1.0 / (e - s)
+    return m
+
+
+def _adaptive_avg(x, *, output_size):
+    # separable: each spatial dim is averaged over its bins by a static (out, in) matrix
+    for i, o in enumerate(output_size):
+        ax = 2 + i
+        m = jnp.asarray(_adaptive_matrix(x.shape[ax], o), x.dtype)
+        x = jnp.moveaxis(jnp.tensordot(x, m, axes=[[ax], [1]]), -1, ax)
+    return x
+
+
+_adaptive_avg_pool2d = defop("adaptive_avg_pool2d", _adaptive_avg, "AdaptiveAvgPool2DBackward0")
+_adaptive_avg_pool3d = defop("adaptive_avg_pool3d", _adaptive_avg, "AdaptiveAvgPool3DBackward0")
+
+
+def _adaptive_table(size, out):
+    starts, ends = _adaptive_bins(size, out)
+    kmax = max(e - s for s, e in zip(starts, ends))
+    idx = np.full((out, kmax), -1)
+    for i, (s, e) in enumerate(zip(starts, ends)):
+        idx[i, :e - s] = np.arange(s, e)
+    return idx
+
+
+def _adaptive_max(x, *, output_size):
+    tables = [_adaptive_table(x.shape[2 + i], o) for i, o in enumerate(output_size)]
+    vals, flat = _gather_windows(x, tables)
+    am = jnp.argmax(vals, axis=-1)
+    out = jnp.take_along_axis(vals, am[..., None], -1)[..., 0]
+    idx = jnp.take_along_axis(jnp.broadcast_to(jnp.asarray(flat), vals.shape), am[..., None], -1)[..., 0]
+    return out, idx.astype(jnp.int64)
+
+
+_adaptive_max_pool2d = defop("adaptive_max_pool2d", _adaptive_max, "AdaptiveMaxPool2DBackward0",
+                             diff_outputs=(0,))
+
+# ================================ normalisation ==================================================
+
+
+def _bcast(v, ndim):
+    return v.reshape((1, -1) + (1,) * (ndim - 2))
+
+
+def _batch_norm(x, rm, rv, w, b, momentum, *, training, eps, tile):
+    """→ (y, new running mean, new running var). ``tile`` > 1: instance norm over a (1, N*C, ...)
+    view, with per-channel parameters/stats repeated ``tile`` times (stats averaged back)."""
+    if tile > 1:
+        w = None if w is None else jnp.tile(w, tile)
+        b = None if b is None else jnp.tile(b, tile)
+        rm_t = None if rm is None else jnp.tile(rm, tile)
+        rv_t = None if rv is None else jnp.tile(rv, tile)
+    else:
+        rm_t, rv_t = rm, rv
+    axes = (0,) + tuple(range(2, x.ndim))
+    if training:
+        # statistics in at least float32 (PyTorch accumulates half-precision batch stats in float)
+        xc = x.astype(jnp.promote_types(x.dtype, jnp.float32))
+        mean = jnp.mean(xc, axis=axes)
+        var = jnp.mean(jnp.square(xc - _bcast(mean, x.ndim)), axis=axes)
+        y = (xc - _bcast(mean, x.ndim)) * _bcast(lax.rsqrt(var + eps), x.ndim)
+        y = y.astype(x.dtype)
+    else:
+        mean, var = rm_t, rv_t
+        y = (x - _bcast(mean, x.ndim).astype(x.dtype)) * _bcast(lax.rsqrt(var + eps), x.ndim).astype(x.dtype)
+    if w is not None:
+        y = y * _bcast(w, x.ndim)
+    if b is not None:
+        y = y + _bcast(b, x.ndim)
+    new_rm, new_rv = rm, rv
+    if training and rm is not None:
+        n = x.size // x.shape[1]
+        unbiased = var * (n / max(n - 1, 1))
+        mean_s, var_s = lax.stop_gradient(mean), lax.stop_gradient(unbiased)
+        if tile > 1:
+            mean_s, var_s = mean_s.reshape(tile, -1).mean(0), var_s.reshape(tile, -1).mean(0)
+        new_rm = ((1 - momentum) * rm + momentum * mean_s).astype(rm.dtype)
+        new_rv = ((1 - momentum) * rv + momentum * var_s).astype(rv.dtype)
+    return y, new_rm, new_rv
+
+
+_batch_norm_op = defop("batch_norm", _batch_norm, "NativeBatchNormBackward0", diff=(0, 3, 4),
+                       diff_outputs=(0,))
+
+
+def batch_norm_op(x, rm, rv, w, b, momentum, training, eps, tile=1):
+    """``(y, new_running_mean, new_running_var)``; the running stats are not written here."""
+    return apply(_batch_norm_op, x, rm, rv, w, b, momentum, training=bool(training), eps=float(eps),
+                 tile=int(tile))
+
+
+def _layer_norm(x, w, b, *, n, eps):
+    axes = tuple(range(x.ndim - n, x.ndim))
+    xc = x.astype(jnp.promote_types(x.dtype, jnp.float32))
+    mean = jnp.mean(xc, axis=axes, keepdims=True)
+    var = jnp.mean(jnp.square(xc - mean), axis=axes, keepdims=True)
+    y = ((xc - mean) * lax.rsqrt(var + eps)).astype(x.dtype)
+    if w is not None:
+        y = y * w
+    if b is not None:
+        y = y + b
+    return y
+
+
+_layer_norm_op = defop("layer_norm", _layer_norm, "NativeLayerNormBackward0")
+
+
+def _group_norm(x, w, b, *, groups, eps):
+    n, c = x.shape[:2]
+    xg = x.reshape((n, groups, -1)).astype(jnp.promote_types(x.dtype, jnp.float32))
+    mean = jnp.mean(xg, axis=-1, keepdims=True)
+    var = jnp.mean(jnp.square(xg - mean), axis=-1, keepdims=True)
+    y = ((xg - mean) * lax.rsqrt(var + eps)).reshape(x.shape).astype(x.dtype)
+    if w is not None:
+        y = y * _bcast(w, x.ndim)
+    if b is not None:
+        y = y + _bcast(b, x.ndim)
+    return y
+
+
+_group_norm_op = defop("group_norm", _group_norm, "NativeGroupNormBackward0")
+
+
+def _normalize(x, *, p, dim, eps):
+    if p == 2:
+        nrm = jnp.sqrt(jnp.sum(jnp.square(x), axis=dim, keepdims=True))
+    elif p == math.inf:
+        nrm = jnp.max(jnp.abs(x), axis=dim, keepdims=True)
+    else:
+        nrm = jnp.sum(jnp.abs(x) ** p, axis=dim, keepdims=True) ** (1.0 / p)
+    return x / jnp.maximum(nrm, eps)
+
+
+_normalize_op = defop("normalize", _normalize, "DivBackward0", promote="float")
+
+
+def _cosine_similarity(x1, x2, *, dim, eps):
+    # PyTorch: sum(x1*x2) / sqrt(clamp_min(|x1|² * |x2|², eps²))
+    w12 = jnp.sum(x1 * x2, axis=dim)
+    n12 = jnp.sum(jnp.square(x1), axis=dim) * jnp.sum(jnp.square(x2), axis=dim)
+    return w12 / jnp.sqrt(jnp.maximum(n12, eps * eps))
+
+
+_cosine_op = defop("cosine_similarity", _cosine_similarity, "DivBackward0", promote="binary_float")
+
+
+def _pairwise_distance(x1, x2, *, p, eps, keepdim):
+    d = x1 - x2 + eps
+    if p == math.inf:
+        return jnp.max(jnp.abs(d), axis=-1, keepdims=keepdim)
+    if p == 2:  # safe at 0: the gradient of sqrt(sum d²) is 0 there, as PyTorch's norm
+        s = jnp.sum(jnp.square(d), axis=-1, keepdims=keepdim)
+        safe = jnp.where(s > 0, s, 1.0)
+        return jnp.where(s > 0, jnp.sqrt(safe), 0.0)
+    return jnp.sum(jnp.abs(d) ** p, axis=-1, keepdims=keepdim) ** (1.0 / p)
+
+
+_pairwise_op = defop("pairwise_distance", _pairwise_distance, "NormBackward1", promote="binary_float")
+
+# ================================ dropout, embedding =============================================
+
+
+def _dropout(x, key, *, p, channel):
+    shape = x.shape[:2] + (1,) * (x.ndim - 2) if channel else x.shape
+    if p >= 1.0:
+        return jnp.zeros_like(x)
+    keep = jax.random.bernoulli(key, 1.0 - p, shape)
+    return jnp.where(keep, x / (1.0 - p), jnp.zeros((), x.dtype)).astype(x.dtype)
+
+
+_dropout_op = defop("dropout", _dropout, "MulBackward0")
+
+
+def dropout_op(x, key, p, channel=False):
+    """Dropout with the mask drawn from ``key`` (recomputed from it in the backward kernel)."""
+    return apply(_dropout_op, x, key, p=float(p), channel=bool(channel))
+
+
+def _embedding(w, idx, *, padding_idx):
+    out = jnp.take(w, idx, axis=0)
+    if padding_idx is not None:  # the padding row gets no gradient
+        out = jnp.where((idx == padding_idx)[..., None], lax.stop_gradient(out), out)
+    return out
+
+
+_embedding_op = defop("embedding", _embedding, "EmbeddingBackward0", diff=(0,))
+
+
+def embedding_op(weight, idx, padding_idx):
+    return apply(_embedding_op, weight, idx, padding_idx=padding_idx)
+
+
+# ================================ resampling ======================================================
+
+
+def _linear_matrix(size, out, align_corners, scale):
+    m = np.zeros((out, size))
+    for i in range(out):
+        if align_corners:
+            src = i * (size - 1) / (out - 1) if out > 1 else 0.0
+        else:
+            src = max((i + 0.5) * scale - 0.5, 0.0)
+        i0 = min(int(math.floor(src)), size - 1)
+        i1 = min(i0 + 1, size - 1)
+        lam = src - i0
+        m[i, i0] += 1 - lam
+        m[i, i1] += lam
+    return m
+
+
+def _upsample_linear(x, *, size, align_corners, scales):
+    for i, o in enumerate(size):
+        ax = 2 + i
+        m = jnp.asarray(_linear_matrix(x.shape[ax], o, align_corners, scales[i]), x.dtype)
+        x = jnp.moveaxis(jnp.tensordot(x, m, axes=[[ax], [1]]), -1, ax)
+    return x
+
+
+def _upsample_nearest(x, *, size, scales):
+    for i, o in enumerate(size):
+        ax = 2 + i
+        idx = np.minimum(np.floor(np.arange(o) * scales[i]).astype(np.int64), x.shape[ax] - 1)
+        x = jnp.take(x, jnp.asarray(idx), axis=ax)
+    return x
+
+
+_UPSAMPLE = {
+    ("nearest", 1): defop("upsample_nearest1d", _upsample_nearest, "UpsampleNearest1DBackward0"),
+    ("nearest", 2): defop("upsample_nearest2d", _upsample_nearest, "UpsampleNearest2DBackward0"),
+    ("nearest", 3): defop("upsample_nearest3d", _upsample_nearest, "UpsampleNearest3DBackward0"),
+    ("linear", 1): defop("upsample_linear1d", _upsample_linear, "UpsampleLinear1DBackward0"),
+    ("bilinear", 2): defop("upsample_bilinear2d", _upsample_linear, "UpsampleBilinear2DBackward0"),
+    ("trilinear", 3): defop("upsample_trilinear3d", _upsample_linear, "UpsampleTrilinear3DBackward0"),
+}
+
+
+def upsample_op(x, mode, size, scales, align_corners):
+    op = _UPSAMPLE[(mode, x.ndim - 2)]
+    if mode == "nearest":
+        return apply(op, x, size=tuple(size), scales=tuple(scales))
+    return apply(op, x, size=tuple(size), align_corners=bool(align_corners), scales=tuple(scales))
+
+
+def _pixel_shuffle(x, *, r):
+    *lead, c, h, w = x.shape
+    x = x.reshape(tuple(lead) + (c // (r * r), r, r, h, w))
+    n = len(lead)
+    x = jnp.transpose(x, tuple(range(n)) + (n, n + 3, n + 1, n + 4, n + 2))
+    return x.reshape(tuple(lead) + (c // (r * r), h * r, w * r))
+
+
+def _pixel_unshuffle(x, *, r):
+    *lead, c, h, w = x.shape
+    x = x.reshape(tuple(lead) + (c, h // r, r, w // r, r))
+    n = len(lead)
+    x = jnp.transpose(x, tuple(range(n)) + (n, n + 2, n + 4, n + 1, n + 3))
+    return x.reshape(tuple(lead) + (c * r * r, h // r, w // r))
+
+
+_pixel_shuffle_op = defop("pixel_shuffle", _pixel_shuffle, "PixelShuffleBackward0", linear=True)
+_pixel_unshuffle_op = defop("pixel_unshuffle", _pixel_unshuffle, "PixelUnshuffleBackward0", linear=True)
+
+
+def _bilinear(x1, x2, w):
+    return jnp.einsum("...i,oij,...j->...o", x1, w, x2)
+
+
+_bilinear_op = defop("bilinear", _bilinear, "TrilinearBackward0", promote="binary")

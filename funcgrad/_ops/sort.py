@@ -1,0 +1,298 @@
+"""Op table — sorting-based reductions: sort, argsort, msort, topk, kthvalue, median, nanmedian,
+mode, cummax, cummin.
+
+Every value-selecting op computes its indices first and gathers the values with
+``take_along_axis``, so the gradient flows to exactly the returned index (PyTorch's rule for
+``sort``/``topk``/``median(dim)``…). The ordering is a stable sort (ties keep their original
+order; nan sorts as the largest value, as in PyTorch). ``median()`` over all elements splits the
+gradient evenly among the elements equal to the median, as PyTorch does.
+"""
+
+from __future__ import annotations
+
+import jax
+import jax.numpy as jnp
+
+from .._tensor import _wrap_dim
+from ._registry import Tensor, apply, defop, export
+from .reduce import return_type
+
+
+def _out(r, out):
+    if out is None:
+        return r
+    for o, v in zip(out, r):
+        o.copy_(v)
+    return type(r)(*out)
+
+
+def _sorted_idx(x, dim, descending):
+    return jnp.argsort(x, axis=dim, descending=descending, stable=True)
+
+
+def _gather(x, idx, dim, keepdim):
+    vals = jnp.take_along_axis(x, idx, axis=dim)
+    if not keepdim:
+        vals, idx = jnp.squeeze(vals, dim), jnp.squeeze(idx, dim)
+    return vals, idx.astype(jnp.int64)
+
+
+def _scalar_pair(x):
+    return x, jnp.zeros((), jnp.int64)
+
+
+# ---- sort / argsort / topk / kthvalue -------------------------------------------------------------
+def _sort(x, *, dim, descending):
+    if x.ndim == 0:
+        return _scalar_pair(x)
+    return _gather(x, _sorted_idx(x, dim, descending), dim, True)
+
+
+def _topk(x, *, k, dim, largest):
+    if x.ndim == 0:
+        return _scalar_pair(x)
+    idx = jax.lax.slice_in_dim(_sorted_idx(x, dim, largest), 0, k, axis=dim)
+    return _gather(x, idx, dim, True)
+
+
+def _kthvalue(x, *, k, dim, keepdim):
+    if x.ndim == 0:
+        return _scalar_pair(x)
+    idx = jax.lax.slice_in_dim(_sorted_idx(x, dim, False), k - 1, k, axis=dim)
+    return _gather(x, idx, dim, keepdim)
+
+
+_sort_op = defop("sort", _sort, "SortBackward0", diff_outputs=(0,))
+_argsort_op = defop("argsort", lambda x, dim, descending: _sort(
+    x, dim=dim, descending=descending)[1], None)
+_topk_op = defop("topk", _topk, "TopkBackward0", diff_outputs=(0,))
+_kth_op = defop("kthvalue", _kthvalue, "KthvalueBackward0", diff_outputs=(0,))
+
+sort_result = return_type("sort")
+topk_result = return_type("topk")
+kthvalue_result = return_type("kthvalue")
+
+
+@export("sort")
+def sort(input: Tensor, dim: int = -1, descending: bool = False, stable: bool = False, *,
+         out=None):
+    """Sort along ``dim`` → ``(values, indices)``; ties keep their order (always stable), nan last
+    (first when descending).
+
+    >>> import funcgrad
+    >>> funcgrad.tensor([3, 1, 2]).sort().indices
+    tensor([1, 2, 0])
+    """
+    d = _wrap_dim(dim, input.ndim)
+    return _out(sort_result(*apply(_sort_op, input, dim=d, descending=bool(descending))), out)
+
+
+@export("argsort")
+def argsort(input: Tensor, dim: int = -1, descending: bool = False, stable: bool = False) -> Tensor:
+    """Indices that sort ``input`` along ``dim`` (stable); not differentiable."""
+    d = _wrap_dim(dim, input.ndim)
+    return apply(_argsort_op, input, dim=d, descending=bool(descending))
+
+
+@export("msort")
+def msort(input: Tensor, *, out=None) -> Tensor:
+    """Sorted along the first dimension (values only)."""
+    r = sort(input, 0).values
+    return r if out is None else out.copy_(r)
+
+
+@export("topk")
+def topk(input: Tensor, k: int, dim: int = -1, largest: bool = True, sorted: bool = True, *,
+         out=None):
+    """The ``k`` largest (or smallest) elements along ``dim`` → ``(values, indices)``.
+
+    Ties are broken by position (the earlier element first); PyTorch's CPU kernel may pick a
+    different one among equal values.
+
+    >>> import funcgrad
+    >>> funcgrad.tensor([1.0, 5.0, 3.0]).topk(2)
+    funcgrad.return_types.topk(
+    values=tensor([5., 3.]),
+    indices=tensor([1, 2]))
+    """
+    d = _wrap_dim(dim, input.ndim)
+    n = input.shape[d] if input.ndim else 1
+    if not 0 <= k <= n:
+        raise RuntimeError("selected index k out of range")
+    return _out(topk_result(*apply(_topk_op, input, k=int(k), dim=d, largest=bool(largest))), out)
+
+
+@export("kthvalue")
+def kthvalue(input: Tensor, k: int, dim: int = -1, keepdim: bool = False, *, out=None):
+    """The ``k``-th smallest element (1-based) along ``dim`` → ``(values, indices)``."""
+    d = _wrap_dim(dim, input.ndim)
+    n = input.shape[d] if input.ndim else 1
+    if not 1 <= k <= n:
+        raise RuntimeError(f"kthvalue(): selected number k out of range for dimension {d}")
+    return _out(kthvalue_result(*apply(_kth_op, input, k=int(k), dim=d, keepdim=bool(keepdim))),
+                out)
+
+
+# ---- median / nanmedian ---------------------------------------------------------------------------
+def _median_pos(x, dim, ignore_nan):
+    """Sorted indices and the position (keepdims) of the lower median along ``dim``."""
+    idx = _sorted_idx(x, dim, False)
+    n = x.shape[dim]
+    n_nan = jnp.sum(jnp.isnan(x), axis=dim, keepdims=True) if jnp.issubdtype(
+        x.dtype, jnp.inexact) else jnp.zeros((1,) * x.ndim, jnp.int64)
+    if ignore_nan:
+        pos = jnp.maximum((n - n_nan - 1) // 2, 0)
+    else:  # a nan makes the median nan: pick the first nan (sorted last, stable)
+        pos = jnp.where(n_nan > 0, n - n_nan, (n - 1) // 2)
+    return idx, pos
+
+
+def _median_dim(x, *, dim, keepdim, ignore_nan):
+    if x.ndim == 0:
+        return _scalar_pair(x)
+    idx, pos = _median_pos(x, dim, ignore_nan)
+    return _gather(x, jnp.take_along_axis(idx, pos.astype(idx.dtype), axis=dim), dim, keepdim)
+
+
+def _median_all(x, *, ignore_nan):
+    flat = x.reshape(-1)
+    if flat.size == 0:
+        return jnp.full((), jnp.nan, x.dtype)
+    m = jax.lax.stop_gradient(_median_dim(flat, dim=0, keepdim=False, ignore_nan=ignore_nan)[0])
+    # the gradient is split evenly among the elements equal to the median (nan: among the nans)
+    mask = flat == m
+    if not ignore_nan and jnp.issubdtype(x.dtype, jnp.inexact):
+        mask = mask | (jnp.isnan(flat) & jnp.isnan(m))
+    cnt = jnp.maximum(jnp.sum(mask), 1)
+    zero = flat - jax.lax.stop_gradient(flat)
+    return m + jnp.sum(jnp.where(mask, zero, 0)) / cnt
+
+
+_median0 = defop("median", lambda x: _median_all(x, ignore_nan=False), "MedianBackward0")
+_median1 = defop("median_dim", lambda x, **kw: _median_dim(x, ignore_nan=False, **kw),
+                 "MedianBackward1", diff_outputs=(0,))
+_nanmedian0 = defop("nanmedian", lambda x: _median_all(x, ignore_nan=True), "NanmedianBackward0")
+_nanmedian1 = defop("nanmedian_dim", lambda x, **kw: _median_dim(x, ignore_nan=True, **kw),
+                    "NanmedianBackward1", diff_outputs=(0,))
+median_result = return_type("median")
+nanmedian_result = return_type("nanmedian")
+
+
+@export("median")
+def median(input: Tensor, dim: int | None = None, keepdim: bool = False, *, out=None):
+    """Lower median of all elements (a tensor), or along ``dim`` → ``(values, indices)``; nan
+    propagates.
+
+    >>> import funcgrad
+    >>> funcgrad.tensor([4.0, 1.0, 3.0, 2.0]).median()
+    tensor(2.)
+    """
+    if dim is None:
+        r = apply(_median0, input)
+        return r if out is None else out.copy_(r)
+    d = _wrap_dim(dim, input.ndim)
+    return _out(median_result(*apply(_median1, input, dim=d, keepdim=bool(keepdim))), out)
+
+
+@export("nanmedian")
+def nanmedian(input: Tensor, dim: int | None = None, keepdim: bool = False, *, out=None):
+    """Like :func:`median`, ignoring nan."""
+    if dim is None:
+        r = apply(_nanmedian0, input)
+        return r if out is None else out.copy_(r)
+    d = _wrap_dim(dim, input.ndim)
+    return _out(nanmedian_result(*apply(_nanmedian1, input, dim=d, keepdim=bool(keepdim))), out)
+
+
+# ---- mode -----------------------------------------------------------------------------------------
+def _mode(x, *, dim, keepdim):
+    if x.ndim == 0:
+        return _scalar_pair(x)
+    idx = _sorted_idx(x, dim, False)
+    s = jnp.take_along_axis(x, idx, axis=dim)
+    n = x.shape[dim]
+    shape = [1] * x.ndim
+    shape[dim] = n
+    pos = jnp.broadcast_to(jnp.arange(n).reshape(shape), x.shape)
+    diff = jnp.diff(s, axis=dim) != 0
+    edge = jnp.ones_like(jax.lax.slice_in_dim(diff, 0, 1, axis=dim))
+    start = jnp.concatenate([edge, diff], axis=dim)
+    end = jnp.concatenate([diff, edge], axis=dim)
+    run_start = jax.lax.cummax(jnp.where(start, pos, 0), axis=dim)
+    run_end = jax.lax.cummin(jnp.where(end, pos, n), axis=dim, reverse=True)
+    count = run_end - run_start
+    # most frequent value; ties → the smallest value (first in sorted order), as PyTorch; its
+    # index is the value's last occurrence (the end of its run in the stable sort)
+    best = jnp.argmax(count, axis=dim, keepdims=True)
+    sel = jnp.take_along_axis(run_end, best, axis=dim)
+    return _gather(x, jnp.take_along_axis(idx, sel, axis=dim), dim, keepdim)
+
+
+_mode_op = defop("mode", _mode, "ModeBackward0", diff_outputs=(0,))
+mode_result = return_type("mode")
+
+
+@export("mode")
+def mode(input: Tensor, dim: int = -1, keepdim: bool = False, *, out=None):
+    """Most frequent value along ``dim`` (the smallest on ties) and its last index.
+
+    >>> import funcgrad
+    >>> funcgrad.tensor([3, 2, 2, 1, 1]).mode()
+    funcgrad.return_types.mode(
+    values=tensor(1),
+    indices=tensor(4))
+    """
+    d = _wrap_dim(dim, input.ndim)
+    return _out(mode_result(*apply(_mode_op, input, dim=d, keepdim=bool(keepdim))), out)
+
+
+# ---- cummax / cummin ------------------------------------------------------------------------------
+def _cum_ext(x, *, dim, largest):
+    if x.ndim == 0:
+        return _scalar_pair(x)
+    shape = [1] * x.ndim
+    shape[dim] = x.shape[dim]
+    pos = jnp.broadcast_to(jnp.arange(x.shape[dim], dtype=jnp.int64).reshape(shape), x.shape)
+    inexact = jnp.issubdtype(x.dtype, jnp.inexact)
+
+    def combine(a, b):
+        (va, ia), (vb, ib) = a, b
+        # the later element wins ties (PyTorch's >=), and a nan, once seen, sticks
+        take_b = (vb >= va) if largest else (vb <= va)
+        if inexact:
+            take_b = (take_b & ~jnp.isnan(va)) | jnp.isnan(vb)
+        return jnp.where(take_b, vb, va), jnp.where(take_b, ib, ia)
+
+    _, idx = jax.lax.associative_scan(combine, (jax.lax.stop_gradient(x), pos), axis=dim)
+    return jnp.take_along_axis(x, idx, axis=dim), idx
+
+
+_cummax_op = defop("cummax", lambda x, dim: _cum_ext(x, dim=dim, largest=True), "CummaxBackward0",
+                   diff_outputs=(0,))
+_cummin_op = defop("cummin", lambda x, dim: _cum_ext(x, dim=dim, largest=False),
+                   "CumminBackward0", diff_outputs=(0,))
+cummax_result = return_type("cummax")
+cummin_result = return_type("cummin")
+
+
+@export("cummax")
+def cummax(input: Tensor, dim: int, *, out=None):
+    """Running maximum along ``dim`` → ``(values, indices)`` (index of the latest maximum).
+
+    >>> import funcgrad
+    >>> funcgrad.tensor([1, 1, 0, 2]).cummax(0).indices
+    tensor([0, 1, 1, 3])
+    """
+    d = _wrap_dim(dim, input.ndim)
+    return _out(cummax_result(*apply(_cummax_op, input, dim=d)), out)
+
+
+@export("cummin")
+def cummin(input: Tensor, dim: int, *, out=None):
+    """Running minimum along ``dim`` → ``(values, indices)``."""
+    d = _wrap_dim(dim, input.ndim)
+    return _out(cummin_result(*apply(_cummin_op, input, dim=d)), out)
+
+
+__all__ = ["sort", "argsort", "msort", "topk", "kthvalue", "median", "nanmedian", "mode",
+           "cummax", "cummin"]

@@ -1,0 +1,215 @@
+"""A funcgrad model as a pure JAX function (PyTorch's ``torch.func``).
+
+``functional_call(module, params, args)`` runs ``module`` with the given parameter/buffer
+values in place of its own, without changing the module. Values may be funcgrad Tensors
+(then the result is Tensors, differentiable by funcgrad's autograd) or JAX arrays / tracers
+(then the result is JAX arrays, so the call composes with ``jax.grad``, ``jax.vmap``,
+``jax.jit``). ``Tensor`` is a JAX pytree (its leaf is its array), so dicts of Tensors pass
+through JAX transformations as well. ``grad``, ``vjp``, ``jacrev`` and ``vmap`` are thin
+wrappers over the JAX transformations that accept functions returning Tensors.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Callable
+
+import jax
+
+from ._tensor import Tensor
+
+__all__ = ["functional_call", "grad", "grad_and_value", "vjp", "jacrev", "vmap", "to_jax",
+           "from_jax"]
+
+_is_t = lambda x: isinstance(x, Tensor)  # noqa: E731
+
+
+def to_jax(tree):
+    """Replace every Tensor in ``tree`` by its ``jax.Array`` (no copy)."""
+    return jax.tree.map(lambda x: x._value if isinstance(x, Tensor) else x, tree, is_leaf=_is_t)
+
+
+def from_jax(tree):
+    """Wrap every array in ``tree`` as a (leaf, not requiring grad) Tensor."""
+    return jax.tree.map(lambda x: Tensor._wrap(x) if isinstance(x, (jax.Array, jax.core.Tracer))
+                        else x, tree, is_leaf=_is_t)
+
+
+def _owner(module, name: str):
+    *path, attr = name.split(".")
+    m = module
+    for p in path:
+        m = getattr(m, p)
+    return m, attr
+
+
+def _swap(owner, attr, value):
+    """Put ``value`` where ``owner.attr`` is looked up; return a function restoring it."""
+    d = owner.__dict__
+    for store in ("_parameters", "_buffers"):
+        s = d.get(store)
+        if s is not None and attr in s:
+            old = s[attr]
+            s[attr] = value
+            return lambda: s.__setitem__(attr, old)
+    if attr in d:
+        old = d[attr]
+        d[attr] = value
+        return lambda: d.__setitem__(attr, old)
+    raise AttributeError(f"{type(owner).__name__} has no parameter or buffer '{attr}'")
+
+
+def functional_call(module, parameter_and_buffer_dicts, args: Any = None, kwargs: dict | None = None,
+                    *, tie_weights: bool = True, strict: bool = False):
+    """Call ``module(*args, **kwargs)`` with its parameters and buffers replaced (PyTorch's signature).
+
+    Args:
+        module: an ``nn.Module``.
+        parameter_and_buffer_dicts: ``{name: value}`` or a tuple of such dicts; names as in
+            ``named_parameters()`` / ``named_buffers()``; values Tensors or JAX arrays.
+        args: a single argument or a tuple of positional arguments.
+        kwargs: keyword arguments.
+        tie_weights: a value given for one name of a tied (shared) parameter is used for all.
+        strict: every parameter and buffer must be given, and nothing else.
+
+    Returns:
+        The module's output; with JAX-array values (no Tensor among values and args) the
+        Tensors in it are converted to JAX arrays, so it can be used under ``jax.grad``.
+        Buffers updated in place by the forward (BatchNorm running stats) are updated in the
+        given Tensors; with JAX arrays such updates are dropped (arrays are immutable).
+
+    >>> import funcgrad, jax, jax.numpy as jnp
+    >>> from funcgrad import nn
+    >>> lin = nn.Linear(2, 1)
+    >>> p = {"weight": jnp.ones((1, 2), "float32"), "bias": jnp.zeros(1, "float32")}
+    >>> jax.grad(lambda p: functional_call(lin, p, jnp.ones((1, 2), "float32")).sum())(p)["weight"]
+    Array([[1., 1.]], dtype=float32)
+    """
+    from ._jit import _walk  # object-graph walk (finds every tensor of the module)
+    dicts = parameter_and_buffer_dicts if isinstance(parameter_and_buffer_dicts, (tuple, list)) \
+        else (parameter_and_buffer_dicts,)
+    merged: dict = {}
+    for d in dicts:
+        for k, v in d.items():
+            if k in merged:
+                raise ValueError(f"{k} appeared in multiple dictionaries; behavior of functional "
+                                 f"call is ambiguous")
+            merged[k] = v
+    if args is None:
+        args = ()
+    elif not isinstance(args, tuple):
+        args = (args,)
+    kwargs = kwargs or {}
+    names = dict(module.named_parameters(remove_duplicate=False))
+    names.update(dict(module.named_buffers(remove_duplicate=False)))
+    if strict:
+        missing = [k for k in names if k not in merged]
+        unexpected = [k for k in merged if k not in names]
+        if missing or unexpected:
+            msg = f"Error(s) in reparametrizing for {type(module).__name__}:"
+            if unexpected:
+                msg += "\n\tUnexpected key(s): " + ", ".join(f"'{k}'" for k in unexpected) + "."
+            if missing:
+                msg += "\n\tMissing key(s): " + ", ".join(f"'{k}'" for k in missing) + "."
+            raise RuntimeError(msg)
+    leaves = jax.tree.leaves((merged, args, kwargs), is_leaf=_is_t)
+    array_mode = not any(isinstance(x, Tensor) for x in leaves)
+    values = {k: v if isinstance(v, Tensor) else Tensor._wrap(v) for k, v in merged.items()}
+    if tie_weights:
+        by_obj: dict = {}
+        for k, t in names.items():
+            by_obj.setdefault(id(t), []).append(k)
+        for k in list(values):
+            if k in names:
+                for alias in by_obj[id(names[k])]:
+                    values.setdefault(alias, values[k])
+    if array_mode:
+        args, kwargs = from_jax((args, kwargs))
+    # tracer guard: a forward writing a buffer that was not replaced (BatchNorm stats under
+    # jax.grad) must not leave a tracer in the module
+    w = _walk([module])
+    cells = {id(t._cell): t._cell for t in w.tensors.values()}
+    saved = [(c, c.value, c.gen) for c in cells.values()]
+    restores = []
+    try:
+        for k, v in values.items():
+            restores.append(_swap(*_owner(module, k), v))
+        if array_mode:
+            from .autograd.grad_mode import no_grad
+            with no_grad():
+                out = module(*args, **kwargs)
+        else:
+            out = module(*args, **kwargs)
+    finally:
+        for r in reversed(restores):
+            r()
+        for c, v, g in saved:
+            if isinstance(c.value, jax.core.Tracer) and not isinstance(v, jax.core.Tracer):
+                c.value, c.gen = v, g
+    return to_jax(out) if array_mode else out
+
+
+def _array_fn(func, has_aux=False):
+    def f(*a, **k):
+        out = func(*a, **k)
+        if has_aux:
+            out, aux = out
+            return to_jax(out), aux
+        return to_jax(out)
+    return f
+
+
+def _detach(tree):
+    return jax.tree.map(lambda x: Tensor._wrap(x._value) if isinstance(x, Tensor) else x, tree,
+                        is_leaf=_is_t)
+
+
+def grad(func: Callable, argnums: int | tuple[int, ...] = 0, has_aux: bool = False) -> Callable:
+    """``torch.func.grad``: the gradient of a scalar-valued ``func`` w.r.t. its arguments.
+
+    Arguments may be Tensors (gradients come back as Tensors) or JAX arrays.
+
+    >>> import funcgrad
+    >>> funcgrad.func.grad(lambda x: (x ** 2).sum())(funcgrad.tensor([1.0, 2.0]))
+    tensor([2., 4.])
+    """
+    g = jax.grad(_array_fn(func, has_aux), argnums=argnums, has_aux=has_aux)
+    return lambda *a, **k: _detach(g(*a, **k))
+
+
+def grad_and_value(func: Callable, argnums: int | tuple[int, ...] = 0, has_aux: bool = False) -> Callable:
+    """``torch.func.grad_and_value``: ``(gradient, value)``."""
+    g = jax.value_and_grad(_array_fn(func, has_aux), argnums=argnums, has_aux=has_aux)
+
+    def run(*a, **k):
+        v, gr = g(*a, **k)
+        return _detach(gr), from_jax(v)
+    return run
+
+
+def vjp(func: Callable, *primals, has_aux: bool = False):
+    """``torch.func.vjp``: ``(output, vjp_fn)`` with ``vjp_fn(cotangent) -> grads`` (a tuple)."""
+    out = jax.vjp(_array_fn(func, has_aux), *primals, has_aux=has_aux)
+    pull = out[1]
+
+    def vjp_fn(ct):
+        return _detach(pull(to_jax(ct)))
+    if has_aux:
+        return from_jax(out[0]), vjp_fn, out[2]
+    return from_jax(out[0]), vjp_fn
+
+
+def jacrev(func: Callable, argnums: int | tuple[int, ...] = 0, has_aux: bool = False) -> Callable:
+    """``torch.func.jacrev``: the Jacobian by reverse mode."""
+    j = jax.jacrev(_array_fn(func, has_aux), argnums=argnums, has_aux=has_aux)
+    return lambda *a, **k: from_jax(_detach(j(*a, **k)))
+
+
+def vmap(func: Callable, in_dims=0, out_dims=0, randomness: str = "error", *,
+         chunk_size=None) -> Callable:
+    """``torch.func.vmap``: map ``func`` over a batch dimension (``jax.vmap``; Tensors welcome).
+
+    >>> import funcgrad
+    >>> funcgrad.func.vmap(lambda r: r.sum())(funcgrad.ones(3, 2))
+    tensor([2., 2., 2.])
+    """
+    return jax.vmap(func, in_axes=in_dims, out_axes=out_dims)

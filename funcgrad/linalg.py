@@ -1,0 +1,40 @@
+"""``funcgrad.linalg``: PyTorch's ``torch.linalg`` namespace over JAX's linear algebra.
+
+>>> import funcgrad
+>>> funcgrad.linalg.det(funcgrad.tensor([[2., 1.], [1., 2.]]))
+tensor(3.)
+"""
+
+from __future__ import annotations
+
+from ._ops.decomp import LinAlgError as LinAlgError
+from ._ops.decomp import cholesky as cholesky, det as det, eigh as eigh, eigvalsh as eigvalsh
+from ._ops.decomp import inv as inv, matrix_norm as matrix_norm, matrix_power as matrix_power
+from ._ops.decomp import matrix_rank as matrix_rank, multi_dot as multi_dot, norm as norm
+from ._ops.decomp import pinv as pinv, qr as qr, slogdet as slogdet, solve as solve, svd as svd
+from ._ops.decomp import svdvals as svdvals, vector_norm as vector_norm
+from ._ops.linalg import matmul as matmul
+from ._ops.linalg import _cross_impl
+
+
+def cross(input, other, *, dim=-1, out=None):
+    """Cross product of 3-vectors along ``dim`` (default the last), with broadcasting."""
+    return _cross_impl(input, other, dim, out)
+
+
+def diagonal(A, *, offset=0, dim1=-2, dim2=-1):
+    """The ``offset`` diagonal of the matrices in the last two dims (a view)."""
+    from ._ops.linalg import diagonal as _diagonal
+    return _diagonal(A, offset, dim1, dim2)
+
+
+def vecdot(x, y, *, dim=-1, out=None):
+    """``sum(conj(x) * y, dim)`` with broadcasting."""
+    r = (x.conj() if x.is_complex() else x) * y
+    r = r.sum(dim)
+    return r if out is None else out.copy_(r)
+
+
+__all__ = ["LinAlgError", "cholesky", "cross", "det", "diagonal", "eigh", "eigvalsh", "inv",
+           "matmul", "matrix_norm", "matrix_power", "matrix_rank", "multi_dot", "norm", "pinv", "qr",
+           "slogdet", "solve", "svd", "svdvals", "vecdot", "vector_norm"]

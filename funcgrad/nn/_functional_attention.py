@@ -1,0 +1,171 @@
+"""``scaled_dot_product_attention`` and ``multi_head_attention_forward`` of
+``funcgrad.nn.functional`` (kernels in ``funcgrad/_ops/nn_rnn.py``)."""
+
+from __future__ import annotations
+
+import math
+
+import jax.numpy as jnp
+
+from .. import _random
+from .._dispatch import apply
+from .._ops import nn_rnn as _k
+from .._tensor import Tensor
+
+__all__ = ["scaled_dot_product_attention", "multi_head_attention_forward"]
+
+
+def _key(p: float):
+    """A PRNG key operand for a dropout inside a kernel, or None (deterministic kernel)."""
+    return _random.next_key() if p > 0.0 else None
+
+
+def scaled_dot_product_attention(query: Tensor, key: Tensor, value: Tensor,
+                                 attn_mask: Tensor | None = None, dropout_p: float = 0.0,
+                                 is_causal: bool = False, scale: float | None = None,
+                                 enable_gqa: bool = False) -> Tensor:
+    """``softmax(q kᵀ · scale + mask) v`` over ``(..., L, E)`` queries and ``(..., S, E)`` keys, in one
+    kernel. ``attn_mask``: bool (True = attend) or float (added to the scores); ``is_causal`` masks
+    the upper triangle; ``scale`` defaults to ``1/sqrt(E)``.
+
+    >>> import funcgrad
+    >>> import funcgrad.nn.functional as F
+    >>> q = funcgrad.ones(1, 2, 4)
+    >>> F.scaled_dot_product_attention(q, q, funcgrad.tensor([[[1.0], [3.0]]]))
+    tensor([[[2.],
+             [2.]]])
+    """
+    if is_causal and attn_mask is not None:
+        raise RuntimeError("_scaled_dot_product_attention: Explicit attn_mask should not be set when "
+                           "is_causal=True")
+    if query.shape[-1] != key.shape[-1]:
+        raise RuntimeError(f"Expected query, key to have the same embedding dimension, got "
+                           f"{query.shape[-1]} and {key.shape[-1]}")
+    if enable_gqa and query.ndim >= 3 and query.shape[-3] != key.shape[-3]:
+        rep = query.shape[-3] // key.shape[-3]
+        key = key.repeat_interleave(rep, dim=-3)
+        value = value.repeat_interleave(rep, dim=-3)
+    s = 1.0 / math.sqrt(query.shape[-1]) if scale is None else float(scale)
+    p = float(dropout_p)
+    return apply(_k.scaled_dot_product_attention, query, key, value, attn_mask, _key(p), scale=s,
+                 is_causal=bool(is_causal), dropout_p=p)
+
+
+def _linear(x, w, b):
+    from .._ops.linalg import matmul
+    y = matmul(x, w.t())
+    return y if b is None else y + b
+
+
+def multi_head_attention_forward(query, key, value, embed_dim_to_check, num_heads, in_proj_weight,
+                                 in_proj_bias, bias_k, bias_v, add_zero_attn, dropout_p,
+                                 out_proj_weight, out_proj_bias, training=True, key_padding_mask=None,
+                                 need_weights=True, attn_mask=None, use_separate_proj_weight=False,
+                                 q_proj_weight=None, k_proj_weight=None, v_proj_weight=None,
+                                 static_k=None, static_v=None, average_attn_weights=True,
+                                 is_causal=False):
+    """PyTorch's ``F.multi_head_attention_forward`` on sequence-first inputs ``(L, N, E)`` or
+    unbatched ``(L, E)``; returns ``(attn_output, attn_weights or None)``."""
+    unbatched = query.ndim == 2
+    if unbatched:
+        query, key, value = query.unsqueeze(1), key.unsqueeze(1), value.unsqueeze(1)
+        if key_padding_mask is not None:
+            key_padding_mask = key_padding_mask.unsqueeze(0)
+    tgt_len, bsz, embed_dim = query.shape
+    if embed_dim != embed_dim_to_check:
+        raise AssertionError(f"was expecting embedding dimension of {embed_dim_to_check}, but got "
+                             f"{embed_dim}")
+    head_dim = embed_dim // num_heads
+    if head_dim * num_heads != embed_dim:
+        raise AssertionError(f"embed_dim {embed_dim} not divisible by num_heads {num_heads}")
+    if is_causal and attn_mask is None:
+        raise RuntimeError("Need attn_mask if specifying the is_causal hint. You may use the Transformer "
+                           "module method `generate_square_subsequent_mask` to create this mask.")
+    if not use_separate_proj_weight:
+        e = embed_dim
+        wq, wk, wv = in_proj_weight[:e], in_proj_weight[e:2 * e], in_proj_weight[2 * e:]
+    else:
+        wq, wk, wv = q_proj_weight, k_proj_weight, v_proj_weight
+    if in_proj_bias is not None:
+        e = embed_dim
+        bq, bk, bv = in_proj_bias[:e], in_proj_bias[e:2 * e], in_proj_bias[2 * e:]
+    else:
+        bq = bk = bv = None
+    q, k, v = _linear(query, wq, bq), _linear(key, wk, bk), _linear(value, wv, bv)
+    if bias_k is not None:
+        from .._ops.shape import cat
+        k = cat([k, bias_k.repeat(1, bsz, 1)])
+        v = cat([v, bias_v.repeat(1, bsz, 1)])
+        if attn_mask is not None:
+            attn_mask = _pad_last(attn_mask)
+        if key_padding_mask is not None:
+            key_padding_mask = _pad_last(key_padding_mask)
+    # (L, N, E) -> (N, heads, L, head_dim)
+    src_len = k.shape[0]
+    q = q.reshape(tgt_len, bsz, num_heads, head_dim).permute(1, 2, 0, 3)
+    k = k.reshape(src_len, bsz, num_heads, head_dim).permute(1, 2, 0, 3)
+    v = v.reshape(src_len, bsz, num_heads, head_dim).permute(1, 2, 0, 3)
+    if add_zero_attn:
+        from .._factories import zeros
+        from .._ops.shape import cat
+        z = zeros(bsz, num_heads, 1, head_dim, dtype=k.dtype)
+        k, v = cat([k, z], dim=2), cat([v, z], dim=2)
+        src_len += 1
+        if attn_mask is not None:
+            attn_mask = _pad_last(attn_mask)
+        if key_padding_mask is not None:
+            key_padding_mask = _pad_last(key_padding_mask)
+    mask = _merge_masks(attn_mask, key_padding_mask, bsz, num_heads, tgt_len, src_len, q.dtype)
+    p = float(dropout_p) if training else 0.0
+    out, w = apply(_k.attention_with_weights, q, k, v, mask, _key(p), scale=1.0 / math.sqrt(head_dim),
+                   is_causal=False, dropout_p=p)
+    out = out.permute(2, 0, 1, 3).reshape(tgt_len * bsz, embed_dim)
+    out = _linear(out, out_proj_weight, out_proj_bias).view(tgt_len, bsz, embed_dim)
+    if unbatched:
+        out = out.squeeze(1)
+    if not need_weights:
+        return out, None
+    if average_attn_weights:
+        w = w.mean(dim=1)
+    if unbatched:
+        w = w.squeeze(0)
+    return out, w
+
+
+def _pad_last(m):
+    from .._ops.shape import cat
+    from .._factories import zeros
+    return cat([m, zeros(*m.shape[:-1], 1, dtype=m.dtype)], dim=-1)
+
+
+def _merge_masks(attn_mask, key_padding_mask, bsz, num_heads, tgt_len, src_len, dtype):
+    """A float mask ``(N, heads, L, S)`` (or broadcastable) with -inf where attention is masked:
+    bool masks are True where NOT allowed (MultiheadAttention's convention, the opposite of sdpa)."""
+    from .._tensor import Tensor as _T
+    m = None
+    if attn_mask is not None:
+        a = attn_mask._value
+        if a.dtype == jnp.bool_:
+            a = jnp.where(a, -jnp.inf, 0.0).astype(dtype.np)
+        if a.ndim == 2:
+            if a.shape != (tgt_len, src_len):
+                raise RuntimeError(f"The shape of the 2D attn_mask is {tuple(a.shape)}, but should be "
+                                   f"{(tgt_len, src_len)}.")
+        elif a.ndim == 3:
+            if a.shape != (bsz * num_heads, tgt_len, src_len):
+                raise RuntimeError(f"The shape of the 3D attn_mask is {tuple(a.shape)}, but should be "
+                                   f"{(bsz * num_heads, tgt_len, src_len)}.")
+            a = a.reshape(bsz, num_heads, tgt_len, src_len)
+        m = a
+    if key_padding_mask is not None:
+        kp = key_padding_mask._value
+        if kp.shape != (bsz, src_len):
+            raise AssertionError(f"expecting key_padding_mask shape of {(bsz, src_len)}, but got "
+                                 f"{tuple(kp.shape)}")
+        kp = jnp.where(kp, -jnp.inf, 0.0) if kp.dtype == jnp.bool_ else kp
+        kp = kp.astype(dtype.np)[:, None, None, :]
+        m = kp if m is None else m + kp
+    if m is None:
+        return None
+    # a float attn_mask may require grad in PyTorch; here masks are constants
+    return _T._wrap(m)

@@ -1,0 +1,13 @@
+"""``funcgrad.nn.utils``: gradient clipping and parameter/vector conversion (``rnn`` has the
+packed-sequence helpers)."""
+
+from __future__ import annotations
+
+from .clip_grad import (clip_grad_norm as clip_grad_norm, clip_grad_norm_ as clip_grad_norm_,  # noqa: F401
+                        clip_grad_value_ as clip_grad_value_, clip_grads_with_norm_ as clip_grads_with_norm_,
+                        get_total_norm as get_total_norm)
+from .convert_parameters import (parameters_to_vector as parameters_to_vector,  # noqa: F401
+                                 vector_to_parameters as vector_to_parameters)
+
+# ---- rnn helpers (their own module) -------------------------------------------------------------
+from . import rnn as rnn  # noqa: F401,E402

@@ -1,0 +1,170 @@
+"""gradcheck / gradgradcheck: PyTorch's behaviour and messages, and a sweep over the op spec table
+(every differentiable row's gradient vs float64 central finite differences)."""
+
+from __future__ import annotations
+
+import importlib
+import pkgutil
+
+import numpy as np
+import pytest
+
+import funcgrad
+from funcgrad.autograd import GradcheckError, gradcheck, gradgradcheck
+
+from . import op_specs
+
+
+def _specs():
+    out = []
+    for m in pkgutil.iter_modules(op_specs.__path__):
+        mod = importlib.import_module(f"{op_specs.__name__}.{m.name}")
+        out.extend(getattr(mod, "SPECS", []))
+    return [s for s in out if not s.nondiff]
+
+
+SPECS = _specs()
+# rows where finite differences cannot agree with the (correct, PyTorch-defined) gradient
+FD_INVALID = {
+    "mode": "input built with ties: the selected element changes under perturbation",
+    "embedding_padding_idx": "PyTorch defines the padding row's gradient as zero",
+}
+
+
+def _id(s):
+    return s.id or s.op
+
+
+def _setup(spec):
+    arrs = spec.make_inputs()
+    float_idx = [i for i, a in enumerate(arrs) if np.issubdtype(a.dtype, np.floating)]
+    gidx = list(spec.grad if spec.grad is not None else float_idx)
+    ts = [funcgrad.tensor(a, requires_grad=i in gidx) for i, a in enumerate(arrs)]
+
+    def f(*diff):
+        full = list(ts)
+        for i, d in zip(gidx, diff):
+            full[i] = d
+        r = spec.fg(*full)
+        return r[spec.out or 0] if isinstance(r, tuple) else r
+    return f, tuple(ts[i] for i in gidx)
+
+
+@pytest.mark.parametrize("spec", SPECS, ids=[_id(s) for s in SPECS])
+@pytest.mark.slow
+def test_gradcheck_op_table(spec):
+    if _id(spec) in FD_INVALID:
+        pytest.skip(FD_INVALID[_id(spec)])
+    f, inputs = _setup(spec)
+    if not inputs:
+        pytest.skip("no differentiable input")
+    out = f(*inputs)
+    if out.dtype is not funcgrad.float64:
+        pytest.skip(f"result is {out.dtype}: finite differences need float64")
+    assert gradcheck(f, inputs, fast_mode=True)
+
+
+GG_OPS = ["exp", "log", "sqrt", "sin", "tanh", "sigmoid", "mul", "div", "pow_scalar",
+          "pow_tensor", "mean_dim", "sum_dim", "mm", "cat", "rpow"]
+
+
+@pytest.mark.parametrize("name", GG_OPS)
+def test_gradgradcheck_smooth_ops(name):
+    rows = [s for s in SPECS if _id(s) == name]
+    if not rows:
+        pytest.skip(f"no spec row {name}")
+    f, inputs = _setup(rows[0])
+    assert gradgradcheck(f, inputs)
+
+
+def _x():
+    return funcgrad.tensor([0.5, -1.5, 2.0], dtype=funcgrad.float64, requires_grad=True)
+
+
+class _Wrong(funcgrad.autograd.Function):
+    @staticmethod
+    def forward(ctx, x):
+        ctx.save_for_backward(x)
+        return x ** 2
+
+    @staticmethod
+    def backward(ctx, g):
+        (x,) = ctx.saved_tensors
+        return g * x  # should be 2 * g * x
+
+
+def test_gradcheck_passes_and_multiple_outputs():
+    x = _x()
+    y = funcgrad.tensor([[1.0, 2.0, 3.0]], dtype=funcgrad.float64, requires_grad=True)
+    assert gradcheck(lambda a, b: ((a * b).sin(), (a + b).sum(1)), (x, y)) is True
+    assert gradcheck(lambda a: a.exp(), x, fast_mode=True) is True
+
+
+def test_gradcheck_mismatch_message():
+    with pytest.raises(GradcheckError) as e:
+        gradcheck(_Wrong.apply, (_x(),))
+    msg = str(e.value)
+    assert msg.startswith("Jacobian mismatch for output 0 with respect to input 0,\nnumerical:tensor(")
+    assert "\nanalytical:tensor([[ 0.5000,  0.0000,  0.0000]," in msg
+    assert "numerical:tensor([[ 1.0000,  0.0000,  0.0000]," in msg
+    assert isinstance(e.value, RuntimeError)
+    assert gradcheck(_Wrong.apply, (_x(),), raise_exception=False) is False
+    with pytest.raises(GradcheckError, match="computed \nin fast mode"):
+        gradcheck(_Wrong.apply, (_x(),), fast_mode=True)
+
+
+def test_gradcheck_input_checks():
+    with pytest.raises(ValueError, match="gradcheck expects at least one input tensor to require "
+                                         "gradient, but none of them have requires_grad=True."):
+        gradcheck(lambda a: a * 2, (funcgrad.ones(2, dtype=funcgrad.float64),))
+    x32 = funcgrad.tensor([0.5, 1.0], requires_grad=True)
+    with pytest.warns(UserWarning, match=r"Input #0 requires gradient and is not a double precision "
+                                         r"floating point or complex\. This check will likely fail"):
+        gradcheck(lambda a: a * 2, (x32,), eps=1e-3, atol=1e-3)
+
+
+def test_gradcheck_nondeterministic_backward():
+    calls = [0]
+
+    class Noisy(funcgrad.autograd.Function):
+        @staticmethod
+        def forward(ctx, x):
+            return x * 2
+
+        @staticmethod
+        def backward(ctx, g):
+            calls[0] += 1
+            return g * (2 + calls[0] * 1e-9)
+
+    with pytest.raises(GradcheckError, match="Backward is not reentrant"):
+        gradcheck(Noisy.apply, (_x(),))
+    assert gradcheck(Noisy.apply, (_x(),), nondet_tol=1e-6, check_undefined_grad=False)
+
+
+def test_gradcheck_perturbs_inputs_in_place_and_restores():
+    x = _x()
+    before = x.detach().numpy().copy()
+    assert gradcheck(lambda a: a.sin() * 2, (x,))
+    # as in PyTorch the perturbation is in place: a closure over the input sees it too
+    assert gradcheck(lambda a: a * x.detach().sum(), (x,), raise_exception=False) is False
+    np.testing.assert_array_equal(x.detach().numpy(), before)
+    assert x._ver[0] == 0
+
+
+def test_gradgradcheck_detects_wrong_double_backward():
+    class BadSecond(funcgrad.autograd.Function):
+        @staticmethod
+        def forward(ctx, x):
+            ctx.save_for_backward(x)
+            return x ** 3
+
+        @staticmethod
+        def backward(ctx, g):
+            (x,) = ctx.saved_tensors
+            return g * 3 * x.detach() ** 2  # first derivative right, not differentiable in x
+
+    x = _x()
+    assert gradcheck(BadSecond.apply, (x,))
+    with pytest.raises(GradcheckError, match="Jacobian mismatch for output 0 with respect to input 0"):
+        gradgradcheck(BadSecond.apply, (x,))
+    assert gradgradcheck(lambda a: a ** 3, (x,))
