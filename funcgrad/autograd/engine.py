@@ -45,13 +45,8 @@ def _run_hooks(node, grads):
 
 
 def _accumulate(node, g, create_graph):
-    """``AccumulateGrad``: tensor hooks, then add into ``.grad``, then post-accumulate hooks."""
+    """``AccumulateGrad``: add into ``.grad``, then post-accumulate hooks (tensor hooks already ran)."""
     var = node.variable
-    if var._hooks:
-        for h in list(var._hooks):
-            r = h(g)
-            if r is not None:
-                g = r
     if var._grad is None:
         var._grad = g if create_graph else g.detach()
     elif create_graph or grad_mode._state.enabled:
@@ -115,6 +110,12 @@ def execute(roots, grads, retain_graph, create_graph, capture=None, accumulate=T
             outs = None
             if buf is not None and (needed is None or node in needed):
                 _run_hooks(node, buf)
+                if type(node) is AccumulateGrad and node.variable._hooks and buf[0] is not None:
+                    # a leaf's tensor hooks run before capture too (autograd.grad sees them)
+                    for h in list(node.variable._hooks):
+                        r = h(buf[0])
+                        if r is not None:
+                            buf[0] = r
                 for nr, i in targets.get(node, ()):
                     results[i] = buf[nr]
                 if isinstance(node, AccumulateGrad):
