@@ -43,8 +43,6 @@ def test_set_detect_anomaly_function_and_context_and_check_nan_flag():
     assert not autograd.is_anomaly_enabled()
     with autograd.set_detect_anomaly(True, check_nan=False):
         assert autograd.is_anomaly_enabled() and not autograd.is_anomaly_check_nan_enabled()
-        x = funcgrad.tensor([-1.0], requires_grad=True)
-        funcgrad.log(x).sum().backward()  # nan gradient? no: 1/x is finite; log(-1) is nan forward
         y = funcgrad.tensor([0.0], requires_grad=True)
         (funcgrad.sqrt(y) * 0).sum().backward()  # nan allowed: check_nan=False
     assert not autograd.is_anomaly_enabled()

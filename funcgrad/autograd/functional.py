@@ -146,8 +146,6 @@ def _run_pure(thunk):
                 "The given v should contain" in str(e):
             raise
         raise _NotTraceable() from e
-    except jax.errors.JAXTypeError as e:  # pragma: no cover - other tracer misuse
-        raise _NotTraceable() from e
     except Exception as e:
         # an error that has nothing to do with tracing reappears on the engine path
         raise _NotTraceable() from e
