@@ -207,5 +207,7 @@ from .nn.functional import (adaptive_avg_pool1d as adaptive_avg_pool1d,  # noqa:
                             prelu as prelu, relu_ as relu_, selu as selu, threshold as threshold)
 from . import func as func  # noqa: E402
 from ._jit import compile as compile, cond as cond, jit as jit  # noqa: E402,A004
+from . import distributed as distributed, parallel as parallel  # noqa: E402
+from ._export import export as export, load_exported as load_exported  # noqa: E402
 
 __version__ = "0.1.0"

@@ -187,7 +187,7 @@ def apply(op: Op, *args, **static):
         if True in mask and _inexact(out, op.diff_outputs):
             return _record(op, args, out, skey, cast, mask)
     if op.view and isinstance(args[0], T):
-        return T._make_view(args[0], out, op, skey)
+        return T._make_view(args[0], out, op, skey, args[1:])
     if type(out) is tuple:
         return tuple(T._wrap(o) for o in out)
     return T._wrap(out)
@@ -237,7 +237,7 @@ def _record(op, args, out, skey, cast, mask):
         return tuple(res)
     node._out_avals = None
     if op.view:
-        t = _Tensor._make_view(args[0], out, op, skey)
+        t = _Tensor._make_view(args[0], out, op, skey, args[1:])
     else:
         t = _Tensor._wrap(out)
     t._set_grad_fn(node, 0)

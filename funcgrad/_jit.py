@@ -64,6 +64,15 @@ _SCALARS = (bool, int, float, complex, str, bytes, type(None))
 _LIBS = ("jax", "jaxlib", "numpy", "optax", "funcgrad", "builtins", "functools", "typing",
          "collections", "abc", "torch", "tqdm", "warnings", "math")
 _MAX_OBJ_DEPTH = 4
+_CALL_LOCK = threading.RLock()  # see CompiledFunction.__call__
+# bumped by Module.__setattr__/__delattr__ when a module's own __dict__ changes: cached layouts
+# check this one counter instead of comparing every module __dict__ value on every call
+_STRUCTURE = [0]
+
+
+def structure_changed() -> None:
+    """Tell compiled steps that a module attribute changed (their cached layouts rediscover)."""
+    _STRUCTURE[0] += 1
 
 
 class _TracedCell(_Cell):
@@ -100,6 +109,7 @@ class _Walk:
         self.seen: set = set()
         self.parents = {} if parents else None
         self._hit: set = set()
+        self.covered: set = set()  # ids of module __dicts (validated by _STRUCTURE instead)
 
     def visit(self, obj, depth: int = 0, parent=None) -> bool:
         """Visit ``obj``; True if state was found under it (then its container is watched)."""
@@ -167,6 +177,7 @@ class _Walk:
         if _is_optimizer(obj):
             return self._visit_optimizer(obj, d, depth)
         if _is_module(obj):
+            self.covered.add(id(d))
             self.visit(d, -1)  # modules: watched always (their `training` flag is trace config)
             return True
         if depth >= _MAX_OBJ_DEPTH or _is_lib(type(obj)):
@@ -235,7 +246,11 @@ class _Layout:
         self.cell_index = {id(c): i for i, c in enumerate(cells)}
         self.leaves = [t for t in tensors if t._requires_grad]
         self.grad_ids = [id(t._grad) for t in self.leaves]
-        self.watch_dicts, self.watch_seqs = walk.watch_dicts, walk.watch_seqs
+        self.struct_gen = _STRUCTURE[0]
+        # module __dicts are covered by the structure counter; their _parameters/_buffers/
+        # _modules dicts (written directly by containers and register_*) stay watched
+        self.watch_dicts = [d for d in walk.watch_dicts if id(d) not in walk.covered]
+        self.watch_seqs = walk.watch_seqs
         self.watch_ids = self._ids()
         # optimizer hyperparameters: lifted (traced inputs) or static (part of the key)
         self.hyper_slots, static = [], []
@@ -250,7 +265,7 @@ class _Layout:
                     static.append((g, k))
         self.static_slots = static
         self.static_ids = [id(g[k]) for g, k in static]
-        scalars = tuple(_scalar_key(v) for d in self.watch_dicts for v in d.values()
+        scalars = tuple(_scalar_key(v) for d in walk.watch_dicts for v in d.values()
                         if isinstance(v, _SCALARS))
         self.key = (tuple(map(id, cells)), tuple(g is None for g in map(_get_grad, self.leaves)),
                     tuple(_scalar_key(g[k]) for g, k in static), scalars,
@@ -262,7 +277,8 @@ class _Layout:
             itertools.chain.from_iterable(self.watch_seqs))))
 
     def valid(self) -> bool:
-        return (list(map(_get_cell, self.tensors)) == self.tcells
+        return (_STRUCTURE[0] == self.struct_gen
+                and list(map(_get_cell, self.tensors)) == self.tcells
                 and list(map(id, map(_get_grad, self.leaves))) == self.grad_ids
                 and self._ids() == self.watch_ids
                 and [id(g[k]) for g, k in self.static_slots] == self.static_ids)
@@ -289,7 +305,7 @@ class _Entry:
 
     __slots__ = ("fn", "changed", "grad_reuse", "grad_none", "grad_new", "grad_objs", "new_cells",
                  "new_tensors", "inputs_written", "versions", "out_tree", "out_kinds", "n_changed",
-                 "one_shot")
+                 "one_shot", "in_cells", "hyp_idx", "inp_idx")
 
 
 def _flatten_args(args, kwargs):
@@ -337,9 +353,17 @@ class CompiledFunction:
     def reset(self) -> None:
         """Forget the cached layout and programs (the next call rediscovers and retraces)."""
         self._layout, self._entries = None, {}
+        structure_changed()
 
     # -- the call ---------------------------------------------------------------------------
     def __call__(self, *args, **kwargs):
+        # one call at a time, process-wide: tracing swaps tracers into shared cells (the
+        # global RNG key, Tensor._set_value, the _Cell class) that another thread's trace or
+        # run would otherwise read or restore wrongly; running holds it only for the dispatch
+        with _CALL_LOCK:
+            return self._call(args, kwargs)
+
+    def _call(self, args, kwargs):
         leaves, tree = _flatten_args(args, kwargs)
         objs = [x for x in leaves if not isinstance(x, (Tensor, jax.Array, np.ndarray) + _SCALARS)]
         layout = self._layout
@@ -369,8 +393,13 @@ class CompiledFunction:
         return layout
 
     def _run(self, e: _Entry, layout: _Layout, leaves, in_tensors, hyp):
-        state = list(map(_get_cell_value, layout.cells))
+        # only what the program reads goes in (e.g. not .grad slots that zero_grad() clears)
+        state = list(map(_get_cell_value, e.in_cells))
+        if e.hyp_idx is not None:
+            hyp = [hyp[i] for i in e.hyp_idx]
         inputs = [t._value for t in in_tensors] + [x for x in leaves if isinstance(x, (jax.Array, np.ndarray))]
+        if e.inp_idx is not None:
+            inputs = [inputs[i] for i in e.inp_idx]
         outs = e.fn(*state, *hyp, *inputs)
         # ---- write back (the donated buffers are gone: every changed cell gets its new array)
         n = e.n_changed
@@ -484,12 +513,25 @@ class CompiledFunction:
             raise RuntimeError("funcgrad.jit: the step captured a tracer of an earlier trace (a "
                                "cache filled while tracing?); please report this as a bug")
         jx = closed.jaxpr
-        open_fn = jaxpr_as_fun(ClosedJaxpr(jx.replace(constvars=[], invars=list(jx.constvars) + list(
-            jx.invars), debug_info=None), []))
-        donate = tuple(len(consts) + layout.cell_index[id(c)] for c in e.changed)
-        jitted = jax.jit(open_fn, donate_argnums=donate)
+        # drop the inputs the program never reads (state only written, e.g. a .grad that
+        # zero_grad() sets to None before backward() makes a new one; an unused RNG key)
+        used = {id(v) for eqn in jx.eqns for v in eqn.invars} | {id(v) for v in jx.outvars}
+        keep = [id(v) in used for v in jx.invars]
+        n_in = len(jx.invars) - n_state - n_hyp
+        e.in_cells = [c for c, k in zip(layout.cells, keep) if k]
+        e.hyp_idx = None if all(keep[n_state:n_state + n_hyp]) else [
+            i for i in range(n_hyp) if keep[n_state + i]]
+        e.inp_idx = None if all(keep[n_state + n_hyp:]) else [
+            i for i in range(n_in) if keep[n_state + n_hyp + i]]
+        new_pos = {id(c): i for i, c in enumerate(e.in_cells)}
+        open_fn = jaxpr_as_fun(ClosedJaxpr(jx.replace(constvars=[], invars=list(jx.constvars) + [
+            v for v, k in zip(jx.invars, keep) if k], debug_info=None), []))
+        donate = tuple(len(consts) + new_pos[id(c)] for c in e.changed if id(c) in new_pos)
+        # state placed on several devices (funcgrad.parallel) keeps its sharding across steps
+        out_sh = _state_out_shardings(layout, e, state_vals, len(jx.outvars))
+        jitted = jax.jit(open_fn, donate_argnums=donate,
+                         **({} if out_sh is None else {"out_shardings": out_sh}))
         e.fn = functools.partial(jitted, *consts) if consts else jitted
-        del n_state, n_hyp
         return e
 
     def _walk_roots(self, leaves):
@@ -498,6 +540,7 @@ class CompiledFunction:
 
     def _scrub(self, leaves) -> None:
         """After a failed trace: drop state objects created during it (they hold tracers)."""
+        structure_changed()  # it may pop entries from module __dicts
         w = _walk(self._walk_roots(leaves), parents=True)
         for tid, (t, parent) in list(w.parents.items()):
             if not isinstance(t._cell.value, _Tracer):
@@ -514,6 +557,17 @@ class CompiledFunction:
                 box[:] = [x for x in box if x is not t]
             else:
                 t._cell.value = jnp.zeros(t._cell.value.shape, t._cell.value.dtype)
+
+
+def _state_out_shardings(layout, e, state_vals, n_out):
+    """Pin each changed multi-device state cell's output to its input sharding (else: None)."""
+    sh = []
+    for c in e.changed:
+        s = getattr(state_vals[layout.cell_index[id(c)]], "sharding", None)
+        sh.append(s if s is not None and len(s.device_set) > 1 else None)
+    if not any(s is not None for s in sh):
+        return None  # single device: let jax choose, as before
+    return sh + [None] * (n_out - len(sh))
 
 
 def _missed_cells(consts, layout) -> list:
@@ -749,7 +803,8 @@ class _CompiledModule:
         from .autograd import grad_mode
         if not (grad_mode._state.enabled and any(p._requires_grad for p in self._module.parameters())):
             return self._fwd(*args, **kwargs)
-        return _differentiable_forward(self, args, kwargs)
+        with _CALL_LOCK:  # it swaps values into the module's cells while tracing, as jit does
+            return _differentiable_forward(self, args, kwargs)
 
 
 def _differentiable_forward(cm, args, kwargs):

@@ -58,7 +58,8 @@ class _Cell:
 
 
 class _View:
-    """How a view derives from its base's cell: ``chain`` of (op, static) steps, and a cache."""
+    """How a view derives from its base's cell: ``chain`` of (op, static, dynamic-ints) steps,
+    and a cache."""
 
     __slots__ = ("base", "chain", "cache", "gen")
 
@@ -71,8 +72,8 @@ _scatter_kernels: dict = {}
 
 
 def _apply_chain(chain, x):
-    for op, skey in chain:
-        x = op.fn(x, **dict(skey))
+    for op, skey, dyn in chain:
+        x = op.fn(x, *dyn, **dict(skey))
     return x
 
 
@@ -160,12 +161,13 @@ class Tensor:
         return t
 
     @staticmethod
-    def _make_view(base: "Tensor", value, op, skey) -> "Tensor":
+    def _make_view(base: "Tensor", value, op, skey, dyn=()) -> "Tensor":
         t = object.__new__(Tensor)
         t._init(None)
         vi = base._viewinfo
         root = base if vi is None else vi.base
-        chain = ((op, skey),) if vi is None else vi.chain + ((op, skey),)
+        step = (op, skey, tuple(dyn))
+        chain = (step,) if vi is None else vi.chain + (step,)
         t._cell, t._ver = base._cell, base._ver
         t._viewinfo = _View(root, chain, value, base._cell.gen)
         return t
@@ -653,8 +655,8 @@ class Tensor:
                 new_base = _dispatch.apply(COPY_SLICES, base._snapshot(), out, chain=vi.chain)
                 base._grad_fn, base._output_nr, base._requires_grad = new_base._grad_fn, 0, True
                 view = new_base
-                for op, skey in vi.chain:
-                    view = _dispatch.apply(op, view, **dict(skey))
+                for op, skey, dyn in vi.chain:
+                    view = _dispatch.apply(op, view, *dyn, **dict(skey))
                 self._set_grad_fn(view._grad_fn, 0)
             else:
                 self._set_grad_fn(out._grad_fn, out._output_nr)

@@ -66,10 +66,9 @@ def test_rounding_ops_record_zero_gradient():
     assert fg.round(x, decimals=1).grad_fn.name() == "RoundBackward1"
 
 
-@pytest.mark.xfail(strict=True, reason="abs (pointwise.py) uses jnp.abs, whose derivative at 0 is "
-                   "1; PyTorch's is sgn(0) = 0")
 def test_abs_gradient_at_zero():
     assert _grad(lambda x: x.abs().sum(), [0.0, -1.0]) == [0.0, -1.0]
+    assert str(fg.tensor([-0.0, -2.0]).abs()) == "tensor([0., 2.])"
 
 
 def test_sqrt_copysign_sinc_at_zero():
@@ -80,15 +79,7 @@ def test_sqrt_copysign_sinc_at_zero():
     assert _grad(lambda x: x.sinc().sum(), [0.0]) == [0.0]
 
 
-_ABS0 = pytest.mark.xfail(strict=True, reason="vector_norm (decomp.py) differentiates jnp.abs, "
-                         "whose derivative at 0 is 1 (PyTorch: 0)")
-_POW0 = pytest.mark.xfail(strict=True, reason="vector_norm (decomp.py) general p: the derivative of "
-                          "s ** (1/p) at s == 0 is inf, inf * 0 = nan (PyTorch masks it to 0)")
-
-
-@pytest.mark.parametrize("p", [2, "fro", pytest.param(1, marks=_ABS0),
-                               pytest.param(math.inf, marks=_ABS0),
-                               pytest.param(-math.inf, marks=_ABS0), pytest.param(3, marks=_POW0)])
+@pytest.mark.parametrize("p", [2, "fro", 1, math.inf, -math.inf, 3, 0.5])
 def test_norm_gradient_at_zero_is_zero(p):
     assert _grad(lambda x: x.norm(p), [0.0, 0.0, 0.0]) == [0.0, 0.0, 0.0]
 

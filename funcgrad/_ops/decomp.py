@@ -74,10 +74,13 @@ def _all_finite(t) -> bool:
 
 
 # ================================ norms ========================================================
+from .pointwise import _abs  # noqa: E402
+
+
 def _vector_norm(x, *, ord, dim, keepdim, dtype):
     if dtype is not None:
         x = x.astype(dtype)
-    a = jnp.abs(x)
+    a = _abs(x)  # zero subgradient at 0, as PyTorch
     if ord == 2:
         # sqrt with a zero-safe gradient: PyTorch's subgradient of the 2-norm at 0 is 0
         s = jnp.sum(a * a, axis=dim, keepdims=keepdim)
@@ -91,7 +94,11 @@ def _vector_norm(x, *, ord, dim, keepdim, dtype):
         return jnp.sum(a != 0, axis=dim, keepdims=keepdim).astype(a.dtype)
     if ord == 1:
         return jnp.sum(a, axis=dim, keepdims=keepdim)
-    return jnp.sum(a ** ord, axis=dim, keepdims=keepdim) ** (1.0 / ord)
+    # p-norm with PyTorch's zero subgradients: 0 at zero elements and at the zero vector
+    nz = a > 0
+    s = jnp.sum(jnp.where(nz, jnp.where(nz, a, 1) ** ord, 0), axis=dim, keepdims=keepdim)
+    pos = s > 0
+    return jnp.where(pos, jnp.where(pos, s, 1) ** (1.0 / ord), 0).astype(a.dtype)
 
 
 def _matrix_norm(x, *, ord, dims, keepdim):

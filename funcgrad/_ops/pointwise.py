@@ -18,11 +18,18 @@ _UNARY = [
     ("tanh", jnp.tanh, "TanhBackward0", "float"),
     ("sigmoid", jax.nn.sigmoid, "SigmoidBackward0", "float"),
     ("neg", jnp.negative, "NegBackward0", "none"),
-    ("abs", jnp.abs, "AbsBackward0", "none"),
+    ("abs", lambda x: _abs(x), "AbsBackward0", "none"),
     # jax.nn.relu has PyTorch's subgradient at 0 (0), unlike jnp.maximum(x, 0) (0.5)
     ("relu", jax.nn.relu, "ReluBackward0", "none"),
 ]
 UNARY_OPS = {}
+
+
+def _abs(x):
+    # PyTorch's subgradient of |x| at 0 is 0 (jnp.abs gives 1), and abs(-0.) prints 0.
+    if jnp.iscomplexobj(x) or x.dtype == jnp.bool_ or jnp.issubdtype(x.dtype, jnp.unsignedinteger):
+        return jnp.abs(x)
+    return jnp.where(x == 0, jnp.zeros_like(x), jnp.abs(x))
 
 
 def _make_unary(name, op):

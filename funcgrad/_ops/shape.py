@@ -304,11 +304,85 @@ def _build_index(template, arrays):
     return tuple(out)
 
 
-_VIEW_OPS = {n: defop("getitem_" + n, _getitem, g, view=True, linear=True)
+# Basic indexing (ints, slices, None, Ellipsis) takes ints and unit-step slice starts as
+# *dynamic* scalars: `x[i]` and `x[i:i+64]` in a loop reuse one kernel per shape instead of
+# compiling one per index. Template items: ("i",) int, ("d", L) slice of length L from a dynamic
+# start, ("s", a, b, c) strided slice, ("f",) full slice, None new axis.
+def _basic_index(x, dyn, template):
+    it, d = iter(dyn), 0
+    for item in template:
+        if item is None:
+            x = jnp.expand_dims(x, d)
+            d += 1
+        elif item[0] == "i":
+            x = jax.lax.dynamic_index_in_dim(x, next(it), d, keepdims=False)
+        elif item[0] == "d":
+            x = jax.lax.dynamic_slice_in_dim(x, next(it), item[1], axis=d)
+            d += 1
+        elif item[0] == "s":
+            x = jax.lax.slice_in_dim(x, item[1], item[2], item[3], axis=d)
+            d += 1
+        else:
+            d += 1
+    return x
+
+
+def _basic_get(x, *dyn, idx):
+    return _basic_index(x, dyn, idx)
+
+
+def _basic_set(x, v, *dyn, idx):
+    # which flat elements the index selects, then one scatter (exact for every dtype)
+    flat = _basic_index(jnp.arange(x.size).reshape(x.shape), dyn, idx)
+    v = jnp.broadcast_to(jnp.asarray(v, x.dtype), flat.shape)
+    return x.ravel().at[flat.ravel()].set(v.ravel()).reshape(x.shape)
+
+
+def _to_basic(template, shape):
+    """Turn a basic template of ints/slice tuples/None/Ellipsis into (static template, dyn ints)."""
+    n_dims = sum(1 for t in template if t is not None and t is not Ellipsis)
+    out, dyn, d = [], [], 0
+    for item in template:
+        if item is Ellipsis:
+            for _ in range(len(shape) - d - (n_dims - _count_before(template, item))):
+                out.append(("f",))
+                d += 1
+        elif item is None:
+            out.append(None)
+        elif type(item) is int:
+            out.append(("i",))
+            dyn.append(item)
+            d += 1
+        else:
+            size = shape[d]
+            a, b, c = slice(*item).indices(size)
+            n = len(range(a, b, c))
+            if c == 1 and n == size:
+                out.append(("f",))
+            elif c == 1:
+                out.append(("d", n))
+                dyn.append(a)
+            else:
+                out.append(("s", a, a + (n - 1) * c + 1 if n else a, c))
+            d += 1
+    return tuple(out), dyn
+
+
+def _count_before(template, marker):
+    n = 0
+    for t in template:
+        if t is marker:
+            return n
+        if t is not None:
+            n += 1
+    return n
+
+
+_VIEW_OPS = {n: defop("getitem_" + n, _basic_get, g, view=True, linear=True, diff=(0,))
              for n, g in [("select", "SelectBackward0"), ("slice", "SliceBackward0"),
                           ("unsqueeze_idx", "UnsqueezeBackward0"), ("alias", "AliasBackward0")]}
 _index = defop("index", _getitem, "IndexBackward0", diff=(0,), linear=True)
-_setitem_basic = defop("setitem", _setitem, "CopySlices", diff=(0, 1), promote="none")
+_setitem_basic = defop("setitem", _basic_set, "CopySlices", diff=(0, 1), promote="none")
 _index_put = defop("index_put", _setitem, "IndexPutBackward0", diff=(0, 1), promote="none")
 
 
@@ -391,12 +465,15 @@ def _parse_index(x, index):
 def _getitem_fn(self, index) -> Tensor:
     template, arrays, basic, kind = _parse_index(self, index)
     if basic:
-        return apply(_VIEW_OPS[kind], self, idx=template)
+        template, dyn = _to_basic(template, self.shape)
+        return apply(_VIEW_OPS[kind], self, *dyn, idx=template)
     return apply(_index, self, *arrays, idx=template)
 
 
 def _setitem_method(self, index, value) -> None:
     template, arrays, basic, _ = _parse_index(self, index)
+    if basic:
+        template, arrays = _to_basic(template, self.shape)
     op = _setitem_basic if basic else _index_put
     self._inplace(lambda s: apply(op, s, value, *arrays, idx=template))
 

@@ -16,7 +16,7 @@ import numpy as np
 
 from .._tensor import Size, _wrap_dim
 from ._registry import Tensor, apply, defop, export
-from .shape import _VIEW_OPS, _shape_arg, cat, expand, permute, reshape, unsqueeze
+from .shape import _VIEW_OPS, _shape_arg, _to_basic, cat, expand, permute, reshape, unsqueeze
 
 
 def _out(r, out):
@@ -38,8 +38,8 @@ _unbind = defop("unbind", _unbind_fn, "UnbindBackward0", linear=True, view=True)
 
 def _slice_view(input, dim, start, stop):
     """``input[..., start:stop, ...]`` along ``dim`` as a ``SliceBackward0`` view."""
-    tmpl = ((None, None, None),) * dim + ((start, stop, None),)
-    return apply(_VIEW_OPS["slice"], input, idx=tmpl)
+    tmpl, dyn = _to_basic(((None, None, None),) * dim + ((start, stop, None),), input.shape)
+    return apply(_VIEW_OPS["slice"], input, *dyn, idx=tmpl)
 
 
 # ================================ split / chunk / unbind ======================================
@@ -125,8 +125,8 @@ def select(input, dim, index) -> Tensor:
     if not -n <= index < n:
         raise IndexError(f"select(): index {index} out of range for tensor of size {list(input.shape)} "
                          f"at dimension {d}")
-    tmpl = ((None, None, None),) * d + (index % n,)
-    return apply(_VIEW_OPS["select"], input, idx=tmpl)
+    tmpl, dyn = _to_basic(((None, None, None),) * d + (index % n,), input.shape)
+    return apply(_VIEW_OPS["select"], input, *dyn, idx=tmpl)
 
 
 def _split_points(n, indices_or_sections):

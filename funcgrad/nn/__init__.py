@@ -63,3 +63,5 @@ from .layers.transformer import (TransformerDecoder as TransformerDecoder,  # no
                                  TransformerDecoderLayer as TransformerDecoderLayer,
                                  TransformerEncoder as TransformerEncoder,
                                  TransformerEncoderLayer as TransformerEncoderLayer)
+from . import parallel as parallel  # noqa: F401,E402
+from .parallel import DataParallel as DataParallel  # noqa: F401,E402

@@ -49,15 +49,16 @@ def _conv_nd(nd, input, weight, bias, stride, padding, dilation, groups):
     x, unb = _batchify(input, nd, f"conv{nd}d")
     stride, dilation = _tuple(stride, nd, "stride"), _tuple(dilation, nd, "dilation")
     if weight.ndim != nd + 2:
-        raise RuntimeError(f"weight should have at least three dimensions")
+        raise RuntimeError(f"Expected {nd + 2}-dimensional weight for {nd + 2}-dimensional input, but got "
+                           f"{weight.ndim}-dimensional weight of size {list(weight.shape)}")
     cin = x.shape[1]
     if cin != weight.shape[1] * groups:
         raise RuntimeError(f"Given groups={groups}, weight of size {list(weight.shape)}, expected "
                            f"input{list(input.shape)} to have {weight.shape[1] * groups} channels, but got "
                            f"{cin} channels instead")
     if weight.shape[0] % groups:
-        raise RuntimeError("Given groups={groups}, expected weight to be divisible by {groups} at "
-                           "dimension 0, but got weight of size {list(weight.shape)} instead")
+        raise RuntimeError(f"Given groups={groups}, expected weight to be divisible by {groups} at "
+                           f"dimension 0, but got weight of size {list(weight.shape)} instead")
     k = weight.shape[2:]
     if isinstance(padding, str):
         if padding == "valid":

@@ -116,7 +116,7 @@ def celu(input: Tensor, alpha: float = 1.0, inplace: bool = False) -> Tensor:
 def gelu(input: Tensor, approximate: str = "none") -> Tensor:
     """Gaussian error linear unit, exact (erf) or ``approximate='tanh'`` (``GeluBackward0``)."""
     if approximate not in ("none", "tanh"):
-        raise RuntimeError(f"approximate argument must be either none or tanh.")
+        raise RuntimeError("approximate argument must be either none or tanh.")
     return _nn.act("gelu", input, approximate=approximate)
 
 
