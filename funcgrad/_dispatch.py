@@ -153,6 +153,12 @@ def result_dtype(op, args, vals):
     mode = op.promote
     if mode == "float":  # integer/bool inputs of float ops compute in the default float
         return None if vals[0].dtype in _INEXACT else _dtype._default[0]
+    if len(vals) == 2 and op.diff is None and mode != "binary_float":
+        # fast path: two arrays of one dtype need no cast (the kernel computes in that dtype)
+        a, b = vals
+        dt = getattr(a, "dtype", None)
+        if dt is not None and dt is getattr(b, "dtype", None):
+            return None
     pos = range(len(vals)) if op.diff is None else op.diff
     key = (mode, _dtype._default[0]) + tuple(_operand_key(vals[i]) for i in pos if vals[i] is not None)
     d = _promo_memo.get(key, _MISSING)
@@ -179,7 +185,11 @@ def apply(op: Op, *args, **static):
     k = op._fwd.get((skey, cast, nargs))
     if k is None:
         k = op.forward(skey, cast, nargs)
-    out = k(*vals)
+    try:
+        out = k(*vals)
+    except (ValueError, TypeError) as e:  # jax's broadcasting error -> PyTorch's
+        _raise_broadcast_error(vals, e)
+        raise
     if op.grad_name is not None and _state.enabled:
         diff = op.diff
         mask = tuple(isinstance(a, T) and a._requires_grad and (diff is None or i in diff)
@@ -191,6 +201,22 @@ def apply(op: Op, *args, **static):
     if type(out) is tuple:
         return tuple(T._wrap(o) for o in out)
     return T._wrap(out)
+
+
+def _raise_broadcast_error(vals, exc):
+    """PyTorch's message for operands whose shapes do not broadcast (else: return)."""
+    if "broadcast" not in str(exc):
+        return
+    shapes = [tuple(v.shape) for v in vals if hasattr(v, "shape") and getattr(v, "ndim", 0)]
+    for i, a in enumerate(shapes):
+        for b in shapes[i + 1:]:
+            n = max(len(a), len(b))
+            for d in range(n - 1, -1, -1):  # from the last dim, as PyTorch's infer_size
+                x = a[d - n + len(a)] if d - n + len(a) >= 0 else 1
+                y = b[d - n + len(b)] if d - n + len(b) >= 0 else 1
+                if x != y and x != 1 and y != 1:
+                    raise RuntimeError(f"The size of tensor a ({x}) must match the size of tensor b "
+                                       f"({y}) at non-singleton dimension {d}") from None
 
 
 _INEXACT = frozenset(d.np for d in _dtype.ALL if d._kind in "fc")

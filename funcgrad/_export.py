@@ -146,7 +146,7 @@ def export(model_or_fn: Callable, example_inputs: Any, *, dynamic_batch: bool | 
             as a number with ``dynamic_batch``); the message names the cause and the fix.
 
     >>> import funcgrad
-    >>> funcgrad.manual_seed(0)
+    >>> _ = funcgrad.manual_seed(0)
     >>> lin = funcgrad.nn.Linear(3, 2)
     >>> ep = funcgrad.export(lin, funcgrad.ones(4, 3))
     >>> ep(funcgrad.ones(5, 3)).shape

@@ -250,7 +250,12 @@ def rand(*size, generator=None, dtype=None, device=None, requires_grad=False) ->
 
 
 def randn(*size, generator=None, dtype=None, device=None, requires_grad=False) -> Tensor:
-    """Standard normal."""
+    """Standard normal samples of the given size (from the global generator unless ``generator``).
+
+    >>> import funcgrad
+    >>> funcgrad.randn(2, 3).shape
+    funcgrad.Size([2, 3])
+    """
     return _finish(jax.random.normal(_key(generator), _size(size), _dt(dtype).np), requires_grad, device)
 
 

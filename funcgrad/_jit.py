@@ -313,6 +313,13 @@ def _flatten_args(args, kwargs):
     return leaves, tree
 
 
+_FAST_LEAVES = (Tensor, jax.Array, np.ndarray, bool, int, float, complex, str, bytes)
+
+
+def _is_fast_leaf(x) -> bool:
+    return isinstance(x, _FAST_LEAVES)
+
+
 def _leaf_key(x):
     if isinstance(x, Tensor):
         v = x._value
@@ -340,6 +347,7 @@ class CompiledFunction:
         self._entries: dict = {}
         self._lifted_keys: set = {"lr"}
         self._extra_cells: list = []
+        self._trees: dict = {}
         self.num_traces = 0
         self.retrace_reasons: list[str] = []
         functools.update_wrapper(self, fn, updated=())
@@ -364,7 +372,12 @@ class CompiledFunction:
             return self._call(args, kwargs)
 
     def _call(self, args, kwargs):
-        leaves, tree = _flatten_args(args, kwargs)
+        if not kwargs and all(map(_is_fast_leaf, args)):  # the common f(x, y): no tree walk
+            leaves, tree = list(args), self._trees.get(len(args))
+            if tree is None:
+                tree = self._trees[len(args)] = _flatten_args(args, kwargs)[1]
+        else:
+            leaves, tree = _flatten_args(args, kwargs)
         objs = [x for x in leaves if not isinstance(x, (Tensor, jax.Array, np.ndarray) + _SCALARS)]
         layout = self._layout
         if layout is None or list(map(id, objs)) != self._layout_args or not layout.valid():
@@ -660,14 +673,14 @@ def _collect(plan, layout, state, inputs, in_tensors, grads0, in_leaves, in_grad
         elif id(g._cell) in state_ids and not isinstance(g._cell, _TracedCell):
             e.grad_objs.append((t, g))
         elif g0 is not None and id(g0._cell) in state_ids and g0._viewinfo is None:
-            # a new .grad object: reuse the previous one's storage (cheaper than a new Tensor)
+            # a new .grad object: reuse the previous one's storage (cheaper than a new Tensor);
+            # `t._grad = g0` at run time is a no-op (the layout checks .grad identities)
             c = g0._cell
             gv = g._value
             if gv.dtype != c.value.dtype or gv.shape != c.value.shape:
                 e.grad_new.append(t)
                 extra.append(gv)
                 continue
-            e.grad_objs.append((t, g0))
             if c in changed:
                 vals[changed.index(c)] = gv
             else:

@@ -341,10 +341,19 @@ class Tensor:
             if not isinstance(g, Tensor):
                 raise TypeError(f"assigned grad expected to be a Tensor or None but got grad of "
                                 f"type {type(g).__name__}")
-            if g.dtype is not self.dtype:
-                raise RuntimeError("assigned grad has data of a different type")
+            if g.dtype is not self.dtype:  # PyTorch 2.13's wording
+                raise RuntimeError(
+                    f"attempting to assign a gradient with dtype '{_dtype_cname(g.dtype)}' to a tensor "
+                    f"with grad_dtype '{_scalar_type_name(self.dtype)}'. The gradient must match the "
+                    f"tensor's grad_dtype (defaults to the tensor's dtype). You can set the tensor's "
+                    f"grad_dtype attribute with a specific dtype, or None to allow any dtype. Set "
+                    f"grad_dtype with caution. Diverging the dtypes of a tensor and its gradient may "
+                    f"break downstream systems that assume they match.")
             if g.shape != self.shape:
-                raise RuntimeError("assigned grad has data of a different size")
+                raise RuntimeError(
+                    f"attempting to assign a gradient of size '{list(g.shape)}' to a tensor of size "
+                    f"'{list(self.shape)}'. Please ensure that the gradient and the tensor are the "
+                    f"same size")
         self._grad = g
 
     @grad.deleter
@@ -411,7 +420,15 @@ class Tensor:
         return (node, 0)
 
     def backward(self, gradient=None, retain_graph=None, create_graph=False, inputs=None) -> None:
-        """Compute the gradient of this tensor w.r.t. graph leaves, accumulated into ``.grad``."""
+        """Compute the gradient of this tensor w.r.t. graph leaves, accumulated into ``.grad``.
+
+        >>> import funcgrad
+        >>> x = funcgrad.ones(2, 2, requires_grad=True)
+        >>> (3 * (x + 2) ** 2).mean().backward()
+        >>> x.grad
+        tensor([[4.5000, 4.5000],
+                [4.5000, 4.5000]])
+        """
         from .autograd import backward
         backward(self, gradient, retain_graph, create_graph, inputs=inputs)
 
@@ -661,6 +678,14 @@ class Tensor:
             else:
                 self._set_grad_fn(out._grad_fn, out._output_nr)
         return self
+
+
+def _dtype_cname(d) -> str:
+    """The C type name PyTorch prints for a dtype (``double``, ``float``, ``long int``…)."""
+    return {"float32": "float", "float64": "double", "float16": "c10::Half", "bfloat16": "c10::BFloat16",
+            "int64": "long int", "int32": "int", "int16": "short int", "int8": "signed char",
+            "uint8": "unsigned char", "bool": "bool", "complex64": "c10::complex<float>",
+            "complex128": "c10::complex<double>"}.get(d.name, d.name)
 
 
 def _scalar_type_name(d) -> str:

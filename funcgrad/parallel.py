@@ -52,6 +52,7 @@ into host-local, unsharded tensors (``process_allgather`` across hosts) for
 from __future__ import annotations
 
 import collections
+import functools
 import re
 from typing import Any, Callable, Iterable, Sequence
 
@@ -165,7 +166,7 @@ def shard_batch(batch: Any, mesh: Mesh, *, axis: str = "data", batch_dim: int = 
     >>> mesh = funcgrad.parallel.make_mesh()
     >>> x, y = funcgrad.parallel.shard_batch((funcgrad.ones(8, 3), funcgrad.zeros(8)), mesh)
     >>> x.shape, x._value.sharding.spec
-    (funcgrad.Size([8, 3]), PartitionSpec('data',))
+    (funcgrad.Size([8, 3]), P('data',))
     """
     return jax.tree.map(lambda x: _place_batch(x, mesh, axis, batch_dim), batch,
                         is_leaf=lambda x: isinstance(x, Tensor))
@@ -270,7 +271,7 @@ def shard_module(module, mesh: Mesh, rules: Rules | None = None):
     >>> mesh = funcgrad.parallel.make_mesh()
     >>> lin = funcgrad.parallel.shard_module(nn.Linear(4, 2), mesh)
     >>> lin.weight._value.sharding.spec
-    PartitionSpec()
+    P()
     """
     specs = param_specs(module, mesh, rules)
     named = dict(module.named_parameters())
@@ -363,10 +364,25 @@ def compiled_text(step, *args, **kwargs) -> str:
     e = step._entries.get(key)
     if e is None:
         raise RuntimeError("compiled_text: no program compiled for these arguments; call the step first")
-    state = [c.value for c in layout.cells]
-    inputs = [t._value for t in in_tensors] + [x for x in leaves if isinstance(x, (jax.Array, np.ndarray))]
+    # capture the exact arguments the bridge passes (it may prune unread state) without running
+    captured: list = []
+
+    class _Stop(Exception):
+        pass
+
+    def spy(*a):
+        captured.extend(a)
+        raise _Stop
+
     fn = e.fn
+    e.fn = spy
+    try:
+        step._run(e, layout, leaves, in_tensors, layout.hyper_values())
+    except _Stop:
+        pass
+    finally:
+        e.fn = fn
     consts = ()
-    if hasattr(fn, "func"):  # functools.partial(jitted, *consts)
+    if isinstance(fn, functools.partial):  # functools.partial(jitted, *consts)
         fn, consts = fn.func, fn.args
-    return fn.lower(*consts, *state, *layout.hyper_values(), *inputs).compile().as_text()
+    return fn.lower(*consts, *captured).compile().as_text()

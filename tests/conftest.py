@@ -6,6 +6,9 @@ import pytest
 import funcgrad
 from funcgrad.autograd import grad_mode
 
+# helper scripts run in subprocesses (e.g. with simulated devices): not test modules
+collect_ignore_glob = ["_*.py"]
+
 
 @pytest.fixture(autouse=True)
 def _clean_state():

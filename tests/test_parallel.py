@@ -107,7 +107,7 @@ def test_single_device_api():
     with pytest.raises(ValueError, match="has 3 entries for a 2-d tensor"):
         par.param_specs(lin, mesh, [("weight", par.P("data", None, None))])
     assert par.param_specs(lin, mesh, [("bias", par.fsdp("data", min_size=1))]) == {
-        "weight": par.P(), "bias": par.P("data")}
+        "weight": par.P(), "bias": par.P()}  # an axis of size 1: nothing to shard
     x = par.shard_batch(fg.ones(3, 4), mesh)
     assert x.shape == (3, 4)
     with pytest.raises(ValueError, match="requires grad"):

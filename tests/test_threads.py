@@ -9,7 +9,7 @@ import numpy as np
 import funcgrad
 from funcgrad import nn, optim
 
-STEPS = 20
+STEPS = 10
 
 
 def _run_threads(*fns):
@@ -121,7 +121,7 @@ def test_two_compiled_steps_from_two_threads():
     then ``UnexpectedTracerError``); a fresh pair of steps each trial traces concurrently."""
     seq = [_setup(1, 8), _setup(2, 12)]
     seq_losses = [_compiled_train(*s) for s in seq]
-    for _ in range(3):
+    for _ in range(2):
         par = [_setup(1, 8), _setup(2, 12)]
         par_losses = _run_threads(lambda: _compiled_train(*par[0]), lambda: _compiled_train(*par[1]))
         np.testing.assert_allclose(par_losses, seq_losses, rtol=1e-6)

@@ -15,7 +15,12 @@ from ._registry import Tensor, apply, defop, export, inplace_method
 def _shape_arg(shape):
     if len(shape) == 1 and isinstance(shape[0], (tuple, list, Size)):
         shape = shape[0]
-    return tuple(int(s) for s in shape)
+    # symbolic dims (jax.export's batch dimension) pass through; everything else is an int
+    return tuple(s if _is_symbolic(s) else int(s) for s in shape)
+
+
+def _is_symbolic(d) -> bool:
+    return not isinstance(d, (int, np.integer)) and jax.export.is_symbolic_dim(d)
 
 
 def _infer_shape(shape, numel, what="view"):

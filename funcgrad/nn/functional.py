@@ -12,13 +12,14 @@ import warnings
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 
 from .. import _random
 from .._ops import nn as _nn
 from .._ops.linalg import addmm as _addmm, matmul as _matmul
 from .._ops.nn import log_softmax as _log_softmax, softmax as _softmax
 from .._ops.pointwise import relu as _relu, sigmoid as _sigmoid, tanh as _tanh
-from .._tensor import Tensor
+from .._tensor import Tensor, _scalar_type_name
 from ..autograd import grad_mode
 from ._functional_conv import (adaptive_avg_pool1d, adaptive_avg_pool2d, adaptive_avg_pool3d,  # noqa: F401
                                adaptive_max_pool1d, adaptive_max_pool2d, avg_pool1d, avg_pool2d,
@@ -37,6 +38,9 @@ def linear(input: Tensor, weight: Tensor, bias: Tensor | None = None) -> Tensor:
     >>> F.linear(funcgrad.ones(1, 2), funcgrad.ones(3, 2), funcgrad.zeros(3))
     tensor([[2., 2., 2.]])
     """
+    if input.dtype is not weight.dtype:  # PyTorch does not promote here
+        raise RuntimeError(f"mat1 and mat2 must have the same dtype, but got "
+                           f"{_scalar_type_name(input.dtype)} and {_scalar_type_name(weight.dtype)}")
     if input.ndim == 2 and bias is not None:
         return _addmm(bias, input, weight.t())
     if bias is None:
@@ -404,6 +408,11 @@ def embedding(input: Tensor, weight: Tensor, padding_idx: int | None = None, max
         raise RuntimeError(f"Expected tensor for argument #1 'indices' to have one of the following scalar "
                            f"types: Long, Int; but got {input._type_name()} instead (while checking "
                            f"arguments for embedding)")
+    iv = input._value
+    if not isinstance(iv, jax.core.Tracer) and iv.size:  # jax would clamp silently
+        a = np.asarray(iv)
+        if (a < 0).any() or (a >= weight.shape[0]).any():
+            raise IndexError("index out of range in self")
     if padding_idx is not None:
         n = weight.shape[0]
         if padding_idx > 0 and padding_idx >= n:
