@@ -20,6 +20,8 @@ def _finish(value, requires_grad=False, device=None) -> Tensor:
             value = jax.device_put(value, jd)
     t = Tensor._wrap(value)
     if requires_grad:
+        if not (t.dtype.is_floating_point or t.dtype.is_complex):  # factories' capitalised wording
+            raise RuntimeError("Only Tensors of floating point and complex dtype can require gradients")
         t.requires_grad = True
     return t
 
@@ -138,7 +140,14 @@ def from_jax(array) -> Tensor:
     return Tensor._wrap(jnp.asarray(array))
 
 
-def _size(size):
+def _size(dims, **kw):
+    size = dims
+    if "size" in kw:  # zeros(size=(2, 3)), as PyTorch accepts
+        if size:
+            raise TypeError("size given both positionally and as a keyword")
+        size = (kw.pop("size"),)
+    if kw:
+        raise TypeError(f"got an unexpected keyword argument '{next(iter(kw))}'")
     if len(size) == 1 and isinstance(size[0], (tuple, list, Size)):
         size = size[0]
     for s in size:
@@ -166,9 +175,11 @@ def _fill(shape, fill, np_dtype):
 
 
 def _constant(fill):
-    def f(*size, dtype=None, device=None, requires_grad=False, out=None, layout=None, pin_memory=False):
+    def f(*size, dtype=None, device=None, requires_grad=False, out=None, layout=None, pin_memory=False,
+          **kw):
         d = _dt(dtype, _dtype.scalar_dtype(fill) if isinstance(fill, bool) else None)
-        return _finish(_fill(_size(size), fill, d.np), requires_grad, device)
+        r = _finish(_fill(_size(size, **kw), fill, d.np), requires_grad, device)
+        return r if out is None else out.copy_(r)
     return f
 
 
@@ -244,19 +255,20 @@ def _key(generator):
     return _random.next_key(generator)
 
 
-def rand(*size, generator=None, dtype=None, device=None, requires_grad=False) -> Tensor:
+def rand(*size, generator=None, dtype=None, device=None, requires_grad=False, **kw) -> Tensor:
     """Uniform on [0, 1)."""
-    return _finish(jax.random.uniform(_key(generator), _size(size), _dt(dtype).np), requires_grad, device)
+    return _finish(jax.random.uniform(_key(generator), _size(size, **kw), _dt(dtype).np), requires_grad,
+                   device)
 
 
-def randn(*size, generator=None, dtype=None, device=None, requires_grad=False) -> Tensor:
+def randn(*size, generator=None, dtype=None, device=None, requires_grad=False, **kw) -> Tensor:
     """Standard normal samples of the given size (from the global generator unless ``generator``).
 
     >>> import funcgrad
     >>> funcgrad.randn(2, 3).shape
     funcgrad.Size([2, 3])
     """
-    return _finish(jax.random.normal(_key(generator), _size(size), _dt(dtype).np), requires_grad, device)
+    return _finish(jax.random.normal(_key(generator), _size(size, **kw), _dt(dtype).np), requires_grad, device)
 
 
 def randint(low, high=None, size=None, *, generator=None, dtype=None, device=None,

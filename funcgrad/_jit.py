@@ -13,16 +13,21 @@ Design note — the phases of a call:
    not lifted yet aborts the trace and it is traced again with the key lifted). Tensors that
    are arguments are *inputs*: read-only unless the step writes them.
 2. **Validate** (every call, C-speed ``map`` comparisons): the cached layout still holds if
-   every state tensor has the same cell, every grad slot the same object, and every watched
-   container (module/optimizer dicts and lists on the way to state, Python flags like
-   ``training`` included) the same values. Otherwise: rediscover.
+   no module ``__dict__`` changed since discovery (one global counter, ``_STRUCTURE``, bumped
+   by ``Module.__setattr__``/``__delattr__``: covers ``training`` and other attributes), every
+   state tensor has the same cell, every grad slot the same object, and every other watched
+   container (``_parameters``/``_buffers``/``_modules`` dicts, optimizer state dicts and
+   lists) the same values. Otherwise: rediscover. Entries are found per layout by the inputs'
+   (tree, shapes/dtypes) only.
 3. **Trace** (once per layout × input shapes/dtypes/static args): ``jax.make_jaxpr`` of a
    pure function ``(state, hypers, inputs) -> (changed state, new grads, new tensors,
    outputs)`` that swaps tracers into the cells, runs the user function, reads the cells
    back and *always* restores the concrete values (so an exception leaves no tracer behind).
    Arrays captured as constants are checked: a pre-existing Tensor cell read but not
    discovered is lifted and the step traced again (it is never silently frozen).
-4. **Run**: ``jax.jit`` of the jaxpr, donating exactly the state buffers it overwrites; the
+4. **Run**: ``jax.jit`` of the jaxpr without the inputs it never reads (a ``.grad`` that
+   ``zero_grad()`` clears before ``backward()``, an unused RNG key: only written, so not
+   passed), donating exactly the state buffers it overwrites; the
    new arrays are written into the cells (views and ``detach()``-ed aliases see them), grad
    slots set as the trace left them, version counters advanced as eagerly.
 
@@ -247,6 +252,7 @@ class _Layout:
         self.leaves = [t for t in tensors if t._requires_grad]
         self.grad_ids = [id(t._grad) for t in self.leaves]
         self.struct_gen = _STRUCTURE[0]
+        self.fast: dict = {}  # (input tree, leaf keys) -> _Entry, for this layout
         # module __dicts are covered by the structure counter; their _parameters/_buffers/
         # _modules dicts (written directly by containers and register_*) stay watched
         self.watch_dicts = [d for d in walk.watch_dicts if id(d) not in walk.covered]
@@ -383,19 +389,22 @@ class CompiledFunction:
         if layout is None or list(map(id, objs)) != self._layout_args or not layout.valid():
             layout = self._discover(leaves, objs)
         in_tensors = [x for x in leaves if isinstance(x, Tensor) and id(x._cell) not in layout.cell_index]
-        key = (layout.key, tree, tuple(map(_leaf_key, leaves)))
-        entry = self._entries.get(key)
+        small = (tree, tuple(map(_leaf_key, leaves)))
+        entry = layout.fast.get(small)  # per layout: no hashing of the long layout key per call
         hyp = layout.hyper_values()
         if entry is None:
-            entry = self._trace(layout, args, kwargs, leaves, tree, in_tensors, hyp)
-            if layout is not self._layout:  # the trace lifted more state: a new layout
-                layout = self._layout
-                in_tensors = [x for x in leaves if isinstance(x, Tensor)
-                              and id(x._cell) not in layout.cell_index]
-                hyp = layout.hyper_values()
-                key = (layout.key, tree, key[2])
+            key = (layout.key,) + small
+            entry = self._entries.get(key)
+            if entry is None:
+                entry = self._trace(layout, args, kwargs, leaves, tree, in_tensors, hyp)
+                if layout is not self._layout:  # the trace lifted more state: a new layout
+                    layout = self._layout
+                    in_tensors = [x for x in leaves if isinstance(x, Tensor)
+                                  and id(x._cell) not in layout.cell_index]
+                    hyp = layout.hyper_values()
+                    key = (layout.key,) + small
             if not entry.one_shot:
-                self._entries[key] = entry
+                self._entries[key] = layout.fast[small] = entry
         return self._run(entry, layout, leaves, in_tensors, hyp)
 
     def _discover(self, leaves, objs) -> _Layout:

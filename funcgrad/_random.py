@@ -27,7 +27,15 @@ class Generator:
     def __init__(self, device="cpu"):
         self.device = device
         self._seed = 0
-        self._cell = _Cell(jax.random.PRNGKey(0))
+        self._c = None
+
+    @property
+    def _cell(self) -> _Cell:
+        # created on first use, so that `import funcgrad` does not start JAX's backend (a
+        # multi-host job must call jax.distributed.initialize before the backend starts)
+        if self._c is None:
+            self._c = _Cell(jax.random.PRNGKey(self._seed & 0xFFFFFFFFFFFFFFFF))
+        return self._c
 
     @property
     def key(self):

@@ -322,6 +322,9 @@ class Tensor:
         self._requires_grad = flag
 
     def requires_grad_(self, requires_grad: bool = True) -> "Tensor":
+        if requires_grad and self._grad_fn is None and not (self.dtype.is_floating_point
+                                                            or self.dtype.is_complex):
+            raise RuntimeError("only Tensors of floating point dtype can require gradients")  # PyTorch's
         self.requires_grad = requires_grad
         return self
 

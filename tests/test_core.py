@@ -138,10 +138,12 @@ def test_requires_grad_only_on_leaves():
                        "want to use a computed variable in a subgraph that doesn't require differentiation "
                        "use var_no_grad = var.detach()."):
         y.requires_grad = False
-    with pytest.raises(RuntimeError, match="only Tensors of floating point and complex dtype can require gradients"):
+    with pytest.raises(RuntimeError, match="only Tensors of floating point dtype can require gradients"):
         torch.tensor([1, 2]).requires_grad_()
-    with pytest.raises(RuntimeError, match="only Tensors of floating point"):
+    with pytest.raises(RuntimeError, match="Only Tensors of floating point and complex dtype can require"):
         torch.tensor([1, 2], requires_grad=True)
+    with pytest.raises(RuntimeError, match="only Tensors of floating point and complex dtype can require"):
+        torch.tensor([1, 2]).requires_grad = True
 
 
 def test_non_leaf_grad_warns_and_retain_grad():

@@ -233,3 +233,14 @@ def test_rss_flat_compiled_training_loop():
           f"({step.num_traces} trace(s))")
     assert grown < RSS_LIMIT_MB
     assert step.num_traces <= 2 and np.isfinite(loss.item())
+
+
+# ---------------------------------------------------------------- wide graphs
+def test_10k_way_fan_in_backpropagates():
+    """Sum of 10 000 products of one leaf (the 100 000-op chain is in test_core.py)."""
+    x = funcgrad.tensor(2.0, requires_grad=True)
+    total = x * 0.0
+    for i in range(10_000):
+        total = total + x * float(i % 3)
+    total.backward()
+    assert x.grad.item() == float(sum(i % 3 for i in range(10_000)))

@@ -82,10 +82,15 @@ def _vector_norm(x, *, ord, dim, keepdim, dtype):
         x = x.astype(dtype)
     a = _abs(x)  # zero subgradient at 0, as PyTorch
     if ord == 2:
-        # sqrt with a zero-safe gradient: PyTorch's subgradient of the 2-norm at 0 is 0
-        s = jnp.sum(a * a, axis=dim, keepdims=keepdim)
+        # scaled by the largest |x| (a constant for the gradient, which stays a/‖a‖): squares of
+        # tiny float32 entries would underflow to 0 (and of huge ones overflow), as PyTorch's
+        # CPU kernel does not. sqrt with a zero-safe gradient: the subgradient at 0 is 0.
+        m = jax.lax.stop_gradient(jnp.max(a, axis=dim, keepdims=True)) if a.size else 1
+        m = jnp.where(jnp.isfinite(m) & (m > 0), m, 1)
+        s = jnp.sum((a / m) ** 2, axis=dim, keepdims=True)
         pos = s > 0
-        return jnp.where(pos, jnp.sqrt(jnp.where(pos, s, 1)), 0).astype(a.dtype)
+        r = jnp.where(pos, m * jnp.sqrt(jnp.where(pos, s, 1)), 0).astype(a.dtype)
+        return r if keepdim else _squeeze_dims(r, dim)
     if ord == math.inf:
         return jnp.max(a, axis=dim, keepdims=keepdim)
     if ord == -math.inf:
@@ -99,6 +104,10 @@ def _vector_norm(x, *, ord, dim, keepdim, dtype):
     s = jnp.sum(jnp.where(nz, jnp.where(nz, a, 1) ** ord, 0), axis=dim, keepdims=keepdim)
     pos = s > 0
     return jnp.where(pos, jnp.where(pos, s, 1) ** (1.0 / ord), 0).astype(a.dtype)
+
+
+def _squeeze_dims(r, dim):
+    return r.reshape(()) if dim is None else jnp.squeeze(r, axis=dim)
 
 
 def _matrix_norm(x, *, ord, dims, keepdim):

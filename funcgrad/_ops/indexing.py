@@ -83,7 +83,10 @@ def index_select(input, dim, index, *, out=None) -> Tensor:
     if not _is_tracer(v) and v.size:
         a = np.asarray(v)
         if (a < 0).any() or (a >= size).any():
-            raise IndexError("index out of range in self")  # PyTorch 2.13's CPU message
+            if d == 0 or input.ndim <= 1:  # PyTorch 2.13's CPU kernel: dim 0 / 1-D path
+                raise IndexError("index out of range in self")
+            bad = int(a[(a < 0) | (a >= size)].flat[0])
+            raise RuntimeError(f"INDICES element is out of DATA bounds, id={bad} axis_dim={size}")
     x = input if input.ndim else input.reshape(1)
     r = apply(_index_select, x, index.reshape(-1), dim=d)
     return _out(r if input.ndim else r.reshape(()), out)

@@ -91,6 +91,7 @@ def _mlp_jax(params, x, y, with_grads: bool):
 
 def _mlp_torch(sizes, batch):
     import torch
+    torch.set_num_threads(1)  # on a busy small machine torch's thread pool spins (~20x slower)
     torch.manual_seed(0)
     layers = []
     for a, b in zip(sizes[:-1], sizes[1:]):
