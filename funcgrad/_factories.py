@@ -251,14 +251,20 @@ def logspace(start, end, steps, base=10.0, *, dtype=None, device=None, requires_
 
 
 # ---- random (values differ from PyTorch's; the global key is jit-bridge state) ----------------
+def _flat(sampler, key, shape, dtype):
+    """Sample flat and reshape: the same bits, and XLA compiles a 1-D sampler several times
+    faster than an N-D one (model construction draws one shape per parameter)."""
+    return sampler(key, (math.prod(shape),), dtype).reshape(shape)
+
+
 def _key(generator):
     return _random.next_key(generator)
 
 
 def rand(*size, generator=None, dtype=None, device=None, requires_grad=False, **kw) -> Tensor:
     """Uniform on [0, 1)."""
-    return _finish(jax.random.uniform(_key(generator), _size(size, **kw), _dt(dtype).np), requires_grad,
-                   device)
+    return _finish(_flat(jax.random.uniform, _key(generator), _size(size, **kw), _dt(dtype).np),
+                   requires_grad, device)
 
 
 def randn(*size, generator=None, dtype=None, device=None, requires_grad=False, **kw) -> Tensor:
@@ -268,7 +274,8 @@ def randn(*size, generator=None, dtype=None, device=None, requires_grad=False, *
     >>> funcgrad.randn(2, 3).shape
     funcgrad.Size([2, 3])
     """
-    return _finish(jax.random.normal(_key(generator), _size(size, **kw), _dt(dtype).np), requires_grad, device)
+    return _finish(_flat(jax.random.normal, _key(generator), _size(size, **kw), _dt(dtype).np),
+                   requires_grad, device)
 
 
 def randint(low, high=None, size=None, *, generator=None, dtype=None, device=None,

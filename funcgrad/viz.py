@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import html
 import os
+import re
 import shutil
 import subprocess
 
@@ -181,10 +182,26 @@ def make_dot(root, params: dict | None = None, show_saved: bool = False) -> Grap
     return Graph(nodes, edges)
 
 
+# one StableHLO/MHLO/CHLO operation per line: optional results (``%3 =``, ``%0:2 =``), then the
+# op name, in the pretty (``stablehlo.add %1, %2``) or the generic (``"stablehlo.while"(...)``) form;
+# attribute lines (``module @m attributes {mhlo.num_partitions = 1 : i32}``) do not start so
+_HLO_OP = re.compile(r'^\s*(?:%[\w#:.$-]+(?:\s*,\s*%[\w#:.$-]+)*\s*=\s*)?'  # results
+                     r'"?((?:stablehlo|mhlo|chlo)\.[A-Za-z_][\w.]*)')  # the op name
+_TERMINATORS = ("stablehlo.return", "mhlo.return")
+
+
 def compiled_summary(fn, *args, **kwargs) -> dict:
     """Op counts of a compiled step's XLA program: ``{'ops': total, 'by_op': {name: count}}``.
 
-    ``fn`` is a ``funcgrad.jit``-compiled step (uses its ``lower``) or any jax-traceable function.
+    ``fn`` is a ``funcgrad.jit``-compiled step (uses its ``lower``, which traces without running
+    the step) or any jax-traceable function. Counts the StableHLO operations of every function of
+    the lowered module (region terminators such as ``stablehlo.return`` are not counted), most
+    frequent first.
+
+    >>> import jax.numpy as jnp
+    >>> s = compiled_summary(lambda x, y: jnp.tanh(x @ y), jnp.ones((2, 3)), jnp.ones((3, 4)))
+    >>> s["by_op"]["stablehlo.dot_general"], s["by_op"]["stablehlo.tanh"], s["ops"]
+    (1, 1, 2)
     """
     lower = getattr(fn, "lower", None)
     if lower is None:
@@ -192,11 +209,9 @@ def compiled_summary(fn, *args, **kwargs) -> dict:
         lowered = jax.jit(fn).lower(*args, **kwargs)
     else:
         lowered = lower(*args, **kwargs)
-    text = lowered.as_text()
     counts: dict[str, int] = {}
-    for line in text.splitlines():
-        line = line.strip()
-        if "=" in line and ("stablehlo." in line or "mhlo." in line):
-            op = line.split("=", 1)[1].strip().split(" ")[0].split("(")[0].strip('"')
-            counts[op] = counts.get(op, 0) + 1
+    for line in lowered.as_text().splitlines():
+        m = _HLO_OP.match(line)
+        if m is not None and m.group(1) not in _TERMINATORS:
+            counts[m.group(1)] = counts.get(m.group(1), 0) + 1
     return {"ops": sum(counts.values()), "by_op": dict(sorted(counts.items(), key=lambda kv: -kv[1]))}

@@ -326,25 +326,16 @@ def _nb1():
         """),
         ("md", """
         What XLA compiles is the *whole* step — forward, backward and the SGD update — as one
-        pure function of the state. Written out by hand with `functional_call` and `jax.grad`,
-        it is the program below; `funcgrad.viz.compiled_summary` counts the operations of the
-        XLA (StableHLO) program:
+        pure function of the state. `compiled_step.lower(...)` returns that program for the
+        given arguments without running it (parameters and optimizer are left as they are), and
+        `funcgrad.viz.compiled_summary` counts the operations of its XLA (StableHLO) text:
         """),
         ("code", """
-        import jax
-        from funcgrad.func import functional_call
-
-        def pure_step(params, x, y):
-            def loss_fn(p):
-                return F.cross_entropy(functional_call(jit_model, p, (x,)), torch.from_jax(y)).jax()
-            loss, grads = jax.value_and_grad(loss_fn)(params)
-            return jax.tree.map(lambda p, g: p - 0.5 * g, params, grads), loss
-
-        params = {k: p.detach().jax() for k, p in jit_model.named_parameters()}
-        summary = compiled_summary(pure_step, params, xb.jax(), yb.jax())
+        summary = compiled_summary(compiled_step, jit_model, jit_opt, xb, yb)
         print("total ops:", summary["ops"])
         for op, n in list(summary["by_op"].items())[:10]:
             print(f"  {op:32} {n}")
+        print("traces:", compiled_step.num_traces, "(the cached program: lower() did not retrace)")
         """),
         ("md", """
         The price of a static graph: the trace runs the Python once, so a branch on a tensor's

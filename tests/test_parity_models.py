@@ -12,11 +12,13 @@ import numpy as np
 import pytest
 
 import funcgrad
-import funcgrad.nn.functional as F
 from funcgrad import nn
 from funcgrad.func import functional_call
 
-RTOL, ATOL = 1e-9, 1e-12  # atol only for entries that are ~0 by cancellation
+# atol only for gradients that are exactly 0 in exact arithmetic and rounding noise (~1e-17) in
+# float64: a conv bias followed by training-mode BatchNorm, the attention key bias (softmax is
+# shift-invariant). Observed relative errors elsewhere: 1e-15..1e-14.
+RTOL, ATOL = 1e-9, 1e-12
 
 
 @pytest.fixture(autouse=True)
@@ -28,10 +30,20 @@ def _float64():
 # ---- the models ---------------------------------------------------------------------------
 # Each case builds (model, x, target, head): ``head`` picks the tensor the loss uses from the
 # model's output; it works on Tensors and on jax arrays alike (only indexing/arithmetic).
+# Sizes are small and chosen so that many parameter/input shapes recur across the models
+# (16, 24, 4*4): kernels are compiled per shape, and compiling dominates this file's time.
+# Weight matrices stay non-square, so a transposed gradient cannot pass unnoticed.
+
+def _randn(*shape):
+    # sampled flat, then viewed: same numbers as randn(*shape), but XLA compiles the 1-D
+    # sampler 3-6x faster than a 4-D one (seconds per shape on a loaded CPU)
+    return funcgrad.randn(int(np.prod(shape))).view(*shape)
+
 
 def _mlp():
-    model = nn.Sequential(nn.Linear(5, 8), nn.Tanh(), nn.Linear(8, 8), nn.GELU(), nn.Linear(8, 3))
-    return model, funcgrad.randn(4, 5), funcgrad.randn(4, 3), lambda o: o
+    model = nn.Sequential(nn.Linear(16, 24), nn.Tanh(), nn.Linear(24, 16), nn.GELU(),
+                          nn.Linear(16, 4))
+    return model, funcgrad.randn(2, 3, 16), funcgrad.randn(2, 3, 4), lambda o: o
 
 
 def _cnn():
@@ -39,7 +51,7 @@ def _cnn():
         nn.Conv2d(2, 4, 3, padding=1), nn.BatchNorm2d(4), nn.ReLU(),
         nn.Conv2d(4, 3, 3, stride=2), nn.BatchNorm2d(3), nn.Tanh(),
         nn.Flatten(), nn.Linear(3 * 2 * 2, 2))
-    return model, funcgrad.randn(3, 2, 5, 5), funcgrad.randn(3, 2), lambda o: o
+    return model, _randn(3, 2, 5, 5), funcgrad.randn(3, 2), lambda o: o
 
 
 def _cnn_eval():
@@ -55,9 +67,9 @@ def _cnn_eval():
 
 
 def _lstm():
-    model = nn.LSTM(3, 5, num_layers=2, batch_first=True)
+    model = nn.LSTM(16, 4, num_layers=2, batch_first=True)
     # loss on the whole sequence output and on the last cell state of both layers
-    return model, funcgrad.randn(2, 4, 3), funcgrad.randn(2, 4, 5), lambda o: (o[0], o[1][1])
+    return model, funcgrad.randn(2, 3, 16), funcgrad.randn(2, 3, 4), lambda o: (o[0], o[1][1])
 
 
 def _transformer():
@@ -167,7 +179,7 @@ def _train_cnn(compiled):
     model, _, _, head = _build("cnn_batchnorm_train")
     opt = funcgrad.optim.SGD(model.parameters(), lr=0.05, momentum=0.9)
     funcgrad.manual_seed(1)
-    batches = [(funcgrad.randn(3, 2, 5, 5), funcgrad.randn(3, 2)) for _ in range(3)]
+    batches = [(_randn(3, 2, 5, 5), funcgrad.randn(3, 2)) for _ in range(3)]
 
     def step(x, t):
         opt.zero_grad()
@@ -204,3 +216,19 @@ def test_compiled_sgd_momentum_steps_match_eager_cnn_batchnorm():
     # the parameters really moved (the comparison above is not between two untouched models)
     fresh = _build("cnn_batchnorm_train")[0]
     assert not np.allclose(fresh[0].weight.detach().numpy(), comp[0].weight.detach().numpy())
+
+
+def test_eval_batchnorm_case_uses_running_stats():
+    # parity alone cannot tell whether eval mode used the running stats (both sides run the
+    # same module code): the eval reference must differ from the training-mode one, and equal
+    # a hand-written jax.numpy normalisation with the running stats for the first layer
+    model, x, _, _ = _build("cnn_batchnorm_eval")
+    assert _reference("cnn_batchnorm_eval")[0] != pytest.approx(_reference("cnn_batchnorm_train")[0])
+    conv, bn = model[0], model[1]
+    with funcgrad.no_grad():
+        out = bn(conv(x)).numpy()
+        h = conv(x).numpy()
+    c = (None, slice(None), None, None)
+    ref = ((h - bn.running_mean.numpy()[c]) / np.sqrt(bn.running_var.numpy()[c] + bn.eps)
+           * bn.weight.detach().numpy()[c] + bn.bias.detach().numpy()[c])
+    np.testing.assert_allclose(out, ref, rtol=RTOL, atol=ATOL)

@@ -1,0 +1,52 @@
+"""The jit bridge: an unmodified PyTorch-style step as one XLA program (``funcgrad.jit``).
+
+(Package named ``_jit`` so that importing it can never shadow the ``funcgrad.jit`` function.
+Its modules follow the phases: ``common`` (shared counters, the call lock, input keys),
+``discover`` (1, and the layout that 2 checks), ``trace`` (3, and ``cond``), ``compiled``
+(``CompiledFunction``: 2 and 4, ``lower``; ``jit``) and ``module`` (``compile(module)``).)
+
+Design note — the phases of a call:
+
+1. **Discover** (``discover._walk``, only when the cached layout is invalid). State is every Tensor
+   storage cell reachable from the step's arguments and from what the function captures
+   (closure cells, the globals its code names, recursively through Modules, Optimizers,
+   containers and object ``__dict__``s), the ``.grad`` slots of those tensors, every
+   ``Generator`` key (the global RNG always), and the numeric hyperparameters of optimizer
+   param groups that the optimizer reads through ``_lift.hyper`` (learned: a read of a key
+   not lifted yet aborts the trace and it is traced again with the key lifted). Tensors that
+   are arguments are *inputs*: read-only unless the step writes them.
+2. **Validate** (every call, C-speed ``map`` comparisons): the cached layout still holds if
+   no module ``__dict__`` changed since discovery (one global counter, ``_STRUCTURE``, bumped
+   by ``Module.__setattr__``/``__delattr__``: covers ``training`` and other attributes), every
+   state tensor has the same cell, every grad slot the same object, and every other watched
+   container (``_parameters``/``_buffers``/``_modules`` dicts, optimizer state dicts and
+   lists) the same values. Otherwise: rediscover. Entries are found per layout by the inputs'
+   (tree, shapes/dtypes) only.
+3. **Trace** (once per layout × input shapes/dtypes/static args): ``jax.make_jaxpr`` of a
+   pure function ``(state, hypers, inputs) -> (changed state, new grads, new tensors,
+   outputs)`` that swaps tracers into the cells, runs the user function, reads the cells
+   back and *always* restores the concrete values (so an exception leaves no tracer behind).
+   Arrays captured as constants are checked: a pre-existing Tensor cell read but not
+   discovered is lifted and the step traced again (it is never silently frozen).
+4. **Run**: ``jax.jit`` of the jaxpr without the inputs it never reads (a ``.grad`` that
+   ``zero_grad()`` clears before ``backward()``, an unused RNG key: only written, so not
+   passed), donating exactly the state buffers it overwrites; the
+   new arrays are written into the cells (views and ``detach()``-ed aliases see them), grad
+   slots set as the trace left them, version counters advanced as eagerly.
+
+Differences from eager (documented in ``jit``'s docstring): Python side effects happen at
+trace time only; tensors returned from the step are detached (no ``grad_fn``); a ``.grad``
+rebound inside the step reuses the previous ``.grad`` object when there was one.
+"""
+
+from .common import (_CALL_LOCK, _FAST_LEAVES, _GEN, _ORIG_SET_VALUE, _SCALARS, _STRUCTURE,
+                     _TracedCell, _Tracer, _flatten_args, _get_cell, _get_cell_value, _get_grad,
+                     _is_fast_leaf, _leaf_key, _scalar_key, _set_cell_gen, _set_cell_value,
+                     structure_changed)
+from .discover import (_LIBS, _MAX_OBJ_DEPTH, _Layout, _Walk, _code_names, _is_lib, _is_module,
+                       _is_optimizer, _walk)
+from .trace import _Entry, _collect, _missed_cells, _pure_body, _state_out_shardings, cond
+from .compiled import CompiledFunction, jit
+from .module import _CompiledModule, _differentiable_forward, compile  # noqa: A004
+
+__all__ = ["CompiledFunction", "compile", "cond", "jit", "structure_changed"]

@@ -1,0 +1,65 @@
+"""Shared pieces of the jit bridge: the call lock, storage generations, the structure counter
+and the keys that tell one call's inputs from another's."""
+
+from __future__ import annotations
+
+import itertools
+import operator
+import threading
+
+import jax
+import numpy as np
+
+from .._tensor import Tensor, _Cell
+
+_Tracer = jax.core.Tracer
+_GEN = itertools.count(1 << 48, 1 << 32)  # unique storage generations (never reached eagerly)
+_get_cell = Tensor._cell.__get__
+_get_grad = operator.attrgetter("_grad")
+_set_cell_value = _Cell.value.__set__
+_get_cell_value = _Cell.value.__get__
+_set_cell_gen = _Cell.gen.__set__
+_ORIG_SET_VALUE = Tensor._set_value
+_SCALARS = (bool, int, float, complex, str, bytes, type(None))
+_CALL_LOCK = threading.RLock()  # see CompiledFunction.__call__
+# bumped by Module.__setattr__/__delattr__ when a module's own __dict__ changes: cached layouts
+# check this one counter instead of comparing every module __dict__ value on every call
+_STRUCTURE = [0]
+
+
+def structure_changed() -> None:
+    """Tell compiled steps that a module attribute changed (their cached layouts rediscover)."""
+    _STRUCTURE[0] += 1
+
+
+class _TracedCell(_Cell):
+    """The class of storage cells created while a step is traced (told apart from older ones)."""
+
+    __slots__ = ()
+
+
+def _scalar_key(v):
+    return (type(v), v) if not isinstance(v, float) or v == v else (float, "nan")
+
+
+def _flatten_args(args, kwargs):
+    leaves, tree = jax.tree.flatten((args, kwargs), is_leaf=lambda x: isinstance(x, Tensor))
+    return leaves, tree
+
+
+_FAST_LEAVES = (Tensor, jax.Array, np.ndarray, bool, int, float, complex, str, bytes)
+
+
+def _is_fast_leaf(x) -> bool:
+    return isinstance(x, _FAST_LEAVES)
+
+
+def _leaf_key(x):
+    if isinstance(x, Tensor):
+        v = x._value
+        return ("t", v.shape, v.dtype, x._requires_grad, x._grad is None)
+    if isinstance(x, (jax.Array, np.ndarray)):
+        return ("a", x.shape, x.dtype)
+    if isinstance(x, _SCALARS):
+        return ("s",) + _scalar_key(x)
+    return ("o", id(x))

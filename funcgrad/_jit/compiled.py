@@ -1,0 +1,250 @@
+"""Phases 2 and 4 of a call — validate and run: ``CompiledFunction``, what :func:`jit` returns.
+
+A call flattens its arguments, checks the cached layout (rediscovering when it is stale),
+finds the program compiled for these inputs (tracing one when there is none), runs it and
+writes the new arrays back into the Python objects. ``lower`` stops before running.
+"""
+
+from __future__ import annotations
+
+import functools
+import itertools
+from collections import deque
+from typing import Callable
+
+import jax
+import numpy as np
+
+from .. import _random
+from .._tensor import Tensor
+from . import trace as _trace_mod
+from .common import (_CALL_LOCK, _GEN, _SCALARS, _flatten_args, _get_cell_value, _is_fast_leaf,
+                     _leaf_key, _set_cell_gen, _set_cell_value, structure_changed)
+from .discover import _WRAPPERS, _Layout, _walk
+from .trace import _Entry
+
+
+class CompiledFunction:
+    """A step compiled by :func:`jit`; call it like the original function.
+
+    Attributes:
+        num_traces: how many times the step was traced (each trace compiles a program).
+        retrace_reasons: why each trace happened (``"first call"``, ``"new input shapes"``…).
+    """
+
+    def __init__(self, fn: Callable, warn_after: int = 8):
+        self._fn = fn
+        self._warn_after = warn_after
+        self._layout: _Layout | None = None
+        self._layout_args: list = []
+        self._entries: dict = {}
+        self._lifted_keys: set = {"lr"}
+        self._extra_cells: list = []
+        self._trees: dict = {}
+        self.num_traces = 0
+        self.retrace_reasons: list[str] = []
+        functools.update_wrapper(self, fn, updated=())
+
+    def __repr__(self) -> str:
+        return f"<funcgrad.jit({getattr(self._fn, '__qualname__', self._fn)}), {self.num_traces} traces>"
+
+    def __get__(self, obj, objtype=None):
+        return self if obj is None else functools.partial(self, obj)
+
+    def reset(self) -> None:
+        """Forget the cached layout and programs (the next call rediscovers and retraces)."""
+        self._layout, self._entries = None, {}
+        structure_changed()
+
+    # -- the call ---------------------------------------------------------------------------
+    def __call__(self, *args, **kwargs):
+        # one call at a time, process-wide: tracing swaps tracers into shared cells (the
+        # global RNG key, Tensor._set_value, the _Cell class) that another thread's trace or
+        # run would otherwise read or restore wrongly; running holds it only for the dispatch
+        with _CALL_LOCK:
+            return self._call(args, kwargs)
+
+    def _call(self, args, kwargs):
+        if not kwargs and all(map(_is_fast_leaf, args)):  # the common f(x, y): no tree walk
+            leaves, tree = list(args), self._trees.get(len(args))
+            if tree is None:
+                tree = self._trees[len(args)] = _flatten_args(args, kwargs)[1]
+        else:
+            leaves, tree = _flatten_args(args, kwargs)
+        objs = [x for x in leaves if not isinstance(x, (Tensor, jax.Array, np.ndarray) + _SCALARS)]
+        layout = self._layout
+        if layout is None or list(map(id, objs)) != self._layout_args or not layout.valid():
+            layout = self._discover(leaves, objs)
+        in_tensors = [x for x in leaves if isinstance(x, Tensor) and id(x._cell) not in layout.cell_index]
+        small = (tree, tuple(map(_leaf_key, leaves)))
+        entry = layout.fast.get(small)  # per layout: no hashing of the long layout key per call
+        hyp = layout.hyper_values()
+        if entry is None:
+            key = (layout.key,) + small
+            entry = self._entries.get(key)
+            if entry is None:
+                entry = self._trace(layout, args, kwargs, leaves, tree, in_tensors, hyp)
+                if layout is not self._layout:  # the trace lifted more state: a new layout
+                    layout = self._layout
+                    in_tensors = [x for x in leaves if isinstance(x, Tensor)
+                                  and id(x._cell) not in layout.cell_index]
+                    hyp = layout.hyper_values()
+                    key = (layout.key,) + small
+            if not entry.one_shot:
+                self._entries[key] = layout.fast[small] = entry
+        return self._run(entry, layout, leaves, in_tensors, hyp)
+
+    def _discover(self, leaves, objs) -> _Layout:
+        w = _walk([self._fn, _random.default_generator] + objs)
+        input_ids = {id(x) for x in leaves if isinstance(x, Tensor)}
+        layout = _Layout(w, input_ids, self._extra_cells, self._lifted_keys)
+        self._layout, self._layout_args = layout, list(map(id, objs))
+        return layout
+
+    @staticmethod
+    def _program_inputs(e: _Entry, leaves, in_tensors, hyp):
+        """The program's arguments, as three lists: state, hyperparameters, inputs."""
+        # only what the program reads goes in (e.g. not .grad slots that zero_grad() clears)
+        state = list(map(_get_cell_value, e.in_cells))
+        if e.hyp_idx is not None:
+            hyp = [hyp[i] for i in e.hyp_idx]
+        inputs = [t._value for t in in_tensors] + [
+            x for x in leaves if isinstance(x, (jax.Array, np.ndarray))]
+        if e.inp_idx is not None:
+            inputs = [inputs[i] for i in e.inp_idx]
+        return state, hyp, inputs
+
+    def _run(self, e: _Entry, layout: _Layout, leaves, in_tensors, hyp):
+        state, hyp, inputs = self._program_inputs(e, leaves, in_tensors, hyp)
+        outs = e.fn(*state, *hyp, *inputs)
+        # ---- write back (the donated buffers are gone: every changed cell gets its new array)
+        n = e.n_changed
+        deque(map(_set_cell_value, e.changed, outs[:n]), 0)
+        deque(map(_set_cell_gen, e.changed, itertools.repeat(next(_GEN), n)), 0)
+        i = n
+        for t in e.grad_none:
+            t._grad = None
+        for t, obj in e.grad_objs:
+            t._grad = obj
+        for t in e.grad_new:
+            t._grad = Tensor._wrap(outs[i])
+            i += 1
+        for t in e.new_tensors:
+            t._set_value(outs[i])
+            i += 1
+        for t in e.inputs_written:
+            t._set_value(outs[i])
+            t._ver[0] += 1
+            i += 1
+        for ver, d in e.versions:
+            ver[0] += d
+        res_it = iter(outs[i:])
+        flat = []
+        for k in e.out_kinds:
+            if k == "t":
+                flat.append(Tensor._wrap(next(res_it)))
+            elif k == "a":
+                flat.append(next(res_it))
+            else:
+                flat.append(k[1])
+        return jax.tree.unflatten(e.out_tree, flat)
+
+    # phase 3, tracing (funcgrad/_jit/trace.py): plain functions of the step, used as methods
+    _trace = _trace_mod.trace
+    _walk_roots = _trace_mod.walk_roots
+    _scrub = _trace_mod.scrub
+
+    # -- inspection ---------------------------------------------------------------------------
+    def lower(self, *args, **kwargs) -> jax.stages.Lowered:
+        """The XLA program this step runs on these arguments, lowered (a ``jax.stages.Lowered``).
+
+        Nothing runs: parameters, ``.grad``, optimizer state and RNG keys are left as they are.
+        When no program is cached for these arguments the step is traced (``num_traces``
+        counts it, and the program is cached for the next call, unless the trace created state,
+        e.g. Adam's moments on its first step: that state is dropped again and the next call
+        traces anew). ``.as_text()`` is the StableHLO; ``.compile().as_text()`` the optimized HLO.
+
+        >>> import funcgrad
+        >>> w = funcgrad.ones(3, requires_grad=True)
+        >>> step = funcgrad.jit(lambda x: (w * x).sum())
+        >>> "stablehlo.multiply" in step.lower(funcgrad.ones(3)).as_text(), step.num_traces
+        (True, 1)
+        >>> step(funcgrad.ones(3)), step.num_traces
+        (tensor(3.), 1)
+        """
+        with _CALL_LOCK:  # tracing swaps tracers into shared cells, as in __call__
+            leaves, tree = _flatten_args(args, kwargs)
+            objs = [x for x in leaves if not isinstance(x, (Tensor, jax.Array, np.ndarray) + _SCALARS)]
+            layout = self._layout
+            if layout is None or list(map(id, objs)) != self._layout_args or not layout.valid():
+                layout = self._discover(leaves, objs)
+            small = (tree, tuple(map(_leaf_key, leaves)))
+            entry = layout.fast.get(small)
+            if entry is None:
+                entry = self._entries.get((layout.key,) + small)
+            if entry is None:
+                before = _walk(self._walk_roots(leaves), dicts=True).dicts
+                entry = self._trace(layout, args, kwargs, leaves, tree, self._in_tensors(leaves, layout),
+                                    layout.hyper_values())
+                layout = self._layout  # a new one if the trace lifted more state
+                if entry.one_shot:
+                    # its new state tensors would get their values from the run: drop them (and
+                    # the dict entries the trace added) so that the objects are as they were
+                    self._scrub(leaves)
+                    for d, keys in before:
+                        for k in [k for k in d if k not in keys]:
+                            del d[k]
+                else:
+                    self._entries[(layout.key,) + small] = layout.fast[small] = entry
+            state, hyp, inputs = self._program_inputs(entry, leaves, self._in_tensors(leaves, layout),
+                                                      layout.hyper_values())
+            fn, consts = entry.fn, ()
+            if isinstance(fn, functools.partial):  # functools.partial(jitted, *jaxpr constants)
+                fn, consts = fn.func, fn.args
+            return fn.lower(*consts, *state, *hyp, *inputs)
+
+    @staticmethod
+    def _in_tensors(leaves, layout: _Layout) -> list:
+        """The tensor arguments that are inputs (not state found elsewhere)."""
+        return [x for x in leaves if isinstance(x, Tensor) and id(x._cell) not in layout.cell_index]
+
+
+_WRAPPERS.append((CompiledFunction, "_fn"))  # discovery walks what a nested step captures
+
+
+def jit(fn: Callable | None = None, *, warn_after: int = 8):
+    """Compile a PyTorch-style step (forward, ``backward``, ``optimizer.step``) into one XLA program.
+
+    State is found without a variable list: parameters, buffers, ``.grad``, optimizer state
+    and hyperparameters, and the global RNG key reachable from the arguments and from what
+    ``fn`` captures (closures, globals) are fed to the program and written back, so after each
+    call every object looks as if the step had run eagerly. Traces are cached per input
+    shapes/dtypes, Python-scalar arguments and state structure; ``step.num_traces`` counts them.
+
+    Inside the step: ``.item()``, ``.tolist()``, ``.numpy()``, ``if tensor:`` and boolean-mask
+    indexing raise :class:`funcgrad._errors.TracedValueError` naming the line (use
+    ``funcgrad.where``/``funcgrad.cond`` or move the line out); ``print(tensor)`` prints
+    ``tensor(<traced float32[3]>)``; Python side effects run once per trace; returned tensors
+    are detached from the step's graph.
+
+    Args:
+        fn: the step. Tensor arguments are inputs (traced per shape/dtype); Python scalars
+            are static; other objects (modules, optimizers) are searched for state.
+        warn_after: warn when the step has been traced this many times (then at doublings).
+
+    >>> import funcgrad
+    >>> w = funcgrad.ones(3, requires_grad=True)
+    >>> @funcgrad.jit
+    ... def step(x):
+    ...     loss = (w * x).sum()
+    ...     loss.backward()
+    ...     with funcgrad.no_grad():
+    ...         w.sub_(0.5 * w.grad)
+    ...         w.grad = None
+    ...     return loss
+    >>> step(funcgrad.ones(3)), w
+    (tensor(3.), tensor([0.5000, 0.5000, 0.5000], requires_grad=True))
+    """
+    if fn is None:
+        return functools.partial(jit, warn_after=warn_after)
+    return CompiledFunction(fn, warn_after)

@@ -1,0 +1,133 @@
+"""``funcgrad.compile(module)``: a module whose forward is one compiled program.
+
+Without gradients the forward is a :func:`jit` step; with them it is one recorded autograd op
+(``CompiledFunctionBackward``) whose forward is the jitted program and whose backward is its
+jitted vjp, so that an eager ``backward()`` reaches the module's parameters.
+"""
+
+from __future__ import annotations
+
+import functools
+
+import jax
+
+from .. import _random
+from .._tensor import Tensor
+from .common import _CALL_LOCK, _GEN, _flatten_args, _leaf_key
+from .compiled import jit
+from .discover import _WRAPPERS, _is_module, _walk
+
+
+def compile(model_or_fn=None, **kwargs):  # noqa: A001  (funcgrad.compile, as torch.compile)
+    """``compile(fn)`` is :func:`jit`; ``compile(module)`` returns a module whose forward is compiled.
+
+    The compiled module shares the original's parameters and buffers (training continues
+    eagerly or compiled); its forward is one XLA program and, when gradients are needed, one
+    recorded autograd node whose backward is the jitted vjp of that program
+    (``CompiledFunctionBackward``).
+
+    >>> import funcgrad
+    >>> from funcgrad import nn
+    >>> lin = nn.Linear(2, 1)
+    >>> fast = funcgrad.compile(lin)
+    >>> bool((fast(funcgrad.ones(1, 2)) == lin(funcgrad.ones(1, 2))).all())
+    True
+    """
+    if model_or_fn is None:
+        return functools.partial(compile, **kwargs)
+    kwargs.pop("mode", None), kwargs.pop("fullgraph", None), kwargs.pop("dynamic", None)
+    kwargs.pop("backend", None)
+    if _is_module(model_or_fn):
+        return _CompiledModule(model_or_fn)
+    return jit(model_or_fn, **kwargs)
+
+
+class _CompiledModule:
+    """What ``funcgrad.compile(module)`` returns; attribute access reaches the module."""
+
+    def __init__(self, module):
+        object.__setattr__(self, "_module", module)
+        object.__setattr__(self, "_fwd", jit(module.__call__))
+        object.__setattr__(self, "_diff", {})
+
+    def __getattr__(self, name):
+        return getattr(self._module, name)
+
+    def __setattr__(self, name, value):
+        setattr(self._module, name, value)
+
+    def __repr__(self) -> str:
+        return f"Compiled({self._module!r})"
+
+    def __call__(self, *args, **kwargs):
+        from ..autograd import grad_mode
+        if not (grad_mode._state.enabled and any(p._requires_grad for p in self._module.parameters())):
+            return self._fwd(*args, **kwargs)
+        with _CALL_LOCK:  # it swaps values into the module's cells while tracing, as jit does
+            return _differentiable_forward(self, args, kwargs)
+
+
+def _differentiable_forward(cm, args, kwargs):
+    """The module's forward as one recorded op: forward = jitted program, backward = its vjp."""
+    from .. import _dispatch
+    module = cm._module
+    leaves, tree = _flatten_args(args, kwargs)
+    w = _walk([module, _random.default_generator])
+    params = [t for t in w.tensors.values() if t._requires_grad and t._grad_fn is None
+              and t._viewinfo is None]
+    pcells = {id(p._cell) for p in params}
+    others, seen = [], set(pcells)
+    for c in [t._cell for t in w.tensors.values()] + [g._cell for g in w.generators.values()]:
+        if id(c) not in seen:
+            seen.add(id(c))
+            others.append(c)
+    tpos = [i for i, x in enumerate(leaves) if isinstance(x, (Tensor, jax.Array))]
+    key = (tuple(map(id, (p._cell for p in params))), tuple(map(id, others)), tree,
+           tuple(map(_leaf_key, leaves)), module.training)
+    op = cm._diff.get(key)
+    if op is None:
+        n_p, n_o = len(params), len(others)
+        info = {}
+
+        def fn(*arrays):
+            cells = [p._cell for p in params] + others
+            saved = [(c.value, c.gen) for c in cells]
+            gen = next(_GEN)
+            try:
+                for c, v in zip(cells, arrays[:n_p + n_o]):
+                    c.value, c.gen = v, gen
+                call = list(leaves)
+                for i, v in zip(tpos, arrays[n_p + n_o:]):
+                    call[i] = Tensor._wrap(v)
+                a, kw = jax.tree.unflatten(tree, call)
+                from ..autograd.grad_mode import no_grad
+                with no_grad():
+                    out = module(*a, **kw)
+                flat, info["tree"] = jax.tree.flatten(out, is_leaf=lambda x: isinstance(x, Tensor))
+                info["n"] = len(flat)
+                return tuple(x._value if isinstance(x, Tensor) else x for x in flat) + tuple(
+                    c.value for c in others)
+            finally:
+                for c, (v, g) in zip(cells, saved):
+                    c.value, c.gen = v, g
+
+        vals = [p._value for p in params] + [c.value for c in others] + [
+            leaves[i]._value if isinstance(leaves[i], Tensor) else leaves[i] for i in tpos]
+        jax.eval_shape(fn, *vals)
+        n_out = info["n"]
+        op = _dispatch.Op("compiled_forward", fn, "CompiledFunctionBackward",
+                          diff=tuple(range(n_p)) + tuple(range(n_p + n_o, n_p + n_o + len(tpos))),
+                          diff_outputs=tuple(range(n_out)))
+        entry = cm._diff[key] = (op, n_out, info["tree"], others)
+    else:
+        entry = op
+    op, n_out, out_tree, others = entry
+    ins = [leaves[i] if isinstance(leaves[i], Tensor) else Tensor._wrap(leaves[i]) for i in tpos]
+    res = _dispatch.apply(op, *params, *[Tensor._wrap(c.value) for c in others], *ins)
+    g = next(_GEN)
+    for c, r in zip(others, res[n_out:]):
+        c.value, c.gen = r._value, g
+    return jax.tree.unflatten(out_tree, list(res[:n_out]))
+
+
+_WRAPPERS.append((_CompiledModule, "_module"))  # discovery walks the wrapped module

@@ -1,0 +1,364 @@
+"""Phase 3 of a call — tracing: ``jax.make_jaxpr`` of the step as a pure function of its state.
+
+``_pure_body`` swaps tracers into the state cells, runs the user's step, reads the cells back
+(``_collect``: what changed, new grads, tensors created, outputs) and *always* restores the
+concrete values, so an exception leaves no tracer behind; ``trace`` retries with more state
+lifted when the step read a tensor or hyperparameter that discovery missed, and jits the
+resulting program. ``trace``/``scrub``/``walk_roots`` are ``CompiledFunction`` methods
+(``self`` is the step).
+"""
+
+from __future__ import annotations
+
+import functools
+import gc
+import itertools
+import os
+import sys
+import threading
+import warnings
+from typing import Callable
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+from jax.extend.core import ClosedJaxpr, jaxpr_as_fun
+
+from .. import _lift, _random
+from .. import _tensor as _tensor_mod
+from .._tensor import Tensor, _Cell
+from .common import (_GEN, _ORIG_SET_VALUE, _SCALARS, _Tracer, _TracedCell, _get_cell_value,
+                     structure_changed)
+from .discover import _walk
+
+_PKG_DIR = os.path.dirname(os.path.abspath(__file__)) + os.sep
+
+
+class _Entry:
+    """One compiled program and how to write its results back into the Python objects."""
+
+    __slots__ = ("fn", "changed", "grad_reuse", "grad_none", "grad_new", "grad_objs", "new_cells",
+                 "new_tensors", "inputs_written", "versions", "out_tree", "out_kinds", "n_changed",
+                 "one_shot", "in_cells", "hyp_idx", "inp_idx")
+
+
+# ---- the trace (CompiledFunction._trace) -------------------------------------------------------
+def trace(self, layout, args, kwargs, leaves, tree, in_tensors, hyp, _attempt=0) -> _Entry:
+    """Trace and jit the step for these arguments (``CompiledFunction._trace``); count the trace."""
+    reason = "first call" if not self.num_traces else "new input shapes/dtypes/static args or state structure"
+    plan: dict = {}
+    arr_pos = [i for i, x in enumerate(leaves) if isinstance(x, (jax.Array, np.ndarray))]
+    fn = self._fn
+    n_state, n_hyp = len(layout.cells), len(hyp)
+
+    def pure(state, hypers, inputs):
+        return _pure_body(fn, layout, plan, state, hypers, inputs, leaves, tree, in_tensors,
+                          arr_pos, self._walk_roots(leaves))
+
+    in_vals = [t._value for t in in_tensors] + [leaves[i] for i in arr_pos]
+    state_vals = list(map(_get_cell_value, layout.cells))
+    # storage writes to tensors that are not state (not discovered): recorded, undone, lifted
+    written: dict = {}
+    known = set(layout.cell_index) | {id(t._cell) for t in in_tensors}
+    me = threading.get_ident()
+
+    def recording_set_value(t, new, _orig=_ORIG_SET_VALUE):
+        c = t._cell
+        if type(c) is _Cell and id(c) not in known and id(c) not in written \
+                and threading.get_ident() == me:
+            written[id(c)] = (c, c.value, c.gen)
+        _orig(t, new)
+
+    _tensor_mod._Cell = _TracedCell
+    Tensor._set_value = recording_set_value
+    try:
+        closed = jax.make_jaxpr(pure)(state_vals, hyp, in_vals)
+    except _lift.Relift as r:
+        if _attempt > 8:
+            raise
+        self._lifted_keys.add(r.key)
+        self._scrub(leaves)
+        layout = self._discover(leaves, [x for x in leaves if not isinstance(
+            x, (Tensor, jax.Array, np.ndarray) + _SCALARS)])
+        return self._trace(layout, args, kwargs, leaves, tree,
+                           [x for x in leaves if isinstance(x, Tensor)
+                            and id(x._cell) not in layout.cell_index], layout.hyper_values(),
+                           _attempt + 1)
+    except BaseException:
+        self._scrub(leaves)
+        raise
+    finally:
+        _tensor_mod._Cell = _Cell
+        Tensor._set_value = _ORIG_SET_VALUE
+        for c, v, g in written.values():
+            c.value, c.gen = v, g
+    # arrays captured as constants: an older Tensor's storage read but not discovered?
+    missed = _missed_cells(closed.consts, layout) + [c for c, _, _ in written.values()]
+    if missed:
+        if _attempt > 8:
+            raise RuntimeError("funcgrad.jit: could not lift tensors read by the step")
+        self._scrub(leaves)
+        self._extra_cells.extend(missed)
+        layout = self._discover(leaves, [x for x in leaves if not isinstance(
+            x, (Tensor, jax.Array, np.ndarray) + _SCALARS)])
+        return self._trace(layout, args, kwargs, leaves, tree,
+                           [x for x in leaves if isinstance(x, Tensor)
+                            and id(x._cell) not in layout.cell_index], layout.hyper_values(),
+                           _attempt + 1)
+    self.num_traces += 1
+    self.retrace_reasons.append(reason)
+    if self.num_traces >= self._warn_after and (self.num_traces & (self.num_traces - 1)) == 0:
+        warnings.warn(
+            f"funcgrad.jit: {getattr(fn, '__qualname__', fn)} has been traced "
+            f"{self.num_traces} times: its input shapes/dtypes, Python-scalar arguments or "
+            f"state structure (.grad None vs set, new optimizer state, module.train()/eval(), "
+            f"non-lr hyperparameters) keep changing, and each trace compiles a new program. "
+            f"Pad inputs to fixed shapes or move the changing part out of the step.",
+            UserWarning, stacklevel=_user_stacklevel())
+    e = plan["entry"]
+    # the jaxpr's constants become leading (non-donated) arguments: jit of a closed jaxpr
+    # with both constants and donation miscounts its arguments
+    consts = list(closed.consts)
+    if any(isinstance(c, _Tracer) for c in consts):
+        raise RuntimeError("funcgrad.jit: the step captured a tracer of an earlier trace (a "
+                           "cache filled while tracing?); please report this as a bug")
+    jx = closed.jaxpr
+    # drop the inputs the program never reads (state only written, e.g. a .grad that
+    # zero_grad() sets to None before backward() makes a new one; an unused RNG key)
+    used = {id(v) for eqn in jx.eqns for v in eqn.invars} | {id(v) for v in jx.outvars}
+    keep = [id(v) in used for v in jx.invars]
+    n_in = len(jx.invars) - n_state - n_hyp
+    e.in_cells = [c for c, k in zip(layout.cells, keep) if k]
+    e.hyp_idx = None if all(keep[n_state:n_state + n_hyp]) else [
+        i for i in range(n_hyp) if keep[n_state + i]]
+    e.inp_idx = None if all(keep[n_state + n_hyp:]) else [
+        i for i in range(n_in) if keep[n_state + n_hyp + i]]
+    new_pos = {id(c): i for i, c in enumerate(e.in_cells)}
+    open_fn = jaxpr_as_fun(ClosedJaxpr(jx.replace(constvars=[], invars=list(jx.constvars) + [
+        v for v, k in zip(jx.invars, keep) if k], debug_info=None), []))
+    donate = tuple(len(consts) + new_pos[id(c)] for c in e.changed if id(c) in new_pos)
+    # state placed on several devices (funcgrad.parallel) keeps its sharding across steps
+    out_sh = _state_out_shardings(layout, e, state_vals, len(jx.outvars))
+    jitted = jax.jit(open_fn, donate_argnums=donate,
+                     **({} if out_sh is None else {"out_shardings": out_sh}))
+    e.fn = functools.partial(jitted, *consts) if consts else jitted
+    return e
+
+
+def walk_roots(self, leaves) -> list:
+    """What ``_collect`` and ``scrub`` walk: the step, the global RNG and the object arguments."""
+    return [self._fn, _random.default_generator] + [
+        x for x in leaves if not isinstance(x, (jax.Array, np.ndarray) + _SCALARS)]
+
+
+def scrub(self, leaves) -> None:
+    """After a trace that does not run (failed, or ``lower``): drop the state it created."""
+    structure_changed()  # it may pop entries from module __dicts
+    w = _walk(self._walk_roots(leaves), parents=True)
+    for tid, (t, parent) in list(w.parents.items()):
+        if not isinstance(t._cell.value, _Tracer):
+            continue
+        if parent is None:
+            t._cell.value = jnp.zeros(t._cell.value.shape, t._cell.value.dtype)
+            continue
+        box, k = parent
+        if isinstance(box, Tensor) and k == "_grad":
+            box._grad = None
+        elif isinstance(box, dict):
+            box.pop(k, None)
+        elif isinstance(box, list):
+            box[:] = [x for x in box if x is not t]
+        else:
+            t._cell.value = jnp.zeros(t._cell.value.shape, t._cell.value.dtype)
+
+
+def _user_stacklevel() -> int:
+    """The ``warnings`` stacklevel of the first frame outside this package (the user's call)."""
+    f, level = sys._getframe(1), 1  # stacklevel 1: the function calling warnings.warn
+    while f is not None and f.f_code.co_filename.startswith(_PKG_DIR):
+        f, level = f.f_back, level + 1
+    return level
+
+
+def _state_out_shardings(layout, e, state_vals, n_out):
+    """Pin each changed multi-device state cell's output to its input sharding (else: None)."""
+    sh = []
+    for c in e.changed:
+        s = getattr(state_vals[layout.cell_index[id(c)]], "sharding", None)
+        sh.append(s if s is not None and len(s.device_set) > 1 else None)
+    if not any(s is not None for s in sh):
+        return None  # single device: let jax choose, as before
+    return sh + [None] * (n_out - len(sh))
+
+
+def _missed_cells(consts, layout) -> list:
+    """Storage cells of tensors that existed before the trace whose array became a constant."""
+    out = []
+    for c in consts:
+        if not isinstance(c, jax.Array) or isinstance(c, _Tracer):
+            continue
+        for r in gc.get_referrers(c):
+            if type(r) is _Cell and r.value is c and id(r) not in layout.cell_index:
+                out.append(r)
+    return out
+
+
+def _pure_body(fn, layout, plan, state, hypers, inputs, leaves, tree, in_tensors, arr_pos, roots):
+    """Run the user's step on tracers; fill ``plan['entry']``; always restore the objects."""
+    cells = layout.cells
+    saved = [(c.value, c.gen) for c in cells]
+    gen = next(_GEN)
+    grads0 = [t._grad for t in layout.leaves]
+    in_saved = []
+    in_leaves = [t for t in in_tensors if t._requires_grad]
+    in_grads0 = [t._grad for t in in_leaves]
+    ver0 = [(t, t._ver[0]) for t in layout.tensors]
+    gfn0 = [(t, t._grad_fn, t._output_nr, t._requires_grad) for t in layout.tensors]
+    ctx = _lift.TraceContext({}, set())
+    it = iter(hypers)
+    for g, k, kind in layout.hyper_slots:
+        ctx.traced[(id(g), k)] = tuple(next(it) for _ in range(kind[1])) if isinstance(kind, tuple) \
+            else next(it)
+    ctx.lifted_keys = {k for _, k, _ in layout.hyper_slots}
+    prev_ctx = getattr(_lift._local, "ctx", None)
+    try:
+        for c, v in zip(cells, state):
+            c.value, c.gen = v, gen
+        n_t = len(in_tensors)
+        for t, v in zip(in_tensors, inputs[:n_t]):
+            vi = t._viewinfo
+            in_saved.append((t, t._cell, t._cell.value, t._cell.gen,
+                             None if vi is None else (vi.cache, vi.gen)))
+            if vi is None:
+                t._cell.value, t._cell.gen = v, gen
+            else:
+                vi.cache, vi.gen = v, t._cell.gen
+        call_leaves = list(leaves)
+        for i, v in zip(arr_pos, inputs[n_t:]):
+            call_leaves[i] = v
+        a, kw = jax.tree.unflatten(tree, call_leaves)
+        _lift._local.ctx = ctx
+        out = fn(*a, **kw)
+        _lift._local.ctx = prev_ctx
+        return _collect(plan, layout, state, inputs, in_tensors, grads0, in_leaves, in_grads0,
+                        ver0, out, roots)
+    finally:
+        _lift._local.ctx = prev_ctx
+        for c, (v, g) in zip(cells, saved):
+            c.value, c.gen = v, g
+        for t, cell, v, g, vc in in_saved:
+            cell.value, cell.gen = v, g
+            if vc is not None:
+                t._viewinfo.cache, t._viewinfo.gen = vc
+        for t, g in zip(layout.leaves, grads0):
+            t._grad = g
+        for t, g in zip(in_leaves, in_grads0):
+            t._grad = g
+        for t, v in ver0:
+            t._ver[0] = v
+        for t, gf, nr, rg in gfn0:
+            t._grad_fn, t._output_nr, t._requires_grad = gf, nr, rg
+
+
+def _collect(plan, layout, state, inputs, in_tensors, grads0, in_leaves, in_grads0, ver0, out, roots):
+    """Read the effects of the traced step into an ``_Entry`` and the flat traced outputs."""
+    e = _Entry()
+    cells = layout.cells
+    changed, vals = [], []
+    for c, v in zip(cells, state):
+        if c.value is not v:
+            changed.append(c)
+            vals.append(c.value)
+    e.grad_none, e.grad_objs, e.grad_new = [], [], []
+    extra = []
+    state_ids = layout.cell_index
+    for t, g0 in list(zip(layout.leaves, grads0)) + list(zip(in_leaves, in_grads0)):
+        g = t._grad
+        if g is g0:
+            continue
+        if g is None:
+            e.grad_none.append(t)
+        elif id(g._cell) in state_ids and not isinstance(g._cell, _TracedCell):
+            e.grad_objs.append((t, g))
+        elif g0 is not None and id(g0._cell) in state_ids and g0._viewinfo is None:
+            # a new .grad object: reuse the previous one's storage (cheaper than a new Tensor);
+            # `t._grad = g0` at run time is a no-op (the layout checks .grad identities)
+            c = g0._cell
+            gv = g._value
+            if gv.dtype != c.value.dtype or gv.shape != c.value.shape:
+                e.grad_new.append(t)
+                extra.append(gv)
+                continue
+            if c in changed:
+                vals[changed.index(c)] = gv
+            else:
+                changed.append(c)
+                vals.append(gv)
+        else:
+            e.grad_new.append(t)
+            extra.append(g._value)
+    # tensors created during the trace and still reachable (e.g. lazily created optimizer state)
+    e.new_tensors = []
+    in_cells = {id(t._cell) for t in in_tensors}
+    w = _walk(roots)
+    grad_new_ids = {id(t._grad) for t in itertools.chain(layout.leaves, in_leaves)}
+    for t in w.tensors.values():
+        if id(t._cell) in state_ids or id(t._cell) in in_cells or id(t) in grad_new_ids:
+            continue
+        if isinstance(t._cell.value, _Tracer):
+            e.new_tensors.append(t)
+            extra.append(t._value)
+    e.one_shot = bool(e.new_tensors)
+    e.inputs_written = []
+    for t, v in zip(in_tensors, inputs):
+        if t._value is not v:
+            e.inputs_written.append(t)
+            extra.append(t._value)
+    e.versions = [(t._ver, t._ver[0] - v) for t, v in ver0 if t._ver[0] != v]
+    e.changed, e.n_changed = changed, len(changed)
+    # the user's return value
+    flat, e.out_tree = jax.tree.flatten(out, is_leaf=lambda x: isinstance(x, Tensor))
+    kinds, outs = [], []
+    for x in flat:
+        if isinstance(x, Tensor):
+            kinds.append("t")
+            outs.append(x._value)
+        elif isinstance(x, (jax.Array, _Tracer)):
+            kinds.append("a")
+            outs.append(x)
+        else:
+            kinds.append(("c", x))
+    e.out_kinds = kinds
+    plan["entry"] = e
+    # every output gets its own buffer: an array returned twice (or an input returned) would
+    # otherwise be aliased, and a later call donating one alias would delete the other
+    flat_out, seen = vals + extra + outs, {id(v) for v in state} | {id(v) for v in inputs}
+    for i, v in enumerate(flat_out):
+        if id(v) in seen:
+            flat_out[i] = jnp.copy(v)
+        seen.add(id(v))
+    return flat_out
+
+
+def cond(pred, true_fn: Callable, false_fn: Callable, *operands):
+    """``true_fn(*operands)`` if ``pred`` else ``false_fn(*operands)``, also inside a compiled step.
+
+    Eagerly (a concrete ``pred``) only the chosen branch runs. While tracing both branches run
+    and their outputs are selected with ``funcgrad.where`` (differentiable; both branches must
+    return tensors of the same shapes).
+
+    >>> import funcgrad
+    >>> x = funcgrad.tensor([1.0, -2.0])
+    >>> funcgrad.cond(x.sum() > 0, lambda v: v * 2, lambda v: -v, x)
+    tensor([-1.,  2.])
+    """
+    from .. import _ops  # noqa: F401
+    from .._ops.pointwise import where
+    p = pred._value if isinstance(pred, Tensor) else pred
+    if not isinstance(p, _Tracer):
+        return true_fn(*operands) if bool(np.asarray(p)) else false_fn(*operands)
+    a, b = true_fn(*operands), false_fn(*operands)
+    pt = pred if isinstance(pred, Tensor) else Tensor._wrap(jnp.asarray(p))
+    is_t = lambda x: isinstance(x, Tensor)  # noqa: E731
+    return jax.tree.map(lambda x, y: where(pt, x, y), a, b, is_leaf=is_t)
+
