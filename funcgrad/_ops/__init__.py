@@ -8,6 +8,7 @@ from . import nn_loss, nn_rnn  # noqa: F401  (losses; recurrent + attention)
 from . import creation, decomp, indexing, shape_more  # noqa: F401  (linalg/shape breadth)
 from . import math, sort  # noqa: F401  (elementwise math; sorting reductions)
 from . import nn  # noqa: F401  (activations, softmax, conv, pool, norm, dropout, embedding)
+from . import special  # noqa: F401  (logit, polygamma, Bessel, ndtr, zeta, frexp…)
 from ._registry import FUNCTIONS, METHODS, OPS, apply, install
 
 install()

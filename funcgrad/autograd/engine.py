@@ -109,20 +109,29 @@ def execute(roots, grads, retain_graph, create_graph, capture=None, accumulate=T
             buf = buffers.pop(node, None)
             outs = None
             if buf is not None and (needed is None or node in needed):
-                _run_hooks(node, buf)
-                if type(node) is AccumulateGrad and node.variable._hooks and buf[0] is not None:
+                if node._tensor_pre_hooks or node._retain or node._pre_hooks:
+                    _run_hooks(node, buf)
+                is_leaf = type(node) is AccumulateGrad
+                if is_leaf and node.variable._hooks and buf[0] is not None:
                     # a leaf's tensor hooks run before capture too (autograd.grad sees them)
                     for h in list(node.variable._hooks):
                         r = h(buf[0])
                         if r is not None:
                             buf[0] = r
-                for nr, i in targets.get(node, ()):
-                    results[i] = buf[nr]
-                if isinstance(node, AccumulateGrad):
+                if targets:
+                    for nr, i in targets.get(node, ()):
+                        results[i] = buf[nr]
+                if is_leaf:
                     if accumulate and buf[0] is not None:
                         _accumulate(node, buf[0], create_graph)
-                elif any(g is not None for g in buf):
-                    outs = _run_node(node, buf) if not anomaly else _run_node_anomaly(node, buf)
+                elif buf[0] is not None or any(g is not None for g in buf):
+                    if anomaly:
+                        outs = _run_node_anomaly(node, buf)
+                    elif node._hooks:
+                        outs = _run_node(node, buf)
+                    else:  # the common case, inlined
+                        node._check_saved()
+                        outs = node._apply(buf)
                     if not retain_graph:
                         node._release()
             for k, (child, nr) in enumerate(node.next_functions):

@@ -1,0 +1,265 @@
+"""Op table — special functions: logit, polygamma, mvlgamma, the modified Bessel functions
+(i0, i0e, i1, i1e), the normal distribution helpers (ndtr, ndtri, log_ndtr), erfcx, entr,
+xlog1py, Hurwitz zeta, frexp and ldexp.
+
+Where PyTorch's derivative differs from what ``jax.vjp`` of the forward would give (logit outside
+[0, 1], i0 at 0, xlog1py at ``self == 0, other <= -1``) the forward carries a ``jax.custom_jvp``
+with PyTorch's formula, so the backward kernel is still the cached jitted vjp of the op.
+"""
+
+from __future__ import annotations
+
+import collections
+import functools
+
+import jax
+import jax.numpy as jnp
+import jax.scipy.special as jsp
+
+from ._registry import Tensor, apply, defop, export, inplace_method
+
+
+def _out(r, out):
+    return r if out is None else out.copy_(r)
+
+
+# ---- pure kernels with PyTorch's derivatives -----------------------------------------------------
+@functools.partial(jax.custom_jvp, nondiff_argnums=(1,))
+def _logit_fn(x, eps=None):
+    if eps is not None:
+        lo = jnp.asarray(eps, x.dtype)
+        x = jnp.where(x < lo, lo, jnp.where(x > 1 - lo, 1 - lo, x))
+    return jnp.log(x / (1 - x))
+
+
+@_logit_fn.defjvp
+def _logit_jvp(eps, primals, tangents):
+    (x,), (t,) = primals, tangents
+    d = t / (x * (1 - x))
+    if eps is None:  # PyTorch: nan outside [0, 1]
+        d = jnp.where((x < 0) | (x > 1), jnp.nan, d)
+    else:  # zero where clamped (the bounds themselves pass the gradient)
+        d = jnp.where((x < eps) | (x > 1 - eps), 0, d)
+    return _logit_fn(x, eps), d
+
+
+@jax.custom_jvp
+def _i0_fn(x):
+    return jsp.i0(x)
+
+
+@_i0_fn.defjvp
+def _i0_jvp(primals, tangents):
+    # jax.scipy's i0 goes through |x| and has derivative 1 at 0; i0' = i1 (0 at 0)
+    (x,), (t,) = primals, tangents
+    return jsp.i0(x), t * jsp.i1(x)
+
+
+@jax.custom_jvp
+def _xlog1py_fn(x, y):
+    return jsp.xlog1py(x, y)
+
+
+@_xlog1py_fn.defjvp
+def _xlog1py_jvp(primals, tangents):
+    (x, y), (tx, ty) = primals, tangents
+    dx = jnp.where((x == 0) & (y <= -1), 0, jnp.log1p(y))
+    return jsp.xlog1py(x, y), dx * tx + x / (y + 1) * ty
+
+
+def _polygamma_fn(x, *, n):
+    return jsp.polygamma(n, x)
+
+
+def _mvlgamma_fn(x, *, p):
+    return jsp.multigammaln(x, p)
+
+
+def _frexp_fn(x):
+    # the exponent is a step function: the mantissa's derivative is 2**-exponent (FrexpBackward0)
+    e = jnp.frexp(jax.lax.stop_gradient(x))[1]
+    return x * jnp.exp2(-e).astype(x.dtype), e
+
+
+def _ldexp_fn(x, e):
+    return x * jnp.exp2(e)
+
+
+def _ndtr_fn(x):
+    return jsp.ndtr(x)
+
+
+# (key, fn, PyTorch node name)
+_logit = defop("logit", lambda x, eps: _logit_fn(x, eps), "LogitBackward0", promote="float")
+_polygamma = defop("polygamma", _polygamma_fn, "PolygammaBackward0", promote="float")
+_mvlgamma = defop("mvlgamma", _mvlgamma_fn, "MvlgammaBackward0", promote="float")
+_i0 = defop("i0", _i0_fn, "I0Backward0", promote="float")
+_UNARY = {
+    "i0e": (jsp.i0e, "SpecialI0EBackward0"),
+    "i1": (jsp.i1, "SpecialI1Backward0"),
+    "i1e": (jsp.i1e, "SpecialI1EBackward0"),
+    # PyTorch's ndtr is a composite ``(1 + erf(x / sqrt 2)) * 0.5``: its node is the last mul
+    "ndtr": (_ndtr_fn, "MulBackward1"),
+    "ndtri": (jsp.ndtri, "SpecialNdtriBackward0"),
+    "log_ndtr": (jsp.log_ndtr, "SpecialLogNdtrBackward0"),
+    "erfcx": (jsp.erfcx, "SpecialErfcxBackward0"),
+    "entr": (jsp.entr, "SpecialEntrBackward0"),
+}
+SPECIAL_OPS = {k: defop("special_" + k, f, g, promote="float") for k, (f, g) in _UNARY.items()}
+_xlog1py_t = defop("special_xlog1py", _xlog1py_fn, "SpecialXlog1PyBackward0", promote="binary_float")
+_xlog1py_self = defop("special_xlog1py_self_scalar", _xlog1py_fn, "SpecialXlog1PyBackward1",
+                      promote="binary_float")
+_xlog1py_other = defop("special_xlog1py_other_scalar", _xlog1py_fn, "SpecialXlog1PyBackward2",
+                       promote="binary_float")
+# PyTorch has no derivative of zeta wrt x ("the derivative for 'zeta' is not implemented"): only q
+_zeta_t = defop("special_zeta", jsp.zeta, "SpecialZetaBackward0", promote="binary_float", diff=(1,))
+_zeta_self = defop("special_zeta_self_scalar", jsp.zeta, "SpecialZetaBackward1",
+                   promote="binary_float", diff=(1,))
+# q a scalar: nothing differentiable is left (PyTorch records a node whose backward raises)
+_zeta_other = defop("special_zeta_other_scalar", jsp.zeta, None, promote="binary_float")
+_frexp = defop("frexp", _frexp_fn, "FrexpBackward0", diff_outputs=(0,))
+_ldexp = defop("ldexp", _ldexp_fn, "LdexpBackward0", promote="binary_float")
+
+frexp_result = collections.namedtuple("frexp", ["mantissa", "exponent"])
+frexp_result.__module__ = "funcgrad.return_types"
+
+
+def _check_float(x: Tensor, fname: str) -> None:
+    if x.dtype._kind in "bi":
+        from .._tensor import _scalar_type_name
+        raise RuntimeError(f"\"{fname}_cpu\" not implemented for '{_scalar_type_name(x.dtype)}'")
+
+
+# ---- frontends ---------------------------------------------------------------------------------
+@export("logit")
+def logit(input: Tensor, eps: float | None = None, *, out=None) -> Tensor:
+    """``log(x / (1 - x))``, with ``x`` first clamped to ``[eps, 1 - eps]`` when ``eps`` is given.
+
+    >>> import funcgrad
+    >>> funcgrad.logit(funcgrad.tensor([0.5, 0.0, 1.0]), eps=0.25)
+    tensor([ 0.0000, -1.0986,  1.0986])
+    """
+    return _out(apply(_logit, input, eps=None if eps is None else float(eps)), out)
+
+
+@export("polygamma", method=False)
+def polygamma(n: int, input: Tensor, *, out=None) -> Tensor:
+    """The ``n``-th derivative of the digamma function (``polygamma(0, x) == digamma(x)``).
+
+    >>> import funcgrad
+    >>> funcgrad.polygamma(1, funcgrad.tensor([1.0, 2.0]))
+    tensor([1.6449, 0.6449])
+    """
+    if n < 0:
+        raise RuntimeError("polygamma(n, x) does not support negative n.")
+    return _out(apply(_polygamma, input, n=int(n)), out)
+
+
+@export("polygamma", function=False)
+def _polygamma_method(self: Tensor, n: int) -> Tensor:
+    return polygamma(n, self)
+
+
+@export("mvlgamma")
+def mvlgamma(input: Tensor, p: int, *, out=None) -> Tensor:
+    """Multivariate log-gamma of dimension ``p`` (``special.multigammaln``).
+
+    >>> import funcgrad
+    >>> funcgrad.mvlgamma(funcgrad.tensor([3.0]), 2)
+    tensor([1.5502])
+    """
+    if p < 1:
+        raise RuntimeError("p has to be greater than or equal to 1")
+    return _out(apply(_mvlgamma, input, p=int(p)), out)
+
+
+@export("i0")
+def i0(input: Tensor, *, out=None) -> Tensor:
+    """Modified Bessel function of the first kind, order 0.
+
+    >>> import funcgrad
+    >>> funcgrad.i0(funcgrad.tensor([0.0, 1.0]))
+    tensor([1.0000, 1.2661])
+    """
+    return _out(apply(_i0, input), out)
+
+
+def _unary(name: str):
+    op = SPECIAL_OPS[name]
+
+    def f(input: Tensor, *, out=None) -> Tensor:
+        return _out(apply(op, input), out)
+    f.__name__ = f.__qualname__ = name
+    f.__doc__ = f"``torch.special.{name}`` elementwise; differentiable."
+    return f
+
+
+i0e, i1, i1e = _unary("i0e"), _unary("i1"), _unary("i1e")
+ndtr, ndtri, log_ndtr = _unary("ndtr"), _unary("ndtri"), _unary("log_ndtr")
+erfcx, entr = _unary("erfcx"), _unary("entr")
+
+
+def _as_tensor(x):
+    from .._factories import tensor
+    return tensor(x)
+
+
+def xlog1py(input, other, *, out=None) -> Tensor:
+    """``input * log1p(other)``, 0 where ``input == 0`` (unless ``other`` is nan)."""
+    if not isinstance(input, Tensor) and not isinstance(other, Tensor):
+        input = _as_tensor(input)
+    if not isinstance(input, Tensor):
+        return _out(apply(_xlog1py_self, input, other), out)
+    if not isinstance(other, Tensor):
+        return _out(apply(_xlog1py_other, input, other), out)
+    return _out(apply(_xlog1py_t, input, other), out)
+
+
+def zeta(input, other, *, out=None) -> Tensor:
+    """Hurwitz zeta ``sum_k (k + other) ** -input``; differentiable in ``other`` only, as PyTorch."""
+    if not isinstance(input, Tensor) and not isinstance(other, Tensor):
+        input = _as_tensor(input)
+    if not isinstance(input, Tensor):
+        return _out(apply(_zeta_self, input, other), out)
+    if not isinstance(other, Tensor):
+        return _out(apply(_zeta_other, input, other), out)
+    return _out(apply(_zeta_t, input, other), out)
+
+
+@export("frexp")
+def frexp(input: Tensor, *, out=None):
+    """``(mantissa, exponent)`` with ``input == mantissa * 2**exponent``, ``|mantissa|`` in [0.5, 1).
+
+    >>> import funcgrad
+    >>> funcgrad.frexp(funcgrad.tensor([1.0, -3.0])).exponent
+    tensor([1, 2], dtype=torch.int32)
+    """
+    if input.dtype._kind in "bic":
+        raise RuntimeError("torch.frexp() only supports floating-point dtypes")
+    m, e = apply(_frexp, input)
+    if out is not None:
+        out[0].copy_(m)
+        out[1].copy_(e)
+        return frexp_result(*out)
+    return frexp_result(m, e)
+
+
+@export("ldexp")
+def ldexp(input: Tensor, other: Tensor, *, out=None) -> Tensor:
+    """``input * 2**other`` (a floating result, as PyTorch).
+
+    >>> import funcgrad
+    >>> funcgrad.ldexp(funcgrad.tensor([1.0, 2.0]), funcgrad.tensor([1, 2]))
+    tensor([2., 8.])
+    """
+    if not isinstance(other, Tensor):
+        other = _as_tensor(other)
+    return _out(apply(_ldexp, input, other), out)
+
+
+for _n, _f in (("logit_", logit), ("i0_", i0), ("mvlgamma_", mvlgamma), ("ldexp_", ldexp)):
+    inplace_method(_n, _f)
+inplace_method("polygamma_", _polygamma_method)
+
+__all__ = ["logit", "polygamma", "mvlgamma", "i0", "i0e", "i1", "i1e", "ndtr", "ndtri", "log_ndtr",
+           "erfcx", "entr", "xlog1py", "zeta", "frexp", "ldexp", "frexp_result"]
