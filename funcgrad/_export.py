@@ -30,7 +30,6 @@ import io
 import json
 import os
 import re
-import tempfile
 import zipfile
 from typing import IO, Any, Callable, Sequence, Union
 
@@ -396,24 +395,8 @@ def save_exported(program: ExportedProgram, f: FileLike) -> None:
     if not isinstance(f, (str, os.PathLike)):
         write(f)
         return
-    path = os.fspath(f)
-    directory = os.path.dirname(os.path.abspath(path))
-    fd, tmp = tempfile.mkstemp(dir=directory, prefix=f".{os.path.basename(path)}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "wb") as fh:
-            write(fh)
-            fh.flush()
-            os.fsync(fh.fileno())
-        umask = os.umask(0)
-        os.umask(umask)
-        os.chmod(tmp, 0o666 & ~umask)
-        os.replace(tmp, path)
-    except BaseException:
-        try:
-            os.unlink(tmp)
-        except OSError:
-            pass
-        raise
+    from .serialization import atomic_write
+    atomic_write(os.fspath(f), write)
 
 
 class _Corrupt(Exception):

@@ -200,11 +200,17 @@ def save(obj: Any, f: FileLike, pickle_module: Any = None, pickle_protocol: int 
 
 
 def _atomic_write(path: str, manifest: dict, arrays: list) -> None:
+    atomic_write(path, lambda fh: _write_archive(fh, manifest, arrays))
+
+
+def atomic_write(path: str, write) -> None:
+    """Call ``write(file)`` on a temporary file beside ``path``, fsync it and rename it over
+    ``path``: a crash mid-write leaves the previous file intact (also used by funcgrad.export)."""
     directory = os.path.dirname(os.path.abspath(path))
     fd, tmp = tempfile.mkstemp(dir=directory, prefix=f".{os.path.basename(path)}.", suffix=".tmp")
     try:
         with os.fdopen(fd, "wb") as fh:
-            _write_archive(fh, manifest, arrays)
+            write(fh)
             fh.flush()
             os.fsync(fh.fileno())
         # mkstemp makes the file 0600; give it the mode a plain open() would have

@@ -38,6 +38,7 @@ class Case(NamedTuple):
     train: bool = True
     setup: Callable | None = None  # (module) -> None, after .double()
     params: bool = True  # check w.r.t. the parameters too
+    pack: Callable | None = None  # inputs tuple -> the module's positional arguments
     xfail: str | None = None
 
 
@@ -198,7 +199,7 @@ LAYERS = [
          out=_pair, fast=True),
     Case("RNNCell", lambda: nn.RNNCell(2, 2), ins(X(2, 2), X(2, 2))),
     Case("LSTMCell", lambda: nn.LSTMCell(2, 2), ins(X(1, 2), X(1, 2), X(1, 2)),
-         out=None),
+         pack=lambda a: (a[0], (a[1], a[2]))),
     Case("GRUCell", lambda: nn.GRUCell(2, 2), ins(X(2, 2), X(2, 2)), gg=True),
     # attention / transformer
     Case("MultiheadAttention", lambda: nn.MultiheadAttention(4, 2), ins(X(3, 1, 4), X(2, 1, 4),
@@ -360,9 +361,10 @@ def _build(c: Case, seed: int = 0):
     params = [p.detach().clone().requires_grad_() for _, p in named]
     k = len(inputs)
     out = c.out or (lambda y: y)
+    pack = c.pack or (lambda a: a)
 
     def fn(*args):
-        return out(functional_call(m, dict(zip(names, args[k:])), args[:k]))
+        return out(functional_call(m, dict(zip(names, args[k:])), pack(args[:k])))
 
     return m, inputs + tuple(params), fn
 

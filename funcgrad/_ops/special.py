@@ -35,12 +35,13 @@ def _logit_fn(x, eps=None):
 @_logit_fn.defjvp
 def _logit_jvp(eps, primals, tangents):
     (x,), (t,) = primals, tangents
-    d = t / (x * (1 - x))
+    # the factor multiplies the tangent (a constant picked by ``where`` would vanish in the vjp)
+    g = 1 / (x * (1 - x))
     if eps is None:  # PyTorch: nan outside [0, 1]
-        d = jnp.where((x < 0) | (x > 1), jnp.nan, d)
+        g = jnp.where((x < 0) | (x > 1), jnp.nan, g)
     else:  # zero where clamped (the bounds themselves pass the gradient)
-        d = jnp.where((x < eps) | (x > 1 - eps), 0, d)
-    return _logit_fn(x, eps), d
+        g = jnp.where((x < eps) | (x > 1 - eps), 0, g)
+    return _logit_fn(x, eps), t * g
 
 
 @jax.custom_jvp
