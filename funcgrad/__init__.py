@@ -206,6 +206,10 @@ from .nn.functional import (adaptive_avg_pool1d as adaptive_avg_pool1d,  # noqa:
                             pixel_shuffle as pixel_shuffle, pixel_unshuffle as pixel_unshuffle,
                             prelu as prelu, relu_ as relu_, selu as selu, threshold as threshold)
 from . import func as func  # noqa: E402
+from . import special as special  # noqa: E402
+from ._ops.decomp import logdet as logdet  # noqa: E402
+from ._ops.special import (frexp as frexp, i0 as i0, ldexp as ldexp, logit as logit,  # noqa: E402
+                           mvlgamma as mvlgamma, polygamma as polygamma)
 from ._jit import compile as compile, cond as cond, jit as jit  # noqa: E402,A004
 from . import distributed as distributed, parallel as parallel  # noqa: E402
 from ._export import export as export, load_exported as load_exported  # noqa: E402

@@ -191,11 +191,14 @@ def apply(op: Op, *args, **static):
         _raise_broadcast_error(vals, e)
         raise
     if op.grad_name is not None and _state.enabled:
-        diff = op.diff
-        mask = tuple(isinstance(a, T) and a._requires_grad and (diff is None or i in diff)
-                     for i, a in enumerate(args))
-        if True in mask and _inexact(out, op.diff_outputs):
-            return _record(op, args, out, skey, cast, mask)
+        for a in args:  # cheap scan first: most calls have no input that requires grad
+            if isinstance(a, T) and a._requires_grad:
+                diff = op.diff
+                mask = tuple(isinstance(a, T) and a._requires_grad and (diff is None or i in diff)
+                             for i, a in enumerate(args))
+                if True in mask and _inexact(out, op.diff_outputs):
+                    return _record(op, args, out, skey, cast, mask)
+                break
     if op.view and isinstance(args[0], T):
         return T._make_view(args[0], out, op, skey, args[1:])
     if type(out) is tuple:

@@ -528,3 +528,20 @@ def _pinverse_alias(input, rcond=1e-15) -> Tensor:
 @export("matrix_power")
 def _matrix_power_alias(input, n) -> Tensor:
     return matrix_power(input, n)
+
+
+@export("logdet")
+def logdet(input) -> Tensor:
+    """``log(det(input))``: nan for a negative determinant, -inf for a singular matrix.
+
+    As PyTorch's composite, ``where(sign == -1, nan, logabsdet)`` (``WhereBackward0``).
+
+    >>> import funcgrad
+    >>> funcgrad.logdet(funcgrad.tensor([[2.0, 0.0], [0.0, 3.0]]))
+    tensor(1.7918)
+    """
+    _square(input, "logdet")
+    _float_input(input, "logdet")
+    from .pointwise import where
+    sign, logabs = apply(_slogdet, input)
+    return where(sign == -1, float("nan"), logabs)

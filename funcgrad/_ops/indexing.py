@@ -7,6 +7,9 @@ silently; PyTorch raises, so indices are bounds-checked here whenever they are c
 
 from __future__ import annotations
 
+import functools
+
+import jax
 import jax.numpy as jnp
 import numpy as np
 
@@ -155,14 +158,75 @@ def _scatter_reduce_fn(x, i, src, dim, reduce, include_self):
                 out = out.astype(x.dtype)
         return out
     if reduce == "prod":
-        base = x if include_self else x.at[g].set(1)
-        return base.at[g].multiply(src)
+        return _sr_prod(x, i, src, dim, include_self)
+    return _sr_extremum(x, i, src, dim, reduce, include_self)
+
+
+# prod / amax / amin carry PyTorch's derivative formulas (scatter_reduce_backward): JAX has no
+# scatter-multiply gradient for repeated indices, and its scatter-max splits ties differently
+# when include_self=False. The jvps are linear in the tangents, so jax.vjp transposes them.
+def _scattered(x, g):
+    return jnp.zeros(x.shape, bool).at[g].set(True)
+
+
+@functools.partial(jax.custom_jvp, nondiff_argnums=(3, 4))
+def _sr_prod(x, i, src, dim, include_self):
+    g = _grid(i, dim)
+    base = x if include_self else x.at[g].set(1)
+    return base.at[g].multiply(src)
+
+
+@_sr_prod.defjvp
+def _sr_prod_jvp(dim, include_self, primals, tangents):
+    x, i, src = primals
+    tx, _, ts = tangents
+    g = _grid(i, dim)
+    out = _sr_prod(x, i, src, dim, include_self)
+    one = jnp.ones((), x.dtype)
+    masked_self = jnp.where(x == 0, one, x)
+    f_self = _sr_prod(masked_self, i, src, dim, include_self) / masked_self
+    if not include_self:
+        f_self = jnp.where(_scattered(x, g), 0, f_self)
+    src_zero = src == 0
+    n_zero = jnp.zeros(x.shape, x.dtype).at[g].add(src_zero.astype(x.dtype))[g]
+    single = src_zero & (n_zero == 1)
+    excl = _sr_prod(x, i, jnp.where(single, one, src), dim, include_self)[g]
+    f_src = jnp.where(single, excl, out[g] / jnp.where(src_zero, one, src))
+    t = jnp.zeros(x.shape, x.dtype).at[g].add(f_src * _tan(ts, src))
+    return out, f_self * _tan(tx, x) + t
+
+
+def _tan(t, like):
+    # symbolic-zero tangents arrive as float0 / Zero: treat them as zeros
+    return jnp.zeros(like.shape, like.dtype) if getattr(t, "dtype", None) == jax.dtypes.float0 \
+        else t
+
+
+@functools.partial(jax.custom_jvp, nondiff_argnums=(3, 4, 5))
+def _sr_extremum(x, i, src, dim, reduce, include_self):
+    g = _grid(i, dim)
     fill = {"amax": -jnp.inf, "amin": jnp.inf}[reduce]
     if jnp.issubdtype(x.dtype, jnp.integer):
         info = jnp.iinfo(x.dtype)
         fill = info.min if reduce == "amax" else info.max
     base = x if include_self else x.at[g].set(fill)
     return base.at[g].max(src) if reduce == "amax" else base.at[g].min(src)
+
+
+@_sr_extremum.defjvp
+def _sr_extremum_jvp(dim, reduce, include_self, primals, tangents):
+    # ties share the gradient evenly; as PyTorch, ``self`` counts among the ties even when
+    # include_self=False (its own share is then dropped)
+    x, i, src = primals
+    tx, _, ts = tangents
+    g = _grid(i, dim)
+    out = _sr_extremum(x, i, src, dim, reduce, include_self)
+    self_is = (x == out).astype(x.dtype)
+    src_is = (src == out[g]).astype(x.dtype)
+    n = self_is.at[g].add(src_is)
+    f_self = self_is if include_self else jnp.where(_scattered(x, g), 0, self_is)
+    t = (f_self * _tan(tx, x)).at[g].add(src_is * _tan(ts, src))
+    return out, t / n
 
 
 _gather = defop("gather", _gather_fn, "GatherBackward0", diff=(0,), linear=True)

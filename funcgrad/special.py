@@ -1,0 +1,68 @@
+"""``funcgrad.special``: PyTorch's ``torch.special`` names mapped onto the op table.
+
+Most entries are the same functions as the top-level ones (``special.expit`` is ``sigmoid``,
+``special.gammaln`` is ``lgamma``…) so they record the same nodes PyTorch records; the
+``special``-only functions (``i0e``, ``ndtri``, ``erfcx``, ``zeta``…) live in
+``funcgrad/_ops/special.py``.
+
+>>> import funcgrad
+>>> funcgrad.special.expit(funcgrad.tensor([0.0]))
+tensor([0.5000])
+"""
+
+from __future__ import annotations
+
+from ._ops.math import (digamma, erf, erfc, erfinv, exp2, expm1, lgamma,  # noqa: F401
+                        log1p, sinc, xlogy)
+from ._ops.math import _round1, _out  # noqa: F401
+from ._ops.nn import log_softmax as _log_softmax, softmax as _softmax
+from ._ops.reduce import logsumexp  # noqa: F401
+from ._ops.special import (entr, erfcx, i0, i0e, i1, i1e, log_ndtr, logit,  # noqa: F401
+                           mvlgamma, ndtr, ndtri, polygamma, xlog1py, zeta)
+from ._ops._registry import FUNCTIONS, Tensor, apply
+
+_sigmoid = FUNCTIONS["sigmoid"]
+
+
+def expit(input: Tensor, *, out=None) -> Tensor:
+    """The logistic sigmoid ``1 / (1 + exp(-x))`` (``SigmoidBackward0``)."""
+    return _sigmoid(input, out=out)
+
+
+def gammaln(input: Tensor, *, out=None) -> Tensor:
+    """``log|Γ(x)|`` (``LgammaBackward0``)."""
+    return lgamma(input, out=out)
+
+
+def psi(input: Tensor, *, out=None) -> Tensor:
+    """The digamma function (``DigammaBackward0``)."""
+    return digamma(input, out=out)
+
+
+def multigammaln(input: Tensor, p: int, *, out=None) -> Tensor:
+    """Multivariate log-gamma of dimension ``p`` (``MvlgammaBackward0``)."""
+    return mvlgamma(input, p, out=out)
+
+
+def round(input: Tensor, *, decimals: int = 0, out=None) -> Tensor:  # noqa: A001
+    """Round half to even; always the ``decimals`` overload, as PyTorch (``RoundBackward1``)."""
+    if input.dtype._kind in "bi":
+        from ._ops.math import round as _round
+        return _round(input, decimals=decimals, out=out)
+    return _out(apply(_round1, input, decimals=int(decimals)), out)
+
+
+def softmax(input: Tensor, dim: int, *, dtype=None) -> Tensor:
+    """``exp(x) / sum(exp(x))`` along ``dim`` (``SoftmaxBackward0``)."""
+    return _softmax(input, dim, dtype=dtype)
+
+
+def log_softmax(input: Tensor, dim: int, *, dtype=None) -> Tensor:
+    """``log(softmax(x))`` along ``dim``, computed stably (``LogSoftmaxBackward0``)."""
+    return _log_softmax(input, dim, dtype=dtype)
+
+
+__all__ = ["digamma", "entr", "erf", "erfc", "erfcx", "erfinv", "exp2", "expit", "expm1",
+           "gammaln", "i0", "i0e", "i1", "i1e", "log1p", "log_ndtr", "log_softmax", "logit",
+           "logsumexp", "multigammaln", "ndtr", "ndtri", "polygamma", "psi", "round", "sinc",
+           "softmax", "xlog1py", "xlogy", "zeta"]
