@@ -416,10 +416,9 @@ class Tensor:
     def _edge(self):
         if self._grad_fn is not None:
             return (self._grad_fn, self._output_nr)
-        node = self._accum() if self._accum is not None else None
-        if node is None:
-            node = AccumulateGrad(self)
-            self._accum = weakref.ref(node)
+        node = self._accum
+        if node is None:  # one per leaf, kept by the leaf (the node holds the leaf weakly)
+            node = self._accum = AccumulateGrad(self)
         return (node, 0)
 
     def backward(self, gradient=None, retain_graph=None, create_graph=False, inputs=None) -> None:
@@ -432,8 +431,7 @@ class Tensor:
         tensor([[4.5000, 4.5000],
                 [4.5000, 4.5000]])
         """
-        from .autograd import backward
-        backward(self, gradient, retain_graph, create_graph, inputs=inputs)
+        _autograd().backward(self, gradient, retain_graph, create_graph, inputs=inputs)
 
     def detach(self) -> "Tensor":
         """A new leaf sharing storage and version counter with this tensor."""
@@ -689,6 +687,13 @@ def _dtype_cname(d) -> str:
             "int64": "long int", "int32": "int", "int16": "short int", "int8": "signed char",
             "uint8": "unsigned char", "bool": "bool", "complex64": "c10::complex<float>",
             "complex128": "c10::complex<double>"}.get(d.name, d.name)
+
+
+def _autograd():
+    import funcgrad.autograd as m  # bound on first use (import cycle), cheap afterwards
+    global _autograd
+    _autograd = lambda: m  # noqa: E731
+    return m
 
 
 def _scalar_type_name(d) -> str:

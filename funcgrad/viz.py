@@ -174,7 +174,8 @@ def make_dot(root, params: dict | None = None, show_saved: bool = False) -> Grap
                 continue
             if isinstance(child, AccumulateGrad):
                 v = child.variable
-                cid = add(id(child), f"{names.get(id(v), '')}\n{_shape(v)}".lstrip("\n"), LEAF)
+                label = f"{names.get(id(v), '')}\n{_shape(v)}".lstrip("\n") if v is not None else "(freed)"
+                cid = add(id(child), label, LEAF)
             else:
                 cid = add(id(child), child.name(), OP)
                 stack.append((child, cid))

@@ -55,7 +55,14 @@ def _root_grads(outputs, grad_outputs, create_graph):
     return roots, grads
 
 
+def _float_dtypes():
+    import numpy as np
+    from .. import _dtype
+    return frozenset(np.dtype(d.np) for d in _dtype.ALL if d._kind == "f")
+
+
 _ONES: dict = {}
+_FLOATS = _float_dtypes()  # the real floating dtypes
 
 
 def _ones(out):
@@ -75,6 +82,14 @@ def _ones(out):
 def backward(tensors, grad_tensors=None, retain_graph=None, create_graph=False, inputs=None,
              grad_variables=None) -> None:
     """Accumulate d(tensors)/d(leaves) into the leaves' ``.grad`` (see ``Tensor.backward``)."""
+    if grad_tensors is None and grad_variables is None and inputs is None and not create_graph \
+            and getattr(tensors, "_grad_fn", None) is not None:
+        # the common `loss.backward()`: a scalar non-leaf root, implicit gradient 1
+        v = tensors._value
+        if v.size == 1 and v.dtype in _FLOATS:
+            engine.execute([(tensors._grad_fn, tensors._output_nr)], [_ones(tensors)],
+                           bool(retain_graph), False)
+            return
     tensors = _as_list(tensors)
     grad_tensors = _as_list(grad_tensors if grad_tensors is not None else grad_variables)
     if not grad_tensors:

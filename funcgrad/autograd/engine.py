@@ -16,6 +16,9 @@ from . import grad_mode
 from .graph import AccumulateGrad
 
 
+_fused = None  # the fused-backward module, imported on first use (it imports _dispatch)
+
+
 def _add(a, b):
     if a is None:
         return b
@@ -47,6 +50,8 @@ def _run_hooks(node, grads):
 def _accumulate(node, g, create_graph):
     """``AccumulateGrad``: add into ``.grad``, then post-accumulate hooks (tensor hooks already ran)."""
     var = node.variable
+    if var is None:  # the leaf is gone: nobody can read its gradient
+        return
     if var._grad is None:
         var._grad = g if create_graph else g.detach()
     elif create_graph or grad_mode._state.enabled:
@@ -64,6 +69,18 @@ def execute(roots, grads, retain_graph, create_graph, capture=None, accumulate=T
     ``capture``: edges whose incoming gradient is returned (``autograd.grad``), in order;
     only nodes that lead to them run, and ``.grad`` is not touched unless ``accumulate``.
     """
+    if capture is None and not create_graph and accumulate and not grad_mode._anomaly[0]:
+        global _fused  # a repeated plain graph: one cached XLA program (autograd/fused.py)
+        if _fused is None:
+            from . import fused as _f
+            _fused = _f
+        state = grad_mode._state
+        prev, state.enabled = state.enabled, False
+        try:
+            if _fused.try_run(roots, grads, retain_graph):
+                return []
+        finally:
+            state.enabled = prev
     # 1. dependency counts (and parents, to prune when capturing)
     deps, parents = {}, {}
     stack = [n for n, _ in roots]
@@ -112,7 +129,7 @@ def execute(roots, grads, retain_graph, create_graph, capture=None, accumulate=T
                 if node._tensor_pre_hooks or node._retain or node._pre_hooks:
                     _run_hooks(node, buf)
                 is_leaf = type(node) is AccumulateGrad
-                if is_leaf and node.variable._hooks and buf[0] is not None:
+                if is_leaf and buf[0] is not None and getattr(node.variable, "_hooks", None):
                     # a leaf's tensor hooks run before capture too (autograd.grad sees them)
                     for h in list(node.variable._hooks):
                         r = h(buf[0])

@@ -7,6 +7,8 @@ jitted XLA program. ``type(node).__name__`` is PyTorch's name (``MulBackward0``â
 
 from __future__ import annotations
 
+import weakref
+
 _CLASSES: dict = {}
 
 FREED_MSG = (
@@ -90,11 +92,18 @@ class Node:
 class AccumulateGrad(Node):
     """The node of a leaf that requires grad: adds incoming gradients into ``.grad``."""
 
-    __slots__ = ("variable",)
+    __slots__ = ("_variable",)
 
     def __init__(self, variable):
         super().__init__(())
-        self.variable = variable
+        # weak: the leaf keeps its node alive (tensor._accum), not the other way round, so a
+        # leaf and its node form no reference cycle and the node is reused across graphs
+        self._variable = weakref.ref(variable)
+
+    @property
+    def variable(self):
+        """The leaf tensor whose ``.grad`` this node accumulates into (None once it is gone)."""
+        return self._variable()
 
 
 def node_class(name: str, base: type) -> type:
