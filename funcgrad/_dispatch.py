@@ -235,7 +235,13 @@ def _record(op, args, out, skey, cast, mask):
     node = op._node_cls()
     nargs = len(args)
     saved, avals, versions = [], [], []
-    for i, a in enumerate(args):
+    if op.diff is None and not op.linear:  # the common case: every input saved as it is
+        saved = list(args)
+        versions = [(a, a._ver[0]) for a in args if isinstance(a, _Tensor)]
+        args_iter = ()
+    else:
+        args_iter = enumerate(args)
+    for i, a in args_iter:
         if isinstance(a, _Tensor):
             if op.linear and (op.diff is None or i in op.diff):
                 v = a._value
@@ -253,7 +259,7 @@ def _record(op, args, out, skey, cast, mask):
     pos = op.positions(nargs)
     node.next_functions = tuple(
         args[i]._edge() if isinstance(args[i], _Tensor) and mask[i] else (None, 0) for i in pos)
-    node._mask_pos = tuple(i for i in pos)
+    node._mask_pos = tuple(pos)
     if grad_mode._anomaly[0]:
         import traceback
         node._trace = "".join(traceback.format_stack()[:-3])

@@ -41,17 +41,25 @@ class RemovableHandle:
 class Node:
     """Base of all backward nodes. Subclasses implement ``_apply(grads) -> grads``."""
 
-    __slots__ = ("next_functions", "_pre_hooks", "_hooks", "_tensor_pre_hooks", "_retain",
-                 "metadata", "_trace", "__weakref__")
+    # Rarely-set attributes are class-level defaults (a node gets a __dict__ entry only when
+    # one is set): creating a node is on every recorded op's path.
+    __slots__ = ("next_functions", "__weakref__", "__dict__")
+    _pre_hooks = None         # node pre-hooks fn(grad_outputs)
+    _hooks = None             # node hooks fn(grad_inputs, grad_outputs)
+    _tensor_pre_hooks = None  # {output_nr: [fn(grad)]} from Tensor.register_hook
+    _retain = None            # {output_nr: weakref(tensor)} from retain_grad()
+    _trace = None             # creation stack under detect_anomaly
 
     def __init__(self, next_functions=()):
         self.next_functions = next_functions
-        self._pre_hooks = None       # node pre-hooks fn(grad_outputs)
-        self._hooks = None           # node hooks fn(grad_inputs, grad_outputs)
-        self._tensor_pre_hooks = None  # {output_nr: [fn(grad)]} from Tensor.register_hook
-        self._retain = None          # {output_nr: weakref(tensor)} from retain_grad()
-        self.metadata = None
-        self._trace = None           # creation stack under detect_anomaly
+
+    @property
+    def metadata(self) -> dict:
+        """A dict for users' annotations, as PyTorch's ``grad_fn.metadata``."""
+        d = self.__dict__
+        if "_metadata" not in d:
+            d["_metadata"] = {}
+        return d["_metadata"]
 
     def name(self) -> str:
         return type(self).__name__
