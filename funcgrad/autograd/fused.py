@@ -117,5 +117,9 @@ def try_run(roots, grads, retain_graph) -> bool:
             n._release()
     for node, g in zip(leaves, out):
         if g is not None:
-            _accumulate(node, Tensor._wrap(g), False)
+            var = node.variable
+            if var is not None and var._grad is None and not var._post_hooks:
+                var._grad = Tensor._wrap(g)  # a fresh array: no detach/copy needed
+            else:
+                _accumulate(node, Tensor._wrap(g), False)
     return True
