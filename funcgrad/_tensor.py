@@ -487,7 +487,7 @@ class Tensor:
     def __bool__(self) -> bool:
         v = self._concrete("bool()")
         if v.size != 1:
-            raise RuntimeError(f"Boolean value of Tensor with more than one value is ambiguous")
+            raise RuntimeError("Boolean value of Tensor with more than one value is ambiguous")
         return bool(np.asarray(v).reshape(()))
 
     def __float__(self) -> float:

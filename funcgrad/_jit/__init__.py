@@ -39,14 +39,11 @@ trace time only; tensors returned from the step are detached (no ``grad_fn``); a
 rebound inside the step reuses the previous ``.grad`` object when there was one.
 """
 
-from .common import (_CALL_LOCK, _FAST_LEAVES, _GEN, _ORIG_SET_VALUE, _SCALARS, _STRUCTURE,
-                     _TracedCell, _Tracer, _flatten_args, _get_cell, _get_cell_value, _get_grad,
-                     _is_fast_leaf, _leaf_key, _scalar_key, _set_cell_gen, _set_cell_value,
-                     structure_changed)
-from .discover import (_LIBS, _MAX_OBJ_DEPTH, _Layout, _Walk, _code_names, _is_lib, _is_module,
-                       _is_optimizer, _walk)
-from .trace import _Entry, _collect, _missed_cells, _pure_body, _state_out_shardings, cond
-from .compiled import CompiledFunction, jit
-from .module import _CompiledModule, _differentiable_forward, compile  # noqa: A004
+from .common import _flatten_args as _flatten_args, _leaf_key as _leaf_key  # parallel.compiled_text
+from .common import structure_changed as structure_changed
+from .discover import _walk as _walk  # funcgrad.func / funcgrad.export find a module's tensors
+from .trace import cond as cond
+from .compiled import CompiledFunction as CompiledFunction, jit as jit
+from .module import compile as compile  # noqa: A004
 
 __all__ = ["CompiledFunction", "compile", "cond", "jit", "structure_changed"]

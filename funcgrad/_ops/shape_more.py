@@ -322,7 +322,7 @@ def broadcast_shapes(*shapes) -> Size:
         return Size(np.broadcast_shapes(*shapes))
     except ValueError:
         raise RuntimeError("shape mismatch: objects cannot be broadcast to a single shape.  Mismatch "
-                           f"is between arg 0 and arg 1.") from None
+                           "is between arg 0 and arg 1.") from None
 
 
 @export("broadcast_tensors", method=False)

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import jax.numpy as jnp
 
-from .optimizer import (Optimizer, _scalar_dtype, check_nonneg, decoupled_decay, f64, lerp,
+from .optimizer import (Optimizer, _scalar_dtype, decoupled_decay, f64, lerp,
                         pre_transforms, scalar, state_step, state_zeros, stateful)
 from .._tensor import Tensor
 

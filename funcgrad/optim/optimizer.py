@@ -24,7 +24,7 @@ import copy
 import functools
 import warnings
 from collections import OrderedDict, defaultdict
-from collections.abc import Callable, Iterable
+from collections.abc import Callable
 from typing import Any
 
 import jax
