@@ -14,27 +14,12 @@ work as funcgrad's program). Timings are interleaved best-of-N (the machine may 
 
 from __future__ import annotations
 
-import time
 
 import jax
 import jax.numpy as jnp
 import optax
 
-
-def _time_many(fns, n: int, repeat: int = 9, warmup: int = 3) -> list[float]:
-    """Best-of-``repeat`` seconds per call of each fn, the fns timed in interleaved rounds."""
-    for f in fns:
-        for _ in range(warmup):
-            jax.block_until_ready(f())
-    best = [float("inf")] * len(fns)
-    for _ in range(repeat):
-        for i, f in enumerate(fns):
-            t = time.perf_counter()
-            for _ in range(n):
-                r = f()
-            jax.block_until_ready(r)
-            best[i] = min(best[i], (time.perf_counter() - t) / n)
-    return best
+from .train_bench import _time_many, torch_step  # one timer and one PyTorch MLP step
 
 
 def _mlp_funcgrad(sizes, batch):
@@ -86,26 +71,6 @@ def _mlp_jax(params, x, y, with_grads: bool):
     def call():
         box[0], box[1], loss, _ = step(box[0], box[1])
         return loss
-    return call
-
-
-def _mlp_torch(sizes, batch):
-    import torch
-    torch.set_num_threads(1)  # on a busy small machine torch's thread pool spins (~20x slower)
-    torch.manual_seed(0)
-    layers = []
-    for a, b in zip(sizes[:-1], sizes[1:]):
-        layers += [torch.nn.Linear(a, b), torch.nn.ReLU()]
-    model = torch.nn.Sequential(*layers[:-1])
-    opt = torch.optim.Adam(model.parameters(), lr=1e-3)
-    x, y = torch.randn(batch, sizes[0]), torch.randint(0, sizes[-1], (batch,))
-
-    def call():
-        opt.zero_grad()
-        loss = torch.nn.functional.cross_entropy(model(x), y)
-        loss.backward()
-        opt.step()
-        return None
     return call
 
 
@@ -167,17 +132,17 @@ def _rows(n):
     fns = [_mlp_jax(params, x, y, False), _mlp_jax(params, x, y, True), fg]
     impls = ["jax.jit + optax", "jax.jit + optax, grads out", "funcgrad.jit"]
     try:
-        fns.append(_mlp_torch(sizes, batch))
+        fns.append(torch_step(sizes, batch))
         impls.append("pytorch eager")
     except ImportError:
         pass
-    for impl, t in zip(impls, _time_many(fns, n)):
+    for impl, t in zip(impls, _time_many(fns, n, repeat=9)):
         rows.append(dict(bench=b1, impl=impl, us=t * 1e6,
                          note=f"{step.num_traces} traces" if impl == "funcgrad.jit" else ""))
     b2 = "jit: per-call overhead, 100 param tensors 4x4 SGD (target funcgrad.jit <= 1.2x jax.jit)"
     fg, step, j_plain, j_grads = _tiny()
     for impl, t in zip(["plain jax.jit (flat pytree)", "plain jax.jit, grads out", "funcgrad.jit"],
-                       _time_many([j_plain, j_grads, fg], n * 10)):
+                       _time_many([j_plain, j_grads, fg], n * 10, repeat=9)):
         rows.append(dict(bench=b2, impl=impl, us=t * 1e6,
                          note=f"{step.num_traces} traces" if impl == "funcgrad.jit" else ""))
     return rows

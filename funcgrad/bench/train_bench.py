@@ -13,18 +13,18 @@ import jax
 
 
 def _time_many(fns, n: int, repeat: int = 7, warmup: int = 3) -> list[float]:
-    """Best-of-``repeat`` seconds per call of each fn, the fns timed in interleaved rounds."""
+    """Best-of-``repeat`` seconds per call of each fn, the fns timed in interleaved rounds
+    (interleaving spreads a busy machine's noise over all of them alike)."""
     for f in fns:
         for _ in range(warmup):
-            f()
+            jax.block_until_ready(f())
     best = [float("inf")] * len(fns)
     for _ in range(repeat):
         for i, f in enumerate(fns):
             t = time.perf_counter()
             for _ in range(n):
                 r = f()
-            if r is not None:
-                jax.block_until_ready(r)
+            jax.block_until_ready(r)
             best[i] = min(best[i], (time.perf_counter() - t) / n)
     return best
 
