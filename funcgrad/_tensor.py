@@ -210,8 +210,7 @@ class Tensor:
         if self._output_nr:
             t._output_nr = self._output_nr
         if self._grad_fn is None and self._requires_grad:
-            t._accum = self._accum
-            t._edge = self._edge  # leaf: gradient must reach the original leaf
+            t._accum = self._edge()[0]  # leaf: gradient must reach the original leaf's node
         return t
 
     # ---- basic properties -------------------------------------------------------------------
@@ -606,9 +605,6 @@ class Tensor:
         return self
 
     def share_memory_(self) -> "Tensor":
-        return self
-
-    def cpu_(self):  # pragma: no cover - convenience
         return self
 
     # ---- printing -----------------------------------------------------------------------------

@@ -40,10 +40,6 @@ def inplace_method(name: str, fn) -> None:
     METHODS[name] = m
 
 
-def to_tensor_like(x):
-    return x if isinstance(x, Tensor) else x
-
-
 def install() -> None:
     for name, f in METHODS.items():
         if not hasattr(Tensor, name) or name.startswith("__"):

@@ -10,8 +10,6 @@ With ``create_graph`` grad mode stays on, so every kernel applied here is itself
 
 from __future__ import annotations
 
-import math
-
 from . import grad_mode
 from .graph import AccumulateGrad
 
@@ -196,7 +194,3 @@ def _check_nan(node, outs):
     for i, g in enumerate(outs):
         if g is not None and np.any(np.isnan(np.asarray(g._value))):
             raise RuntimeError(f"Function '{node.name()}' returned nan values in its {i}th output.")
-
-
-def numel(shape) -> int:
-    return math.prod(shape)
