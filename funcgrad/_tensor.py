@@ -210,7 +210,8 @@ class Tensor:
         if self._output_nr:
             t._output_nr = self._output_nr
         if self._grad_fn is None and self._requires_grad:
-            t._accum = self._edge()[0]  # leaf: gradient must reach the original leaf's node
+            t._accum = self._accum
+            t._edge = self._edge  # leaf: gradient must reach the original leaf
         return t
 
     # ---- basic properties -------------------------------------------------------------------
@@ -535,9 +536,13 @@ class Tensor:
         new._requires_grad = self._requires_grad
         if self._grad is not None:
             new._grad = self._grad.__deepcopy__(memo)
-        if getattr(self, "__dict__", None):
+        # the autograd bookkeeping that lives in __dict__ belongs to the original: a copy
+        # sharing its AccumulateGrad node would send its gradients to the original leaf
+        extra = {k: v for k, v in getattr(self, "__dict__", {}).items()
+                 if k not in ("_accum", "_grad", "_output_nr", "_retains_grad")}
+        if extra:
             import copy
-            new.__dict__.update(copy.deepcopy(self.__dict__, memo))
+            new.__dict__.update(copy.deepcopy(extra, memo))
         memo[id(self)] = new
         return new
 

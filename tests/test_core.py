@@ -497,3 +497,12 @@ def test_cuda_errors_clearly_without_gpu():
         pytest.skip("a GPU is visible")
     with pytest.raises(RuntimeError, match="Found no NVIDIA driver"):
         torch.ones(2).cuda()
+
+
+def test_deepcopy_of_a_used_leaf_gets_its_own_gradient():
+    import copy
+    w = torch.ones(2, requires_grad=True)
+    (w * 2).sum().backward()  # w now has an AccumulateGrad node
+    w2 = copy.deepcopy(w)
+    (w2 * 3).sum().backward()
+    assert w.grad.tolist() == [2.0, 2.0] and w2.grad.tolist() == [5.0, 5.0]
