@@ -57,6 +57,50 @@ class _Cell:
         self.value, self.gen = value, 0
 
 
+# the slots themselves, under the properties below; and the plain class (``_Cell`` is swapped
+# for a subclass while the jit bridge traces)
+_raw_value, _raw_gen, _PlainCell = _Cell.value, _Cell.gen, _Cell
+
+
+class _PackedCell(_Cell):
+    """A cell whose array is one piece of a pack's flat buffer (``funcgrad._jit.pack``).
+
+    A compiled step returns many small state arrays (parameters, ``.grad``, optimizer state)
+    packed in one buffer, since each output array costs more than a small copy. The cells keep
+    pointing at the pack: the ``value`` slot holds the pack, the ``gen`` slot the piece's index.
+    Reading unpacks (once per pack generation); writing turns the cell back into a plain
+    ``_Cell`` and marks the pack stale, so every other piece of code sees an ordinary cell.
+    """
+
+    __slots__ = ()
+
+    @property
+    def value(self):
+        return _raw_value.__get__(self).get(_raw_gen.__get__(self))
+
+    @value.setter
+    def value(self, v):
+        self._detach()
+        _raw_value.__set__(self, v)
+
+    @property
+    def gen(self):
+        return _raw_value.__get__(self).gen
+
+    @gen.setter
+    def gen(self, g):
+        self._detach()
+        _raw_gen.__set__(self, g)
+
+    def _detach(self) -> None:
+        pack, i = _raw_value.__get__(self), _raw_gen.__get__(self)
+        v, g = pack.get(i), pack.gen
+        pack.dirty = True
+        self.__class__ = _PlainCell
+        _raw_value.__set__(self, v)
+        _raw_gen.__set__(self, g)
+
+
 class _View:
     """How a view derives from its base's cell: ``chain`` of (op, static, dynamic-ints) steps,
     and a cache."""

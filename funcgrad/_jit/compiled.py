@@ -8,8 +8,6 @@ writes the new arrays back into the Python objects. ``lower`` stops before runni
 from __future__ import annotations
 
 import functools
-import itertools
-from collections import deque
 from typing import Callable
 
 import jax
@@ -19,7 +17,7 @@ from .. import _random
 from .._tensor import Tensor
 from . import trace as _trace_mod
 from .common import (_CALL_LOCK, _GEN, _SCALARS, _flatten_args, _get_cell_value, _is_fast_leaf,
-                     _leaf_key, _set_cell_gen, _set_cell_value, structure_changed)
+                     _leaf_key, structure_changed)
 from .discover import _WRAPPERS, _Layout, _walk
 from .trace import _Entry
 
@@ -106,6 +104,7 @@ class CompiledFunction:
         """The program's arguments, as three lists: state, hyperparameters, inputs."""
         # only what the program reads goes in (e.g. not .grad slots that zero_grad() clears)
         state = list(map(_get_cell_value, e.in_cells))
+        state += [p.input() for p in e.in_packs]  # small state, packed (see pack.py)
         if e.hyp_idx is not None:
             hyp = [hyp[i] for i in e.hyp_idx]
         inputs = [t._value for t in in_tensors] + [
@@ -118,10 +117,14 @@ class CompiledFunction:
         state, hyp, inputs = self._program_inputs(e, leaves, in_tensors, hyp)
         outs = e.fn(*state, *hyp, *inputs)
         # ---- write back (the donated buffers are gone: every changed cell gets its new array)
-        n = e.n_changed
-        deque(map(_set_cell_value, e.changed, outs[:n]), 0)
-        deque(map(_set_cell_gen, e.changed, itertools.repeat(next(_GEN), n)), 0)
-        i = n
+        gen = next(_GEN)
+        for c, v in zip(e.changed, outs):
+            c.value = v
+            c.gen = gen
+        i = e.n_changed
+        for p in e.packs:
+            p.set(outs[i], gen)
+            i += 1
         for t in e.grad_none:
             t._grad = None
         for t, obj in e.grad_objs:

@@ -26,7 +26,8 @@ from jax.extend.core import ClosedJaxpr, jaxpr_as_fun
 
 from .. import _lift, _random
 from .. import _tensor as _tensor_mod
-from .._tensor import Tensor, _Cell
+from .._tensor import Tensor, _Cell, _PackedCell
+from . import pack as _pack
 from .common import (_GEN, _ORIG_SET_VALUE, _SCALARS, _Tracer, _TracedCell, _get_cell_value,
                      structure_changed)
 from .discover import _walk
@@ -39,7 +40,7 @@ class _Entry:
 
     __slots__ = ("fn", "changed", "grad_reuse", "grad_none", "grad_new", "grad_objs", "new_cells",
                  "new_tensors", "inputs_written", "versions", "out_tree", "out_kinds", "n_changed",
-                 "one_shot", "in_cells", "hyp_idx", "inp_idx")
+                 "one_shot", "in_cells", "hyp_idx", "inp_idx", "packs", "in_packs")
 
 
 # ---- the trace (CompiledFunction._trace) -------------------------------------------------------
@@ -64,7 +65,7 @@ def trace(self, layout, args, kwargs, leaves, tree, in_tensors, hyp, _attempt=0)
 
     def recording_set_value(t, new, _orig=_ORIG_SET_VALUE):
         c = t._cell
-        if type(c) is _Cell and id(c) not in known and id(c) not in written \
+        if type(c) in (_Cell, _PackedCell) and id(c) not in known and id(c) not in written \
                 and threading.get_ident() == me:
             written[id(c)] = (c, c.value, c.gen)
         _orig(t, new)
@@ -129,20 +130,78 @@ def trace(self, layout, args, kwargs, leaves, tree, in_tensors, hyp, _attempt=0)
     keep = [id(v) in used for v in jx.invars]
     n_in = len(jx.invars) - n_state - n_hyp
     e.in_cells = [c for c, k in zip(layout.cells, keep) if k]
+    read = {id(c) for c in e.in_cells}
     e.hyp_idx = None if all(keep[n_state:n_state + n_hyp]) else [
         i for i in range(n_hyp) if keep[n_state + i]]
     e.inp_idx = None if all(keep[n_state + n_hyp:]) else [
         i for i in range(n_in) if keep[n_state + n_hyp + i]]
-    new_pos = {id(c): i for i, c in enumerate(e.in_cells)}
     open_fn = jaxpr_as_fun(ClosedJaxpr(jx.replace(constvars=[], invars=list(jx.constvars) + [
         v for v, k in zip(jx.invars, keep) if k], debug_info=None), []))
-    donate = tuple(len(consts) + new_pos[id(c)] for c in e.changed if id(c) in new_pos)
     # state placed on several devices (funcgrad.parallel) keeps its sharding across steps
     out_sh = _state_out_shardings(layout, e, state_vals, len(jx.outvars))
+    groups = [] if out_sh is not None or _devices(state_vals) > 1 else _pack.plan(
+        e.changed, [v.aval for v in jx.outvars[:e.n_changed]],
+        lambda c: state_vals[layout.cell_index[id(c)]] if id(c) in read else None)
+    if groups:
+        open_fn = _packed_program(open_fn, e, groups, len(consts), [v.aval for v in jx.outvars])
+    else:
+        e.packs = e.in_packs = ()
+    new_pos = {id(c): i for i, c in enumerate(e.in_cells)}
+    donate = tuple(len(consts) + new_pos[id(c)] for c in e.changed if id(c) in new_pos) + tuple(
+        len(consts) + len(e.in_cells) + r for r in range(len(e.in_packs)))
     jitted = jax.jit(open_fn, donate_argnums=donate,
                      **({} if out_sh is None else {"out_shardings": out_sh}))
     e.fn = functools.partial(jitted, *consts) if consts else jitted
     return e
+
+
+def _devices(values) -> int:
+    """How many devices the state arrays live on (packing needs one)."""
+    devs = set()
+    for v in values:
+        sh = getattr(v, "sharding", None)
+        if sh is not None:
+            devs |= sh.device_set
+    return len(devs)
+
+
+def _packed_program(open_fn, e, groups, n_consts, out_avals):
+    """Wrap ``open_fn`` so that each group of small state cells travels as one flat buffer.
+
+    The wrapper takes ``(*consts, *plain state, *packed inputs, *hyperparameters, *inputs)``
+    and returns ``(*plain changed, *packed groups, *the rest)``; ``e`` is rewritten to match
+    (``in_cells``/``changed`` keep the unpacked cells, ``in_packs``/``packs`` the groups).
+    """
+    in_all, changed_all, n_changed_all = e.in_cells, e.changed, e.n_changed
+    pos = {id(c): i for i, c in enumerate(in_all)}
+    packed_j = {j for idx, _ in groups for j in idx}
+    read_groups = [idx for idx, read in groups if read]
+    read_ids = {id(changed_all[j]) for idx in read_groups for j in idx}
+    plain_in = [k for k, c in enumerate(in_all) if id(c) not in read_ids]
+    group_pos = [[pos[id(changed_all[j])] for j in idx] for idx in read_groups]
+    group_shapes = [[tuple(out_avals[j].shape) for j in idx] for idx in read_groups]
+    plain_out = [j for j in range(n_changed_all) if j not in packed_j]
+    n_plain, n_groups, n_all = len(plain_in), len(read_groups), len(in_all)
+
+    def packed(*a):
+        cs, a = a[:n_consts], a[n_consts:]
+        full = [None] * n_all
+        for k, v in zip(plain_in, a[:n_plain]):
+            full[k] = v
+        for p, shapes, buf in zip(group_pos, group_shapes, a[n_plain:n_plain + n_groups]):
+            for k, v in zip(p, _pack.unpack_traced(buf, shapes)):
+                full[k] = v
+        outs = open_fn(*cs, *full, *a[n_plain + n_groups:])
+        return ([outs[j] for j in plain_out] + [_pack.pack_traced([outs[j] for j in idx])
+                                                for idx, _ in groups] + list(outs[n_changed_all:]))
+
+    e.packs = [_pack.Pack([changed_all[j] for j in idx], [out_avals[j].shape for j in idx])
+               for idx, _ in groups]
+    e.in_packs = [P for P, (_, read) in zip(e.packs, groups) if read]
+    e.in_cells = [in_all[k] for k in plain_in]
+    e.changed = [changed_all[j] for j in plain_out]
+    e.n_changed = len(e.changed)
+    return packed
 
 
 def walk_roots(self, leaves) -> list:
@@ -194,11 +253,16 @@ def _state_out_shardings(layout, e, state_vals, n_out):
 def _missed_cells(consts, layout) -> list:
     """Storage cells of tensors that existed before the trace whose array became a constant."""
     out = []
+    packs = _pack.live_packs()
     for c in consts:
         if not isinstance(c, jax.Array) or isinstance(c, _Tracer):
             continue
         for r in gc.get_referrers(c):
             if type(r) is _Cell and r.value is c and id(r) not in layout.cell_index:
+                out.append(r)
+        for p in packs:  # an unpacked piece: referred to by its pack, not by its cell
+            r = p.cell_of(c)
+            if r is not None and id(r) not in layout.cell_index:
                 out.append(r)
     return out
 

@@ -1,0 +1,141 @@
+"""Packing: a compiled step's small state arrays travel as one flat buffer per dtype.
+
+Each array a jitted program takes or returns costs a few microseconds of dispatch (a buffer to
+allocate, a Python array object to make), more than copying a few kilobytes. A step over a
+model with many small tensors (biases, norms, their ``.grad`` and optimizer state) would pay
+that a hundred times per call. So ``plan`` groups the small state cells a program writes by
+dtype (and by whether the program also reads them); the program unpacks its packed inputs
+and returns each group concatenated, and the cells become :class:`funcgrad._tensor._PackedCell`
+pieces of a :class:`Pack`: writing back a group is one assignment, and a piece is unpacked
+only when something reads it. Large arrays are not packed (their copy would cost more).
+"""
+
+from __future__ import annotations
+
+import weakref
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from .._tensor import _PackedCell, _raw_gen, _raw_value
+
+PACK_MAX = 4096  # elements: state arrays at most this big are packed (16 KiB of float32)
+
+_unpack_kernels: dict = {}
+_LIVE: "weakref.WeakSet[Pack]" = weakref.WeakSet()  # for the trace's missed-constant check
+
+
+def _offsets(shapes):
+    return np.cumsum([0] + [int(np.prod(s, dtype=np.int64)) for s in shapes]).tolist()
+
+
+def _unpack_kernel(shapes: tuple):
+    k = _unpack_kernels.get(shapes)
+    if k is None:
+        offs = _offsets(shapes)
+        k = _unpack_kernels[shapes] = jax.jit(
+            lambda buf: tuple(buf[a:b].reshape(s) for a, b, s in zip(offs, offs[1:], shapes)))
+    return k
+
+
+@jax.jit
+def _gather(xs):
+    return jnp.concatenate([jnp.ravel(x) for x in xs])
+
+
+def unpack_traced(buf, shapes) -> list:
+    """Inside a program: the pieces of a packed buffer."""
+    offs = _offsets(shapes)
+    return [buf[a:b].reshape(s) for a, b, s in zip(offs, offs[1:], shapes)]
+
+
+def pack_traced(values) -> jax.Array:
+    """Inside a program: pieces into one flat buffer."""
+    return jnp.concatenate([jnp.ravel(v) for v in values])
+
+
+class Pack:
+    """One group of cells whose current arrays are the pieces of ``buf``.
+
+    ``dirty`` means some cell is no longer attached (it was written, or another pack took it):
+    the next program input is then gathered from the cells instead of passing ``buf``.
+    """
+
+    __slots__ = ("cells", "shapes", "buf", "gen", "unpacked", "dirty", "__weakref__")
+
+    def __init__(self, cells: list, shapes: list):
+        self.cells, self.shapes = cells, tuple(map(tuple, shapes))
+        self.buf, self.gen, self.unpacked, self.dirty = None, 0, None, True
+        _LIVE.add(self)
+
+    def get(self, i: int):
+        """The current array of piece ``i`` (unpacking all pieces once per buffer)."""
+        u = self.unpacked
+        if u is None:
+            u = self.unpacked = _unpack_kernel(self.shapes)(self.buf)
+        return u[i]
+
+    def input(self):
+        """The packed buffer to pass to the program (gathered when a cell changed since)."""
+        if not self.dirty:
+            return self.buf
+        return _gather([c.value for c in self.cells])
+
+    def set(self, buf, gen: int) -> None:
+        """The program's new buffer: every cell of the group is now a piece of it."""
+        self.buf, self.gen, self.unpacked = buf, gen, None
+        if self.dirty:
+            for i, c in enumerate(self.cells):
+                if type(c) is _PackedCell:
+                    old = _raw_value.__get__(c)
+                    if old is not self:
+                        old.dirty = True
+                else:
+                    c.__class__ = _PackedCell
+                _raw_value.__set__(c, self)
+                _raw_gen.__set__(c, i)
+            self.dirty = False
+
+    def cell_of(self, array):
+        """The attached cell whose unpacked array is ``array`` (or None)."""
+        u = self.unpacked
+        if u is None:
+            return None
+        for i, v in enumerate(u):
+            c = self.cells[i]
+            if v is array and type(c) is _PackedCell and _raw_value.__get__(c) is self:
+                return c
+        return None
+
+
+def live_packs() -> list:
+    return list(_LIVE)
+
+
+def _packable(aval, value) -> bool:
+    if aval.size == 0 or aval.size > PACK_MAX or getattr(aval, "weak_type", False):
+        return False
+    if jax.dtypes.issubdtype(aval.dtype, jax.dtypes.extended):
+        return False  # typed PRNG keys do not concatenate
+    if value is not None:
+        if getattr(value, "weak_type", False) or value.shape != aval.shape or value.dtype != aval.dtype:
+            return False
+        sh = getattr(value, "sharding", None)
+        if sh is not None and len(sh.device_set) > 1:
+            return False
+    return True
+
+
+def plan(changed, out_avals, read_value) -> list[tuple[list[int], bool]]:
+    """Groups of ``changed`` to pack: ``[(indices into changed, read?)]``.
+
+    ``read_value(cell)`` is the cell's current array when the program reads the cell, else None.
+    Each group has one dtype and at least two members.
+    """
+    groups: dict = {}
+    for j, (c, aval) in enumerate(zip(changed, out_avals)):
+        v = read_value(c)
+        if _packable(aval, v):
+            groups.setdefault((np.dtype(aval.dtype), v is not None), []).append(j)
+    return [(idx, read) for (_, read), idx in groups.items() if len(idx) >= 2]
