@@ -3,7 +3,8 @@
 (Package named ``_jit`` so that importing it can never shadow the ``funcgrad.jit`` function.
 Its modules follow the phases: ``common`` (shared counters, the call lock, input keys),
 ``discover`` (1, and the layout that 2 checks), ``trace`` (3, and ``cond``), ``compiled``
-(``CompiledFunction``: 2 and 4, ``lower``; ``jit``) and ``module`` (``compile(module)``).)
+(``CompiledFunction``: 2 and 4, ``lower``; ``jit``), ``pack`` (small state as one buffer, 4)
+and ``module`` (``compile(module)``).)
 
 Design note — the phases of a call:
 
@@ -32,7 +33,11 @@ Design note — the phases of a call:
    ``zero_grad()`` clears before ``backward()``, an unused RNG key: only written, so not
    passed), donating exactly the state buffers it overwrites; the
    new arrays are written into the cells (views and ``detach()``-ed aliases see them), grad
-   slots set as the trace left them, version counters advanced as eagerly.
+   slots set as the trace left them, version counters advanced as eagerly. Small state
+   written by the program (at most ``pack.PACK_MAX`` elements: biases, norms, their
+   ``.grad`` and optimizer state) goes in and out as one flat buffer per dtype, since each
+   array of a call costs more than copying a few kilobytes; its cells become pieces of the
+   buffer (``_tensor._PackedCell``), unpacked when read and plain again when written.
 
 Differences from eager (documented in ``jit``'s docstring): Python side effects happen at
 trace time only; tensors returned from the step are detached (no ``grad_fn``); a ``.grad``
