@@ -161,8 +161,8 @@ def _rows(n):
     fns = [_mlp_jax(params, x, y, False), _mlp_jax(params, x, y, True), fg]
     impls = ["jax.jit + optax", "jax.jit + optax, grads out", "funcgrad.jit"]
     try:
-        fns.append(torch_step(sizes, batch))
-        impls.append("pytorch eager")
+        fns.append(torch_step(sizes, batch, threads=None))
+        impls.append("pytorch eager (default threads)")
     except ImportError:
         pass
     for impl, t in zip(impls, _time_many(fns, n, repeat=9)):

@@ -10,6 +10,9 @@ How a step flows (``Optimizer.step`` -> ``_step_group``):
    parameter, gradient and state arrays plus the numeric hyperparameters as *dynamic* scalars
    (read through ``_lift.hyper`` so the jit bridge can trace them), builds the optax chain
    (``subclass._transform``) for each parameter and returns the new parameters and states;
+   eagerly, the old parameter and state arrays are *donated* (XLA writes the new values into
+   their buffers, as PyTorch updates in place) whenever nothing but their storage cell can still
+   see them (``_donatable``); the others are passed as ordinary, kept arguments;
 4. the results are written back into the same Tensor objects (parameters get a version bump,
    as PyTorch's in-place update does). State tensors are never rebound: the jit bridge finds
    them in ``self.state`` and lifts their storage.
@@ -22,6 +25,7 @@ from __future__ import annotations
 
 import copy
 import functools
+import sys
 import warnings
 from collections import OrderedDict, defaultdict
 from collections.abc import Callable
@@ -31,7 +35,7 @@ import jax
 import jax.numpy as jnp
 import optax
 
-from .. import _dtype, _lift
+from .. import _dtype, _lift, _tensor
 from .._tensor import Tensor
 from ..autograd.grad_mode import enable_grad, no_grad
 from ..autograd.graph import RemovableHandle
@@ -123,24 +127,94 @@ def _dyn(v):
 _kernels: dict = {}
 
 
+def _group_update(cls, static):
+    """The pure group update: new parameters and states from the old ones and the gradients."""
+    def run(params, grads, states, fresh, h):
+        new_params, new_states = [], []
+        for p, g, s, f in zip(params, grads, states, fresh):
+            parts = cls._transform(h, static, p.dtype, f)
+            core = next((i for i, t in enumerate(parts) if isinstance(t, StatefulTransform)), None)
+            tx = optax.chain(*parts)
+            st = tuple(s if i == core else t.init(p) for i, t in enumerate(parts))
+            updates, st = tx.update(g, st, p)
+            new_params.append(optax.apply_updates(p, updates))
+            new_states.append(st[core] if core is not None else {})
+        return new_params, new_states
+    return run
+
+
 def _kernel(cls, static):
-    """The jitted group update of optimizer class ``cls`` for structural flags ``static``."""
+    """The jitted group update of optimizer class ``cls`` for structural flags ``static``.
+
+    Called as ``kernel(donate, dparams, dstates, kparams, kstates, grads, fresh, h)``: ``donate``
+    (static; one ``(param, state)`` pair of bools per parameter) says which old parameter and
+    state arrays come in ``dparams``/``dstates``, donated to XLA so that the new values are
+    written into the old buffers (an in-place update, as PyTorch's: allocating fresh
+    megabyte-sized outputs costs more than the update itself), and which in ``kparams``/
+    ``kstates``, kept. A training loop uses one mask (all True eagerly, all False under the
+    jit bridge, where the arrays are tracers), so it traces once.
+    """
     key = (cls, static)
     k = _kernels.get(key)
     if k is None:
-        def run(params, grads, states, fresh, h):
-            new_params, new_states = [], []
-            for p, g, s, f in zip(params, grads, states, fresh):
-                parts = cls._transform(h, static, p.dtype, f)
-                core = next((i for i, t in enumerate(parts) if isinstance(t, StatefulTransform)), None)
-                tx = optax.chain(*parts)
-                st = tuple(s if i == core else t.init(p) for i, t in enumerate(parts))
-                updates, st = tx.update(g, st, p)
-                new_params.append(optax.apply_updates(p, updates))
-                new_states.append(st[core] if core is not None else {})
+        run = _group_update(cls, static)
+
+        def run_masked(donate, dparams, dstates, kparams, kstates, grads, fresh, h):
+            dp, ds, kp, ks = iter(dparams), iter(dstates), iter(kparams), iter(kstates)
+            params = [next(dp) if d else next(kp) for d, _ in donate]
+            states = [next(ds) if d else next(ks) for _, d in donate]
+            new_params, new_states = run(params, grads, states, fresh, h)
+            # PyTorch updates its state in place, so a state keeps its dtype (a no-op for the
+            # built-in optimizers); that also keeps every donated buffer usable for an output
+            # (else jax warns "Some donated buffers were not usable")
+            new_states = [{n: v.astype(old[n].dtype) if n in old and v.dtype != old[n].dtype else v
+                           for n, v in new.items()} for new, old in zip(new_states, states)]
             return new_params, new_states
-        k = _kernels[key] = jax.jit(run)
+        k = _kernels[key] = jax.jit(run_masked, static_argnums=0, donate_argnums=(1, 2))
     return k
+
+
+_PlainCell = _tensor._Cell  # captured at import: the jit bridge swaps in a subclass while tracing
+
+
+def _owned_refs() -> int:
+    """``sys.getrefcount(vals[i])`` of an array held only by a storage cell and by ``vals``:
+    the cell, the list, and getrefcount's own argument (3 on CPython 3.11). Measured rather
+    than assumed, so that a Python version counting differently only turns donation off."""
+    cell = _PlainCell(object())
+    vals = [cell.value]
+    return sys.getrefcount(vals[0])
+
+
+_OWNED_REFS = _owned_refs()
+
+
+_concrete_types: set = set()  # array classes seen to be concrete (an isinstance on jax.Array is slow)
+
+
+def _is_concrete(v) -> bool:
+    if type(v) in _concrete_types:
+        return True
+    if isinstance(v, jax.Array) and not isinstance(v, jax.core.Tracer):
+        _concrete_types.add(type(v))
+        return True
+    return False
+
+
+def _donatable(t: Tensor, vals, i) -> bool:
+    """May ``vals[i]`` (``t``'s array, about to be replaced by the kernel's output) be donated?
+
+    Only a concrete array (a tracer under the jit bridge is never donated), stored in a plain
+    cell of its own (not a view's cached value, not a packed piece), and referenced by nothing
+    but that cell and ``vals``: the count rules out a user's ``a = p.jax()``, autograd's saved
+    inputs (so backward through an old graph still reports the in-place version error instead
+    of reading a deleted buffer), an array shared by two cells (``b.data = a``, a loaded
+    ``state_dict``) or passed twice (a duplicate parameter). A NumPy view
+    (``p.detach().numpy()``) also holds the array, and PJRT itself would copy rather than
+    reuse a buffer with an external reference.
+    """
+    return (t._viewinfo is None and type(t._cell) is _PlainCell and _is_concrete(vals[i])
+            and sys.getrefcount(vals[i]) == _OWNED_REFS)
 
 
 class StatefulTransform(optax.GradientTransformation):
@@ -334,15 +408,41 @@ class Optimizer:
             states.append(st)
         keys = [self._state_keys(static, st) for st in states]
         h = {k: _dyn(_lift.hyper(group, k)) for k in self._hypers}
-        new_p, new_s = _kernel(type(self), static)(
-            [p._value for p in params], [p._grad._value for p in params],
-            [{k: st[k]._value for k in ks} for st, ks in zip(states, keys)], fresh, h)
+        pvals = [p._value for p in params]
+        gvals = [p._grad._value for p in params]
+        svals = [{k: st[k]._value for k in ks} for st, ks in zip(states, keys)]
+        if any(isinstance(v, jax.core.Tracer) for v in gvals):
+            # traced by the jit bridge: nothing is donated, not even an array created concretely
+            # during the trace (the bridge donates the whole step's state itself)
+            donate = tuple((False, False) for _ in params)
+        else:
+            donate = self._donation(params, pvals, states, keys, svals)
+        dp = [v for v, (d, _) in zip(pvals, donate) if d]
+        ds = [v for v, (_, d) in zip(svals, donate) if d]
+        kp = [v for v, (d, _) in zip(pvals, donate) if not d]
+        ks = [v for v, (_, d) in zip(svals, donate) if not d]
+        new_p, new_s = _kernel(type(self), static)(donate, dp, ds, kp, ks, gvals, fresh, h)
         for p, v in zip(params, new_p):
             p._set_value(v)
             p._ver[0] += 1
         for st, ks, new in zip(states, keys, new_s):
             for k in ks:
                 st[k]._set_value(new[k])
+
+    @staticmethod
+    def _donation(params, pvals, states, keys, svals) -> tuple:
+        """Per parameter, whether its old array and its old state arrays can be donated to the
+        update (``_donatable``)."""
+        mask = []
+        for i, p in enumerate(params):
+            st, sv = states[i], svals[i]
+            ok = True
+            for k in keys[i]:
+                if not _donatable(st[k], sv, k):
+                    ok = False
+                    break
+            mask.append((_donatable(p, pvals, i), ok))
+        return tuple(mask)
 
     def _static(self, group: dict[str, Any]) -> tuple:
         return ()
