@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import jax
 import jax.numpy as jnp
 
+from .. import _dispatch
 from ._registry import FUNCTIONS, Tensor, apply, defop, export, inplace_method
+from .shape import _t
 
 _mm = defop("mm", jnp.matmul, "MmBackward0", promote="binary")
 _dot = defop("dot", jnp.dot, "DotBackward0", promote="binary")
@@ -144,6 +147,44 @@ def outer(input, vec2, *, out=None) -> Tensor:
 def _add_product(kind, input, a, b, beta, alpha, out):
     r = apply(_ADD_PRODUCTS[kind], input, a, b, beta=beta, alpha=alpha, kind=kind)
     return _out(r, out)
+
+
+_ADDMM_KEY = (("beta", 1), ("alpha", 1), ("kind", "addmm"))
+_linear_kernels: dict = {}
+
+
+def linear_2d(input, weight, bias):
+    """``addmm(bias, input, weight.t())`` (``nn.Linear`` on a batch) without materialising
+    ``weight.t()``; None when the operands do not fit that path (the caller falls back).
+
+    The graph is PyTorch's, ``AddmmBackward0`` whose ``mat2`` is the ``TBackward0`` view
+    ``weight.t()``, but that view is lazy (computed only if something reads it) and the kernel
+    contracts ``weight``'s last dimension directly: a transposed copy of the weight on every
+    forward cost as much as the matmul itself. The fused backward applies the lazy view inside
+    its program, where XLA folds the transpose into the matmuls.
+    """
+    if not (isinstance(bias, Tensor) and input.ndim == 2 and weight.ndim == 2 and bias.ndim == 1
+            and weight._viewinfo is None and input.shape[1] == weight.shape[1]
+            and bias.shape[0] == weight.shape[0]):
+        return None
+    op = _ADD_PRODUCTS["addmm"]
+    args = (bias, input, weight)
+    vals = [bias._value, input._value, weight._value]
+    cast = _dispatch.result_dtype(op, args, vals)
+    k = _linear_kernels.get(cast)
+    if k is None:
+        f = op.traced(_ADDMM_KEY, cast, 3)
+        k = _linear_kernels[cast] = jax.jit(lambda b, x, w: f(b, x, w.T))
+    out = k(*vals)
+    mask = (bias._requires_grad, input._requires_grad, weight._requires_grad)
+    if not (_dispatch._state.enabled and True in mask and _dispatch._inexact(out, None)):
+        return Tensor._wrap(out)
+    if weight._requires_grad:
+        wt = _dispatch._record(_t, (weight,), None, (), None, (True,))
+    else:
+        wt = Tensor._make_view(weight, None, _t, ())
+    wt._viewinfo.gen = -1  # no value yet: computed from the weight when read
+    return _dispatch._record(op, (bias, input, wt), out, _ADDMM_KEY, cast, mask)
 
 
 @export("addmm")

@@ -18,7 +18,7 @@ import collections
 import jax
 
 from .._dispatch import OpNode
-from .._tensor import Tensor
+from .._tensor import Tensor, _apply_chain
 from .engine import _accumulate
 from .graph import AccumulateGrad
 
@@ -66,9 +66,11 @@ def _plan(root):
 def _program(struct):
     """One jitted function replaying the vjp kernels of ``struct`` (see ``try_run``)."""
     fns = [(op.vjp_fn(*key), edges) for op, key, edges in struct[0]]
-    n_leaves = struct[1]
+    n_leaves, lazy = struct[1], struct[2]
 
     def run(saved, root_grad):
+        for i, j, chain in lazy:  # views passed as their base's array: take the view here
+            saved[i][j] = _apply_chain(chain, saved[i][j])
         bufs = [None] * len(fns)
         leaves = [None] * n_leaves
         bufs[0] = root_grad
@@ -80,6 +82,27 @@ def _program(struct):
                 target[j] = g if target[j] is None else target[j] + g
         return leaves
     return jax.jit(run)
+
+
+def _saved_values(ops):
+    """The nodes' saved inputs as arrays, and ``(node, slot, view chain)`` of each saved view
+    whose value is not computed (e.g. ``nn.Linear``'s lazy ``weight.t()``): that one is passed
+    as its base's array and the program applies the chain (static chains only: a chain with
+    dynamic indices would bake them into the program)."""
+    saved, lazy = [], []
+    for i, n in enumerate(ops):
+        row = []
+        for j, s in enumerate(n._saved):
+            if isinstance(s, Tensor):
+                vi = s._viewinfo
+                if vi is not None and vi.gen != s._cell.gen and not any(d for _, _, d in vi.chain):
+                    row.append(s._cell.value)
+                    lazy.append((i, j, vi.chain))
+                    continue
+                s = s._value
+            row.append(s)
+        saved.append(row)
+    return saved, tuple(lazy)
 
 
 def try_run(roots, grads, retain_graph) -> bool:
@@ -97,9 +120,12 @@ def try_run(roots, grads, retain_graph) -> bool:
         else:
             index[node] = len(index)
     ops = [n for n in order if type(n) is not AccumulateGrad]
+    for n in ops:
+        n._check_saved()
+    saved, lazy = _saved_values(ops)
     struct = (tuple((n._op, n._key, tuple((1, leaf_index[c]) if type(c) is AccumulateGrad else (0, index[c])
                                           for c, _ in n.next_functions if c is not None))
-                    for n in ops), len(leaves))
+                    for n in ops), len(leaves), lazy)
     entry = _SEEN.get(struct)
     if entry is None:  # first sighting: count it, let the engine run this time
         _SEEN[struct] = 1
@@ -108,9 +134,6 @@ def try_run(roots, grads, retain_graph) -> bool:
         return False
     if entry == 1:
         entry = _SEEN[struct] = _program(struct)
-    for n in ops:
-        n._check_saved()
-    saved = [[s._value if isinstance(s, Tensor) else s for s in n._saved] for n in ops]
     out = entry(saved, grads[0]._value)
     if not retain_graph:
         for n in ops:

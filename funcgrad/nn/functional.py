@@ -16,7 +16,7 @@ import numpy as np
 
 from .. import _random
 from .._ops import nn as _nn
-from .._ops.linalg import addmm as _addmm, matmul as _matmul
+from .._ops.linalg import addmm as _addmm, linear_2d as _linear_2d, matmul as _matmul
 from .._ops.nn import log_softmax as _log_softmax, softmax as _softmax
 from .._ops.pointwise import relu as _relu, sigmoid as _sigmoid, tanh as _tanh
 from .._tensor import Tensor, _scalar_type_name
@@ -42,7 +42,8 @@ def linear(input: Tensor, weight: Tensor, bias: Tensor | None = None) -> Tensor:
         raise RuntimeError(f"mat1 and mat2 must have the same dtype, but got "
                            f"{_scalar_type_name(input.dtype)} and {_scalar_type_name(weight.dtype)}")
     if input.ndim == 2 and bias is not None:
-        return _addmm(bias, input, weight.t())
+        out = _linear_2d(input, weight, bias)  # the same graph, no transposed weight copy
+        return _addmm(bias, input, weight.t()) if out is None else out
     if bias is None:
         return _matmul(input, weight.t())
     if input.ndim == 0:
