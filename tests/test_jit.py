@@ -342,3 +342,32 @@ def test_replacing_submodule_parameter_or_attribute_retraces():
     for a, b in zip(comp, eager):
         np.testing.assert_allclose(a, b, rtol=1e-6)
     assert step.num_traces >= 4
+
+
+def test_freezing_a_parameter_between_calls_is_seen():
+    """``requires_grad_(False)`` on a parameter after compiling: the next call retraces and the
+    frozen weight is neither updated nor given a ``.grad`` (it was silently trained before)."""
+    funcgrad.manual_seed(0)
+    m = nn.Sequential(nn.Linear(3, 3), nn.Linear(3, 3))
+    opt = optim.SGD(m.parameters(), lr=0.1)
+
+    @funcgrad.jit
+    def step(x):
+        opt.zero_grad()
+        loss = m(x).sum()
+        loss.backward()
+        opt.step()
+        return loss
+    x = funcgrad.randn(2, 3)
+    step(x), step(x)
+    n = step.num_traces
+    m[0].weight.requires_grad_(False)
+    w0 = m[0].weight.detach().clone()
+    step(x), step(x)
+    assert step.num_traces == n + 1
+    assert m[0].weight.grad is None
+    np.testing.assert_array_equal(m[0].weight.detach().numpy(), w0.numpy())
+    m[0].weight.requires_grad_(True)  # unfrozen again: trained again, the first program reused
+    step(x)
+    assert m[0].weight.grad is not None and step.num_traces <= n + 2
+    assert not np.array_equal(m[0].weight.detach().numpy(), w0.numpy())

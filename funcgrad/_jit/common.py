@@ -16,6 +16,7 @@ _Tracer = jax.core.Tracer
 _GEN = itertools.count(1 << 48, 1 << 32)  # unique storage generations (never reached eagerly)
 _get_cell = Tensor._cell.__get__
 _get_grad = operator.attrgetter("_grad")
+_get_requires_grad = operator.attrgetter("_requires_grad")
 _get_cell_value = operator.attrgetter("value")  # not the slot: a _PackedCell unpacks
 _ORIG_SET_VALUE = Tensor._set_value
 _SCALARS = (bool, int, float, complex, str, bytes, type(None))

@@ -15,7 +15,7 @@ import numpy as np
 
 from .. import _lift, _random
 from .._tensor import Tensor
-from .common import _SCALARS, _STRUCTURE, _get_cell, _get_grad, _scalar_key
+from .common import _SCALARS, _STRUCTURE, _get_cell, _get_grad, _get_requires_grad, _scalar_key
 
 _LIBS = ("jax", "jaxlib", "numpy", "optax", "funcgrad", "builtins", "functools", "typing",
          "collections", "abc", "torch", "tqdm", "warnings", "math")
@@ -189,6 +189,7 @@ class _Layout:
         self.cells = cells
         self.cell_index = {id(c): i for i, c in enumerate(cells)}
         self.leaves = [t for t in tensors if t._requires_grad]
+        self.flags = list(map(_get_requires_grad, tensors))  # a frozen/unfrozen parameter: new layout
         self.grad_ids = [id(t._grad) for t in self.leaves]
         self.struct_gen = _STRUCTURE[0]
         self.fast: dict = {}  # (input tree, leaf keys) -> _Entry, for this layout
@@ -212,7 +213,8 @@ class _Layout:
         self.static_ids = [id(g[k]) for g, k in static]
         scalars = tuple(_scalar_key(v) for d in walk.watch_dicts for v in d.values()
                         if isinstance(v, _SCALARS))
-        self.key = (tuple(map(id, cells)), tuple(g is None for g in map(_get_grad, self.leaves)),
+        self.key = (tuple(map(id, cells)), tuple(self.flags),
+                    tuple(g is None for g in map(_get_grad, self.leaves)),
                     tuple(_scalar_key(g[k]) for g, k in static), scalars,
                     tuple(t for _, _, t in self.hyper_slots))
 
@@ -224,6 +226,7 @@ class _Layout:
     def valid(self) -> bool:
         return (_STRUCTURE[0] == self.struct_gen
                 and list(map(_get_cell, self.tensors)) == self.tcells
+                and list(map(_get_requires_grad, self.tensors)) == self.flags
                 and list(map(id, map(_get_grad, self.leaves))) == self.grad_ids
                 and self._ids() == self.watch_ids
                 and [id(g[k]) for g, k in self.static_slots] == self.static_ids)
