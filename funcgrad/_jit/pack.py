@@ -30,20 +30,6 @@ def _offsets(shapes):
     return np.cumsum([0] + [int(np.prod(s, dtype=np.int64)) for s in shapes]).tolist()
 
 
-def _unpack_kernel(shapes: tuple):
-    k = _unpack_kernels.get(shapes)
-    if k is None:
-        offs = _offsets(shapes)
-        k = _unpack_kernels[shapes] = jax.jit(
-            lambda buf: tuple(buf[a:b].reshape(s) for a, b, s in zip(offs, offs[1:], shapes)))
-    return k
-
-
-@jax.jit
-def _gather(xs):
-    return jnp.concatenate([jnp.ravel(x) for x in xs])
-
-
 def unpack_traced(buf, shapes) -> list:
     """Inside a program: the pieces of a packed buffer."""
     offs = _offsets(shapes)
@@ -53,6 +39,16 @@ def unpack_traced(buf, shapes) -> list:
 def pack_traced(values) -> jax.Array:
     """Inside a program: pieces into one flat buffer."""
     return jnp.concatenate([jnp.ravel(v) for v in values])
+
+
+def _unpack_kernel(shapes: tuple):
+    k = _unpack_kernels.get(shapes)
+    if k is None:
+        k = _unpack_kernels[shapes] = jax.jit(lambda buf: tuple(unpack_traced(buf, shapes)))
+    return k
+
+
+_gather = jax.jit(pack_traced)  # eagerly: the cells' current arrays into a program input
 
 
 class Pack:
@@ -118,13 +114,9 @@ def _packable(aval, value) -> bool:
         return False
     if jax.dtypes.issubdtype(aval.dtype, jax.dtypes.extended):
         return False  # typed PRNG keys do not concatenate
-    if value is not None:
-        if getattr(value, "weak_type", False) or value.shape != aval.shape or value.dtype != aval.dtype:
-            return False
-        sh = getattr(value, "sharding", None)
-        if sh is not None and len(sh.device_set) > 1:
-            return False
-    return True
+    # (multi-device state is never packed: the caller checks the devices once for all cells)
+    return value is None or not (getattr(value, "weak_type", False) or value.shape != aval.shape
+                                 or value.dtype != aval.dtype)
 
 
 def plan(changed, out_avals, read_value) -> list[tuple[list[int], bool]]:

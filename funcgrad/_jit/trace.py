@@ -139,7 +139,8 @@ def trace(self, layout, args, kwargs, leaves, tree, in_tensors, hyp, _attempt=0)
         v for v, k in zip(jx.invars, keep) if k], debug_info=None), []))
     # state placed on several devices (funcgrad.parallel) keeps its sharding across steps
     out_sh = _state_out_shardings(layout, e, state_vals, len(jx.outvars))
-    groups = [] if out_sh is not None or _devices(state_vals) > 1 else _pack.plan(
+    # (out_sh is set only for multi-device state, which _devices rules out for packing too)
+    groups = [] if _devices(state_vals) > 1 else _pack.plan(
         e.changed, [v.aval for v in jx.outvars[:e.n_changed]],
         lambda c: state_vals[layout.cell_index[id(c)]] if id(c) in read else None)
     if groups:

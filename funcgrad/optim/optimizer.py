@@ -174,7 +174,7 @@ def _kernel(cls, static):
     return k
 
 
-_PlainCell = _tensor._Cell  # captured at import: the jit bridge swaps in a subclass while tracing
+_PlainCell = _tensor._PlainCell  # not _tensor._Cell: the jit bridge swaps a subclass in while tracing
 
 
 def _owned_refs() -> int:
