@@ -47,6 +47,12 @@ def _flatten_args(args, kwargs):
 
 
 _FAST_LEAVES = (Tensor, jax.Array, np.ndarray, bool, int, float, complex, str, bytes)
+_NOT_OBJECTS = (Tensor, jax.Array, np.ndarray) + _SCALARS
+
+
+def _objects(leaves) -> list:
+    """The argument leaves that are objects to search for state (modules, optimizers…)."""
+    return [x for x in leaves if not isinstance(x, _NOT_OBJECTS)]
 
 
 def _is_fast_leaf(x) -> bool:

@@ -16,8 +16,8 @@ import numpy as np
 from .. import _random
 from .._tensor import Tensor
 from . import trace as _trace_mod
-from .common import (_CALL_LOCK, _GEN, _SCALARS, _flatten_args, _get_cell_value, _is_fast_leaf,
-                     _leaf_key, structure_changed)
+from .common import (_CALL_LOCK, _GEN, _flatten_args, _get_cell_value, _is_fast_leaf,
+                     _leaf_key, _objects, structure_changed)
 from .discover import _WRAPPERS, _Layout, _walk
 from .trace import _Entry
 
@@ -69,7 +69,7 @@ class CompiledFunction:
                 tree = self._trees[len(args)] = _flatten_args(args, kwargs)[1]
         else:
             leaves, tree = _flatten_args(args, kwargs)
-        objs = [x for x in leaves if not isinstance(x, (Tensor, jax.Array, np.ndarray) + _SCALARS)]
+        objs = _objects(leaves)
         layout = self._layout
         if layout is None or list(map(id, objs)) != self._layout_args or not layout.valid():
             layout = self._discover(leaves, objs)
@@ -177,7 +177,7 @@ class CompiledFunction:
         """
         with _CALL_LOCK:  # tracing swaps tracers into shared cells, as in __call__
             leaves, tree = _flatten_args(args, kwargs)
-            objs = [x for x in leaves if not isinstance(x, (Tensor, jax.Array, np.ndarray) + _SCALARS)]
+            objs = _objects(leaves)
             layout = self._layout
             if layout is None or list(map(id, objs)) != self._layout_args or not layout.valid():
                 layout = self._discover(leaves, objs)

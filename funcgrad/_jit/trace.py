@@ -29,7 +29,7 @@ from .. import _tensor as _tensor_mod
 from .._tensor import Tensor, _Cell, _PackedCell
 from . import pack as _pack
 from .common import (_GEN, _ORIG_SET_VALUE, _SCALARS, _Tracer, _TracedCell, _get_cell_value,
-                     structure_changed)
+                     _objects, structure_changed)
 from .discover import _walk
 
 _PKG_DIR = os.path.dirname(os.path.abspath(__file__)) + os.sep
@@ -78,13 +78,7 @@ def trace(self, layout, args, kwargs, leaves, tree, in_tensors, hyp, _attempt=0)
         if _attempt > 8:
             raise
         self._lifted_keys.add(r.key)
-        self._scrub(leaves)
-        layout = self._discover(leaves, [x for x in leaves if not isinstance(
-            x, (Tensor, jax.Array, np.ndarray) + _SCALARS)])
-        return self._trace(layout, args, kwargs, leaves, tree,
-                           [x for x in leaves if isinstance(x, Tensor)
-                            and id(x._cell) not in layout.cell_index], layout.hyper_values(),
-                           _attempt + 1)
+        return _again(self, args, kwargs, leaves, tree, _attempt)
     except BaseException:
         self._scrub(leaves)
         raise
@@ -98,14 +92,8 @@ def trace(self, layout, args, kwargs, leaves, tree, in_tensors, hyp, _attempt=0)
     if missed:
         if _attempt > 8:
             raise RuntimeError("funcgrad.jit: could not lift tensors read by the step")
-        self._scrub(leaves)
         self._extra_cells.extend(missed)
-        layout = self._discover(leaves, [x for x in leaves if not isinstance(
-            x, (Tensor, jax.Array, np.ndarray) + _SCALARS)])
-        return self._trace(layout, args, kwargs, leaves, tree,
-                           [x for x in leaves if isinstance(x, Tensor)
-                            and id(x._cell) not in layout.cell_index], layout.hyper_values(),
-                           _attempt + 1)
+        return _again(self, args, kwargs, leaves, tree, _attempt)
     self.num_traces += 1
     self.retrace_reasons.append(reason)
     if self.num_traces >= self._warn_after and (self.num_traces & (self.num_traces - 1)) == 0:
@@ -154,6 +142,14 @@ def trace(self, layout, args, kwargs, leaves, tree, in_tensors, hyp, _attempt=0)
                      **({} if out_sh is None else {"out_shardings": out_sh}))
     e.fn = functools.partial(jitted, *consts) if consts else jitted
     return e
+
+
+def _again(self, args, kwargs, leaves, tree, attempt) -> _Entry:
+    """Drop what the failed trace created, rediscover (with more state lifted) and trace anew."""
+    self._scrub(leaves)
+    layout = self._discover(leaves, _objects(leaves))
+    return self._trace(layout, args, kwargs, leaves, tree, self._in_tensors(leaves, layout),
+                       layout.hyper_values(), attempt + 1)
 
 
 def _devices(values) -> int:
