@@ -17,6 +17,21 @@ from ..module import Module
 from ..parameter import Parameter
 
 
+def _affine_parameters(m: Module, shape, affine: bool, bias: bool, dt, device) -> None:
+    """A norm layer's ``weight`` (ones) and ``bias`` (zeros) of ``shape``, or None as PyTorch."""
+    m.register_parameter("weight", Parameter(_factories.ones(*shape, dtype=dt, device=device))
+                         if affine else None)
+    m.register_parameter("bias", Parameter(_factories.zeros(*shape, dtype=dt, device=device))
+                         if affine and bias else None)
+
+
+def _reset_affine(m: Module, affine: bool) -> None:
+    if affine:
+        init.ones_(m.weight)
+        if m.bias is not None:
+            init.zeros_(m.bias)
+
+
 class _NormBase(Module):
     _version = 2
 
@@ -27,15 +42,7 @@ class _NormBase(Module):
         self.num_features, self.eps, self.momentum = num_features, eps, momentum
         self.affine, self.track_running_stats = affine, track_running_stats
         dt = dtype or _dtype.get_default_dtype()
-        if affine:
-            self.weight = Parameter(_factories.ones(num_features, dtype=dt, device=device))
-            if bias:
-                self.bias = Parameter(_factories.zeros(num_features, dtype=dt, device=device))
-            else:
-                self.register_parameter("bias", None)
-        else:
-            self.register_parameter("weight", None)
-            self.register_parameter("bias", None)
+        _affine_parameters(self, (num_features,), affine, bias, dt, device)
         if track_running_stats:
             self.register_buffer("running_mean", _factories.zeros(num_features, dtype=dt, device=device))
             self.register_buffer("running_var", _factories.ones(num_features, dtype=dt, device=device))
@@ -55,10 +62,7 @@ class _NormBase(Module):
 
     def reset_parameters(self) -> None:
         self.reset_running_stats()
-        if self.affine:
-            init.ones_(self.weight)
-            if self.bias is not None:
-                init.zeros_(self.bias)
+        _reset_affine(self, self.affine)
 
     def _check_input_dim(self, input) -> None:
         raise NotImplementedError
@@ -179,22 +183,11 @@ class LayerNorm(Module):
             normalized_shape = (normalized_shape,)
         self.normalized_shape = tuple(normalized_shape)
         self.eps, self.elementwise_affine = eps, elementwise_affine
-        dt = dtype or _dtype.get_default_dtype()
-        if elementwise_affine:
-            self.weight = Parameter(_factories.ones(*self.normalized_shape, dtype=dt, device=device))
-            if bias:
-                self.bias = Parameter(_factories.zeros(*self.normalized_shape, dtype=dt, device=device))
-            else:
-                self.register_parameter("bias", None)
-        else:
-            self.register_parameter("weight", None)
-            self.register_parameter("bias", None)
+        _affine_parameters(self, self.normalized_shape, elementwise_affine, bias,
+                           dtype or _dtype.get_default_dtype(), device)
 
     def reset_parameters(self) -> None:
-        if self.elementwise_affine:
-            init.ones_(self.weight)
-            if self.bias is not None:
-                init.zeros_(self.bias)
+        _reset_affine(self, self.elementwise_affine)
 
     def forward(self, input):
         return F.layer_norm(input, self.normalized_shape, self.weight, self.bias, self.eps)
@@ -213,22 +206,11 @@ class GroupNorm(Module):
         if num_channels % num_groups != 0:
             raise ValueError("num_channels must be divisible by num_groups")
         self.num_groups, self.num_channels, self.eps, self.affine = num_groups, num_channels, eps, affine
-        dt = dtype or _dtype.get_default_dtype()
-        if affine:
-            self.weight = Parameter(_factories.ones(num_channels, dtype=dt, device=device))
-            if bias:
-                self.bias = Parameter(_factories.zeros(num_channels, dtype=dt, device=device))
-            else:
-                self.register_parameter("bias", None)
-        else:
-            self.register_parameter("weight", None)
-            self.register_parameter("bias", None)
+        _affine_parameters(self, (num_channels,), affine, bias, dtype or _dtype.get_default_dtype(),
+                           device)
 
     def reset_parameters(self) -> None:
-        if self.affine:
-            init.ones_(self.weight)
-            if self.bias is not None:
-                init.zeros_(self.bias)
+        _reset_affine(self, self.affine)
 
     def forward(self, input):
         return F.group_norm(input, self.num_groups, self.weight, self.bias, self.eps)
