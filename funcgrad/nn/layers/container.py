@@ -19,7 +19,40 @@ def _index(idx: int, n: int) -> int:
     return idx % n
 
 
-class Sequential(Module):
+class _ModuleSequence:
+    """What ``Sequential`` and ``ModuleList`` share: modules numbered ``"0"``, ``"1"``…"""
+
+    def __delitem__(self, idx) -> None:
+        keys = list(self._modules)
+        if isinstance(idx, slice):
+            for k in keys[idx]:
+                delattr(self, k)
+        else:
+            delattr(self, keys[_index(idx, len(self))])
+        self._renumber(list(self._modules.values()))  # contiguous numbering, as PyTorch
+
+    def _renumber(self, items) -> None:
+        self._modules.clear()
+        for i, m in enumerate(items):
+            self._modules[str(i)] = m
+
+    def __len__(self) -> int:
+        return len(self._modules)
+
+    def __iter__(self) -> Iterator[Module]:
+        return iter(self._modules.values())
+
+    def append(self, module: Module):
+        self.add_module(str(len(self)), module)
+        return self
+
+    def pop(self, key: int) -> Module:
+        v = self[key]
+        del self[key]
+        return v
+
+
+class Sequential(_ModuleSequence, Module):
     """Modules applied in order; indexable, sliceable, appendable.
 
     >>> import funcgrad
@@ -53,34 +86,11 @@ class Sequential(Module):
         key = list(self._modules)[_index(idx, len(self))]
         setattr(self, key, module)
 
-    def __delitem__(self, idx) -> None:
-        keys = list(self._modules)
-        if isinstance(idx, slice):
-            for k in keys[idx]:
-                delattr(self, k)
-        else:
-            delattr(self, keys[_index(idx, len(self))])
-        # keep numbering contiguous, as PyTorch does
-        items = list(self._modules.values())
-        self._modules.clear()
-        for i, m in enumerate(items):
-            self._modules[str(i)] = m
-
-    def __len__(self) -> int:
-        return len(self._modules)
-
-    def __iter__(self) -> Iterator[Module]:
-        return iter(self._modules.values())
-
     def __add__(self, other: "Sequential") -> "Sequential":
         if not isinstance(other, Sequential):
             raise ValueError(f"add operator supports only objects of Sequential class, but "
                              f"{type(other)} is given.")
         return Sequential(*self, *other)
-
-    def append(self, module: Module) -> "Sequential":
-        self.add_module(str(len(self)), module)
-        return self
 
     def insert(self, index: int, module: Module) -> "Sequential":
         if not isinstance(module, Module):
@@ -92,9 +102,7 @@ class Sequential(Module):
             index += n
         items = list(self._modules.values())
         items.insert(index, module)
-        self._modules.clear()
-        for i, m in enumerate(items):
-            self._modules[str(i)] = m
+        self._renumber(items)
         return self
 
     def extend(self, sequential: Iterable[Module]) -> "Sequential":
@@ -102,18 +110,13 @@ class Sequential(Module):
             self.append(layer)
         return self
 
-    def pop(self, key: int) -> Module:
-        v = self[key]
-        del self[key]
-        return v
-
     def forward(self, input):
         for module in self:
             input = module(input)
         return input
 
 
-class ModuleList(Module):
+class ModuleList(_ModuleSequence, Module):
     """A list of modules whose parameters are registered (iterate it in ``forward``).
 
     >>> from funcgrad import nn
@@ -137,33 +140,11 @@ class ModuleList(Module):
     def __setitem__(self, idx: int, module: Module) -> None:
         setattr(self, str(_index(idx, len(self))), module)
 
-    def __delitem__(self, idx) -> None:
-        keys = list(self._modules)
-        if isinstance(idx, slice):
-            for k in keys[idx]:
-                delattr(self, k)
-        else:
-            delattr(self, keys[_index(idx, len(self))])
-        items = list(self._modules.values())
-        self._modules.clear()
-        for i, m in enumerate(items):
-            self._modules[str(i)] = m
-
-    def __len__(self) -> int:
-        return len(self._modules)
-
-    def __iter__(self) -> Iterator[Module]:
-        return iter(self._modules.values())
-
     def __iadd__(self, modules: Iterable[Module]) -> "ModuleList":
         return self.extend(modules)
 
     def __add__(self, other: Iterable[Module]) -> "ModuleList":
         return ModuleList([*self, *other])
-
-    def append(self, module: Module) -> "ModuleList":
-        self.add_module(str(len(self)), module)
-        return self
 
     def insert(self, index: int, module: Module) -> None:
         items = list(self._modules.values())
@@ -179,11 +160,6 @@ class ModuleList(Module):
         for m in modules:
             self.append(m)
         return self
-
-    def pop(self, key: int) -> Module:
-        v = self[key]
-        del self[key]
-        return v
 
     def __repr__(self) -> str:
         # runs of identical reprs are compressed: "(0-1): 2 x ReLU()" (PyTorch's format)
