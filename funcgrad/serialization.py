@@ -1,185 +1,135 @@
-"""``funcgrad.save`` / ``funcgrad.load``: checkpoints that never execute code on load.
+"""``funcgrad.save`` / ``funcgrad.load``: PyTorch's checkpoint files, read and written without PyTorch.
 
-Format (version 1). A ZIP archive (stored, not compressed) holding:
+``funcgrad.save`` writes PyTorch's own zip format (``torch.save``'s, version 3): a file saved by
+``import funcgrad as torch; torch.save(model.state_dict(), "m.pt")`` loads in PyTorch with
+``torch.load("m.pt", weights_only=True)``, and ``funcgrad.load`` reads ``torch.save`` files (zip
+and legacy formats), safetensors files, and funcgrad's own zip+JSON format of earlier versions.
 
-* ``funcgrad_checkpoint.json`` — the manifest: ``{"format": "funcgrad.checkpoint",
-  "version": 1, "tensors": [...], "root": <node>}``. ``root`` describes the saved object as
-  tagged JSON nodes (``{"t": "dict", "items": [[key, value], ...]}``, ``{"t": "tensor",
-  "id": 3}``, ``{"t": "int", "v": 5}``…), so dict keys of any plain type (the ints of an
-  optimizer's ``state``) and the list/tuple/OrderedDict distinction survive.
-* ``tensors/<id>`` — one raw little-endian C-order buffer per tensor; its dtype name (all
-  twelve funcgrad dtypes, ``bfloat16`` included), shape, ``requires_grad`` flag and saved
-  device are in the manifest's ``tensors`` table.
+Loading never runs code unless asked to: with ``weights_only=True`` (the default, as in PyTorch
+2.6+) the pickle inside a checkpoint is interpreted by a restricted unpickler that only builds
+tensors, ``OrderedDict``/``dict``/``list``/``tuple``/``set``, numbers, strings, ``bytes``,
+``funcgrad.Size``, dtypes and devices, plus what :func:`add_safe_globals` allows; anything else
+(a pickled Module, a NumPy array, ``os.system``) raises PyTorch's ``pickle.UnpicklingError``
+("Weights only load failed...") before it is called. ``weights_only=False`` unpickles fully (it
+can run arbitrary code, so only for trusted files), which is how whole modules and optimizers
+saved with ``funcgrad.save(model, f)`` load back, as with PyTorch.
 
-Loading parses JSON and copies bytes; there is no pickle anywhere, so a file cannot run code.
-Pickle files (including PyTorch's ``torch.save`` output) are refused with a clear message.
-Saving to a path is atomic: the archive is written to a temporary file in the same
-directory, flushed, ``fsync``-ed and renamed over the target, so a crash mid-write leaves the
-previous checkpoint intact.
+Every size a file declares (zip members, storages, pickle strings, safetensors offsets) is
+checked against the bytes the file holds before anything is allocated (see
+``funcgrad/_serialization/_limits.py``); a malformed, truncated or hostile file raises
+``RuntimeError`` naming it.
 
-What can be saved: Tensors (``Parameter`` included; loaded back as plain Tensors with the same
-``requires_grad``), NumPy arrays and scalars, ``int``, ``float``, ``complex``, ``bool``,
-``str``, ``bytes``, ``None``, funcgrad ``dtype``/``device``/``Size``, and ``dict``,
-``OrderedDict`` (with a ``_metadata`` attribute, as ``state_dict()`` has), ``list`` and
-``tuple`` of these. A Tensor that appears several times is stored once and loaded as one
-object; storage shared between *different* views is not preserved (each is stored whole).
-Anything else raises ``TypeError`` at save time, naming the type and where it is.
+Differences from PyTorch: tensors load as funcgrad Tensors (a PyTorch ``Parameter`` as
+``funcgrad.nn.Parameter``); storage sharing between tensors of one file is kept when their layout
+is a permuted dense block of the storage (views of one tensor), otherwise the values are copied;
+saving writes each tensor's own storage (views of one tensor are saved as separate storages);
+``pickle_protocol`` other than 2 and ``pickle_module`` are ignored when saving; a path ending in
+``.safetensors`` is written in the safetensors format (a dict of tensors).
 """
 
 from __future__ import annotations
 
-import collections
 import io
-import json
 import os
+import pickle
+import struct
 import tempfile
+import warnings
 import zipfile
-from typing import IO, Any, Union
+from typing import IO, Any, Callable, Union
 
 import jax
 import jax.numpy as jnp
 import numpy as np
 
-from . import _dtype
+from ._device import cuda_is_available
 from ._device import device as _device_cls
 from ._device import jax_device
-from ._tensor import Size, Tensor, _is_tracer
+from ._serialization import _native, _safetensors, _torch_zip
+from ._serialization import _unpickler
+from ._serialization._limits import Corrupt
+from ._tensor import Tensor, _is_tracer
 
-__all__ = ["save", "load"]
-
-FORMAT = "funcgrad.checkpoint"
-VERSION = 1
-MANIFEST = "funcgrad_checkpoint.json"
-_CHUNK = 1 << 24  # bytes written per call, so large tensors need no second full-size copy
+__all__ = ["save", "load", "add_safe_globals", "get_safe_globals", "clear_safe_globals",
+           "safe_globals", "save_safetensors", "load_safetensors"]
 
 FileLike = Union[str, os.PathLike, IO[bytes]]
+MANIFEST = _native.MANIFEST
 
 
-class _Saver:
-    def __init__(self):
-        self.tensors: list[dict] = []
-        self.arrays: list[np.ndarray] = []
-        self.seen: dict[int, int] = {}   # id(Tensor) -> tensor id (dedupe, keep identity)
-        self.keep: list = []             # keeps deduped objects alive so ids stay unique
-        self.active: set[int] = set()    # containers being encoded (cycle detection)
+# ---- safe globals ---------------------------------------------------------------------------
+def add_safe_globals(safe_globals: list) -> None:
+    """Mark globals as safe for ``weights_only=True`` loading (``torch.serialization.add_safe_globals``).
 
-    def _array(self, arr: np.ndarray, requires_grad: bool, device: str | None, kind: str) -> int:
-        d = _dtype.from_np(arr.dtype)
-        if arr.dtype.byteorder == ">":
-            arr = arr.astype(arr.dtype.newbyteorder("<"))
-        self.tensors.append({"dtype": d.name, "shape": list(arr.shape), "requires_grad": requires_grad,
-                             "device": device, "kind": kind, "nbytes": int(arr.nbytes)})
-        self.arrays.append(np.ascontiguousarray(arr))
-        return len(self.tensors) - 1
+    Each item is a class/function, or ``(obj, "module.qualname")`` when the file names it
+    differently. Classes listed may be instantiated and have their state set by a loaded file.
 
-    def encode(self, obj: Any, path: str) -> dict:
-        t = type(obj)
-        if obj is None:
-            return {"t": "none"}
-        if t is bool:
-            return {"t": "bool", "v": obj}
-        if t is int:
-            return {"t": "int", "v": obj}
-        if t is float:
-            return {"t": "float", "v": obj.hex()}  # exact, and JSON-safe for inf/nan
-        if t is complex:
-            return {"t": "complex", "re": obj.real.hex(), "im": obj.imag.hex()}
-        if t is str:
-            return {"t": "str", "v": obj}
-        if t is bytes:
-            return {"t": "bytes", "v": obj.hex()}
-        if isinstance(obj, Tensor):
-            key = id(obj)
-            if key not in self.seen:
-                v = obj._value
-                if _is_tracer(v):
-                    raise TypeError(f"funcgrad.save: the Tensor at {path} is a traced value (inside "
-                                    "funcgrad.jit / jax.jit); save concrete tensors outside the "
-                                    "compiled function")
-                dev = str(obj.device)
-                self.seen[key] = self._array(np.asarray(v), bool(obj._requires_grad), dev, "tensor")
-                self.keep.append(obj)
-            return {"t": "tensor", "id": self.seen[key]}
-        if t is np.ndarray:
-            if obj.dtype.kind in "SaUOVM m":
-                raise TypeError(f"funcgrad.save cannot save a NumPy array of dtype {obj.dtype} "
-                                f"(at {path}): only numeric and bool arrays are supported")
-            try:
-                return {"t": "ndarray", "id": self._array(obj, False, None, "ndarray")}
-            except TypeError:
-                raise TypeError(f"funcgrad.save cannot save a NumPy array of dtype {obj.dtype} "
-                                f"(at {path})") from None
-        if isinstance(obj, np.generic) and obj.dtype.kind in "biufc":
-            try:
-                d = _dtype.from_np(obj.dtype)
-            except TypeError:
-                raise TypeError(f"funcgrad.save cannot save a NumPy scalar of dtype {obj.dtype} "
-                                f"(at {path})") from None
-            return {"t": "npscalar", "dtype": d.name, "v": self.encode(obj.item(), path)}
-        if t is _dtype.dtype:
-            return {"t": "dtype", "v": obj.name}
-        if t is _device_cls:
-            return {"t": "device", "v": str(obj)}
-        if t is Size:
-            return {"t": "size", "v": [int(s) for s in obj]}
-        if t in (dict, collections.OrderedDict, list, tuple):
-            if id(obj) in self.active:
-                raise ValueError(f"funcgrad.save: the object at {path} contains itself (a cycle)")
-            self.active.add(id(obj))
-            try:
-                return self._container(obj, t, path)
-            finally:
-                self.active.discard(id(obj))
-        raise TypeError(
-            f"funcgrad.save cannot save an object of type {t.__module__}.{t.__qualname__} (at "
-            f"{path}): a funcgrad checkpoint holds only Tensors, NumPy arrays and scalars, and "
-            "dict/OrderedDict/list/tuple of int, float, complex, bool, str, bytes and None, so that "
-            "loading it never runs code. Save the object's state_dict() instead.")
-
-    def _container(self, obj, t, path: str) -> dict:
-        if t in (list, tuple):
-            return {"t": t.__name__, "items": [self.encode(v, f"{path}[{i}]") for i, v in enumerate(obj)]}
-        items = []
-        for k, v in obj.items():
-            if type(k) not in (str, int, float, bool, bytes, tuple) and k is not None:
-                raise TypeError(f"funcgrad.save cannot save a dict key of type "
-                                f"{type(k).__qualname__} (at {path}): keys must be str, int, "
-                                "float, bool, bytes, None or tuples of these")
-            items.append([self.encode(k, f"{path} key {k!r}"), self.encode(v, f"{path}[{k!r}]")])
-        node = {"t": "odict" if t is collections.OrderedDict else "dict", "items": items}
-        meta = getattr(obj, "_metadata", None)
-        if meta is not None:
-            node["metadata"] = self.encode(meta, f"{path}._metadata")
-        return node
+    >>> import funcgrad
+    >>> class Config:
+    ...     pass
+    >>> funcgrad.serialization.add_safe_globals([Config])
+    >>> Config in funcgrad.serialization.get_safe_globals()
+    True
+    >>> funcgrad.serialization.clear_safe_globals()
+    """
+    _unpickler.add_safe_globals(safe_globals)
 
 
-def _write_archive(fileobj, manifest: dict, arrays: list) -> None:
-    with zipfile.ZipFile(fileobj, "w", compression=zipfile.ZIP_STORED, allowZip64=True) as zf:
-        for i, arr in enumerate(arrays):
-            flat = arr.reshape(-1).view(np.uint8)
-            with zf.open(f"tensors/{i}", "w", force_zip64=flat.nbytes > 2**31) as out:
-                for start in range(0, flat.nbytes, _CHUNK):
-                    out.write(memoryview(flat[start:start + _CHUNK]))
-        # the manifest last: a file cut short lacks it (and the zip directory) and is refused
-        zf.writestr(MANIFEST, json.dumps(manifest, separators=(",", ":")))
+def get_safe_globals() -> list:
+    """The globals added with :func:`add_safe_globals` (``torch.serialization.get_safe_globals``)."""
+    return _unpickler.get_safe_globals()
 
 
+def clear_safe_globals() -> None:
+    """Forget every global added with :func:`add_safe_globals`."""
+    _unpickler.clear_safe_globals()
+
+
+class safe_globals:
+    """Context manager that allows ``safe_globals`` for ``weights_only`` loads inside it.
+
+    >>> import funcgrad
+    >>> with funcgrad.serialization.safe_globals([complex]):
+    ...     complex in funcgrad.serialization.get_safe_globals()
+    True
+    >>> funcgrad.serialization.get_safe_globals()
+    []
+    """
+
+    def __init__(self, safe_globals: list):
+        self.safe_globals = safe_globals
+
+    def __enter__(self):
+        _unpickler.add_safe_globals(self.safe_globals)
+
+    def __exit__(self, type, value, tb):
+        _unpickler.remove_safe_globals(self.safe_globals)
+
+
+# ---- saving ---------------------------------------------------------------------------------
 def save(obj: Any, f: FileLike, pickle_module: Any = None, pickle_protocol: int = 2,
-         _use_new_zipfile_serialization: bool = True) -> None:
-    """Save ``obj`` (typically a ``state_dict``) to a path or a writable binary file object.
+         _use_new_zipfile_serialization: bool = True, _disable_byteorder_record: bool = False) -> None:
+    """Save ``obj`` in PyTorch's checkpoint format (``torch.save``), readable by PyTorch.
 
-    The object is fully checked before anything is written, so an unsupported value leaves an
-    existing file untouched. Writing to a path is atomic (temporary file, ``fsync``, rename).
-    ``pickle_module``/``pickle_protocol`` are accepted for PyTorch compatibility and ignored:
-    nothing is pickled.
+    ``obj`` is typically a ``state_dict`` (or a dict of them): such a file loads in PyTorch with
+    ``torch.load(f, weights_only=True)`` and in funcgrad with ``funcgrad.load(f)``. Any picklable
+    object can be saved (a whole Module or optimizer too); loading one back needs
+    ``weights_only=False``, as in PyTorch. The object is pickled completely before anything is
+    written, and writing to a path is atomic (temporary file, ``fsync``, rename), so a failure
+    leaves an existing file untouched. A path ending in ``.safetensors`` is written with
+    :func:`save_safetensors` (``obj`` must be a dict of tensors).
 
     Args:
-        obj: nested dict/OrderedDict/list/tuple of Tensors and plain Python values.
+        obj: what to save.
         f: a path (``str`` / ``os.PathLike``) or a binary file object opened for writing.
+        pickle_module, pickle_protocol: accepted for PyTorch compatibility; the pickle is always
+            protocol 2 (PyTorch's default).
+        _use_new_zipfile_serialization: ``False`` writes PyTorch's legacy (pre-1.6) format.
 
     Raises:
-        TypeError: ``obj`` contains something that is not plain data, e.g. a Module (the
-            message names its type and where it is, e.g. ``obj['model']['fc']``).
+        TypeError: a Tensor is a traced value (inside ``funcgrad.jit``), or has no PyTorch dtype.
+        pickle.PicklingError, AttributeError: ``obj`` holds something that cannot be pickled
+            (e.g. a lambda), as with ``torch.save``.
 
     >>> import io, funcgrad
     >>> buf = io.BytesIO()
@@ -188,19 +138,67 @@ def save(obj: Any, f: FileLike, pickle_module: Any = None, pickle_protocol: int 
     >>> funcgrad.load(buf)
     {'w': tensor([1., 1.]), 'step': 3}
     """
-    saver = _Saver()
-    root = saver.encode(obj, "obj")
-    manifest = {"format": FORMAT, "version": VERSION, "tensors": saver.tensors, "root": root}
-    if isinstance(f, (str, os.PathLike)):
-        _atomic_write(os.fspath(f), manifest, saver.arrays)
+    if isinstance(f, (str, os.PathLike)) and os.fspath(f).endswith(".safetensors"):
+        if not isinstance(obj, dict):
+            raise TypeError("funcgrad.save to a .safetensors path needs a dict of tensors, got "
+                            f"{type(obj).__name__}")
+        save_safetensors(obj, f)
+        return
+    pickled, arrays = _torch_zip.dump(obj, legacy=not _use_new_zipfile_serialization)
+    if _use_new_zipfile_serialization:
+        prefix = _torch_zip.archive_name(f)
+
+        def write(fh):
+            _torch_zip.write_zip(fh, prefix, pickled, arrays)
     else:
-        _write_archive(f, manifest, saver.arrays)
+        def write(fh):
+            _torch_zip.write_legacy(fh, pickled, arrays)
+    _write(f, write)
+
+
+def save_safetensors(tensors: dict, f: FileLike, metadata: dict[str, str] | None = None) -> None:
+    """Save a dict of tensors (a ``state_dict``) in the safetensors format.
+
+    The file is byte-identical to ``safetensors.numpy.save_file``'s for the same arrays.
+
+    Args:
+        tensors: ``{name: Tensor or NumPy array}``.
+        f: a path or a binary file object.
+        metadata: optional ``{str: str}`` stored in the header's ``__metadata__``.
+
+    >>> import io, funcgrad
+    >>> buf = io.BytesIO()
+    >>> funcgrad.serialization.save_safetensors({"w": funcgrad.arange(3.0)}, buf)
+    >>> funcgrad.serialization.load_safetensors(io.BytesIO(buf.getvalue()))
+    {'w': tensor([0., 1., 2.])}
+    """
+    arrays = {}
+    for k, v in tensors.items():
+        if not isinstance(k, str):
+            raise TypeError(f"safetensors keys must be str, got {type(k).__name__}")
+        if isinstance(v, Tensor):
+            if _is_tracer(v._value):
+                raise TypeError(f"funcgrad.save: the Tensor {k!r} is a traced value")
+            v = np.asarray(v.detach()._value)
+        elif not isinstance(v, np.ndarray):
+            raise TypeError(f"safetensors stores tensors only; {k!r} is a {type(v).__name__}")
+        arrays[k] = np.ascontiguousarray(v.astype(v.dtype.newbyteorder("<")) if v.dtype.byteorder == ">" else v)
+    header, ordered = _safetensors.dumps(arrays, metadata)
+
+    def write(fh):
+        fh.write(header)
+        for a in ordered:
+            fh.write(memoryview(a.reshape(-1).view(np.uint8)))
+    _write(f, write)
+
+
+def _write(f: FileLike, write: Callable) -> None:
+    if isinstance(f, (str, os.PathLike)):
+        atomic_write(os.fspath(f), write)
+    else:
+        write(f)
         if hasattr(f, "flush"):
             f.flush()
-
-
-def _atomic_write(path: str, manifest: dict, arrays: list) -> None:
-    atomic_write(path, lambda fh: _write_archive(fh, manifest, arrays))
 
 
 def atomic_write(path: str, write) -> None:
@@ -238,11 +236,7 @@ def atomic_write(path: str, write) -> None:
         pass
 
 
-# ---- loading ----------------------------------------------------------------------------------
-class _Corrupt(Exception):
-    pass
-
-
+# ---- loading --------------------------------------------------------------------------------
 def _describe(f) -> str:
     if isinstance(f, (str, os.PathLike)):
         return repr(os.fspath(f))
@@ -250,119 +244,9 @@ def _describe(f) -> str:
     return repr(name) if isinstance(name, str) else "the file object"
 
 
-def _sniff_refusal(head: bytes, names: list[str] | None) -> str | None:
-    """A reason to refuse a file that is a pickle (or a PyTorch checkpoint, which is one)."""
-    if head[:1] == b"\x80" or head[:1] in (b"(", b"c", b"}", b"]"):
-        return ("it is a pickle file. funcgrad.load never unpickles (unpickling can execute "
-                "arbitrary code)")
-    if names is not None and any(n.endswith("data.pkl") for n in names):
-        return ("it is a PyTorch (pickle-based) checkpoint. funcgrad.load never unpickles; load it "
-                "with torch.load(..., weights_only=True) and convert the tensors with "
-                "funcgrad.tensor(t.numpy())")
-    return None
-
-
-def load(f: FileLike, map_location: Any = None, pickle_module: Any = None, *,
-         weights_only: bool | None = True, mmap: bool | None = None, **pickle_load_args) -> Any:
-    """Load an object saved by ``funcgrad.save``.
-
-    Tensors come back as leaf Tensors with their saved dtype, shape and ``requires_grad``.
-    Only JSON is parsed and raw bytes copied, so ``weights_only`` changes nothing (loading
-    can never run code) and pickle files are refused whatever its value.
-
-    Args:
-        f: a path or a readable binary file object.
-        map_location: where to put the tensors. ``None``: the device each was saved on
-            (PyTorch's error if that device type is absent). A string / ``funcgrad.device``
-            (e.g. ``'cpu'``): all tensors there. A dict ``{saved_location: target}`` remaps
-            locations (``{'cuda:0': 'cpu'}``). A callable ``fn(tensor, location)`` receives each
-            tensor (on the host CPU) and the saved location string and returns the tensor to use,
-            or ``None`` to keep it on the CPU.
-        pickle_module, mmap, **pickle_load_args: accepted for PyTorch compatibility, ignored.
-
-    Raises:
-        RuntimeError: ``f`` is not a funcgrad checkpoint or is corrupted (truncated, bad CRC,
-            inconsistent sizes), or is a pickle file.
-    """
-    desc = _describe(f)
-    try:
-        if isinstance(f, (str, os.PathLike)):
-            with open(os.fspath(f), "rb") as fh:
-                return _load(fh, map_location, desc)
-        if not (hasattr(f, "seekable") and f.seekable()):
-            f = io.BytesIO(f.read())
-        return _load(f, map_location, desc)
-    except _Corrupt as e:
-        raise RuntimeError(f"{desc} is not a funcgrad checkpoint or is corrupted: {e}") from None
-
-
-def _load(fh, map_location, desc):
-    start = fh.tell()
-    head = fh.read(8)
-    fh.seek(start)
-    try:
-        zf = zipfile.ZipFile(fh, "r")
-    except (zipfile.BadZipFile, OSError, ValueError, EOFError) as e:
-        reason = _sniff_refusal(head, None)
-        raise _Corrupt(reason or f"not a valid archive ({e}); the file may be truncated") from None
-    with zf:
-        names = zf.namelist()
-        reason = _sniff_refusal(b"", names)
-        if reason:
-            raise _Corrupt(reason)
-        if MANIFEST not in names:
-            raise _Corrupt(f"no {MANIFEST} manifest in the archive")
-        try:
-            manifest = json.loads(zf.read(MANIFEST).decode("utf-8"))
-        except (zipfile.BadZipFile, UnicodeDecodeError, ValueError, RecursionError, OSError) as e:
-            raise _Corrupt(f"unreadable manifest ({type(e).__name__}: {e})") from None
-        if not isinstance(manifest, dict) or manifest.get("format") != FORMAT:
-            raise _Corrupt("the manifest does not declare the funcgrad checkpoint format")
-        if manifest.get("version") != VERSION:
-            raise _Corrupt(f"unsupported checkpoint version {manifest.get('version')!r} "
-                           f"(this funcgrad reads version {VERSION})")
-        loader = _Loader(zf, manifest.get("tensors"), map_location)
-        try:
-            return loader.decode(manifest.get("root"))
-        except (KeyError, TypeError, ValueError, IndexError, AttributeError, RecursionError) as e:
-            raise _Corrupt(f"malformed manifest ({type(e).__name__}: {e})") from None
-
-
-class _Loader:
-    def __init__(self, zf: zipfile.ZipFile, table, map_location):
-        if not isinstance(table, list):
-            raise _Corrupt("malformed manifest (no tensor table)")
-        self.zf, self.table, self.map_location = zf, table, map_location
-        self.cache: dict[int, Any] = {}
-
-    def _read(self, i: int) -> tuple[np.ndarray, dict]:
-        meta = self.table[i]
-        d = _dtype._NAMES.get(meta["dtype"]) if isinstance(meta.get("dtype"), str) else None
-        if d is None:
-            raise _Corrupt(f"unknown dtype {meta.get('dtype')!r} for tensor {i}")
-        shape = tuple(int(s) for s in meta["shape"])
-        if any(s < 0 for s in shape):
-            raise _Corrupt(f"negative shape {shape} for tensor {i}")
-        nbytes = int(np.prod(shape, dtype=np.int64)) * d.itemsize
-        name = f"tensors/{i}"
-        try:
-            info = self.zf.getinfo(name)
-        except KeyError:
-            raise _Corrupt(f"missing data for tensor {i}") from None
-        if info.file_size != nbytes:
-            raise _Corrupt(f"tensor {i} has {info.file_size} bytes, expected {nbytes} for "
-                           f"{d.name} of shape {list(shape)}")
-        try:
-            raw = self.zf.read(name)  # checks the CRC
-        except (zipfile.BadZipFile, OSError, EOFError, ValueError) as e:
-            raise _Corrupt(f"cannot read tensor {i} ({e})") from None
-        if len(raw) != nbytes:
-            raise _Corrupt(f"tensor {i} is truncated")
-        arr = np.frombuffer(raw, dtype=d.np.newbyteorder("<") if d.itemsize > 1 else d.np)
-        return arr.astype(d.np, copy=False).reshape(shape), meta
-
-    def _place(self, arr: np.ndarray, location: str | None) -> Tensor:
-        ml = self.map_location
+def _placer(ml) -> Callable:
+    """``place(array, saved_location) -> Tensor`` for a ``map_location``."""
+    def place(arr: np.ndarray, location: str | None) -> Tensor:
         if callable(ml) and not isinstance(ml, (str, _device_cls)):
             t = Tensor._wrap(jnp.asarray(arr))
             out = ml(t, location or "cpu")
@@ -373,68 +257,136 @@ class _Loader:
             target = str(target) if target is not None else None
         elif ml is not None:
             target = str(ml)
-        if target is None:
+        if target is None or target == "cpu":
             return Tensor._wrap(jnp.asarray(arr))
         dev = _device_cls(target)
-        if ml is None and dev.type == "cuda":
-            from ._device import cuda_is_available
-            if not cuda_is_available():
-                raise RuntimeError(
-                    "Attempting to deserialize object on a CUDA device but "
-                    "funcgrad.cuda.is_available() is False. If you are running on a CPU-only "
-                    "machine, please use funcgrad.load with map_location=funcgrad.device('cpu') "
-                    "to map your storages to the CPU.")
+        if ml is None and dev.type == "cuda" and not cuda_is_available():
+            raise RuntimeError(
+                "Attempting to deserialize object on a CUDA device but "
+                "funcgrad.cuda.is_available() is False. If you are running on a CPU-only "
+                "machine, please use funcgrad.load with map_location=funcgrad.device('cpu') "
+                "to map your storages to the CPU.")
         return Tensor._wrap(jax.device_put(jnp.asarray(arr), jax_device(dev)))
+    return place
 
-    def tensor(self, i: int) -> Tensor:
-        if i not in self.cache:
-            arr, meta = self._read(i)
-            t = self._place(arr, meta.get("device"))
-            if meta.get("requires_grad") and isinstance(t, Tensor) and t.is_leaf:
-                t.requires_grad_(True)
-            self.cache[i] = t
-        return self.cache[i]
 
-    def decode(self, node):
-        tag = node["t"]
-        if tag == "none":
-            return None
-        if tag in ("bool", "str"):
-            v = node["v"]
-            if type(v) is not {"bool": bool, "str": str}[tag]:
-                raise ValueError(f"bad {tag} value")
-            return v
-        if tag == "int":
-            if type(node["v"]) is not int:
-                raise ValueError("bad int value")
-            return node["v"]
-        if tag == "float":
-            return float.fromhex(node["v"])
-        if tag == "complex":
-            return complex(float.fromhex(node["re"]), float.fromhex(node["im"]))
-        if tag == "bytes":
-            return bytes.fromhex(node["v"])
-        if tag == "tensor":
-            return self.tensor(int(node["id"]))
-        if tag == "ndarray":
-            return self._read(int(node["id"]))[0].copy()
-        if tag == "npscalar":
-            return _dtype._NAMES[node["dtype"]].np.type(self.decode(node["v"]))
-        if tag == "dtype":
-            return _dtype._NAMES[node["v"]]
-        if tag == "device":
-            return _device_cls(node["v"])
-        if tag == "size":
-            return Size(int(s) for s in node["v"])
-        if tag == "list":
-            return [self.decode(v) for v in node["items"]]
-        if tag == "tuple":
-            return tuple(self.decode(v) for v in node["items"])
-        if tag in ("dict", "odict"):
-            out = (collections.OrderedDict if tag == "odict" else dict)(
-                (self.decode(k), self.decode(v)) for k, v in node["items"])
-            if "metadata" in node:
-                out._metadata = self.decode(node["metadata"])
-            return out
-        raise ValueError(f"unknown node type {tag!r}")
+def load(f: FileLike, map_location: Any = None, pickle_module: Any = None, *,
+         weights_only: bool | None = None, mmap: bool | None = None, **pickle_load_args) -> Any:
+    """Load a checkpoint: ``torch.save``'s (zip or legacy), funcgrad's, or safetensors.
 
+    Args:
+        f: a path or a readable binary file object.
+        map_location: where to put the tensors. ``None``: the device each was saved on
+            (PyTorch's error if that device type is absent). A string / ``funcgrad.device``
+            (e.g. ``'cpu'``): all tensors there. A dict ``{saved_location: target}`` remaps
+            locations (``{'cuda:0': 'cpu'}``). A callable ``fn(tensor, location)`` receives each
+            storage as a 1-D tensor on the host CPU and the saved location string and returns
+            the tensor to use, or ``None`` to keep it on the CPU.
+        pickle_module: with ``weights_only=False``, accepted and ignored (as PyTorch's default).
+        weights_only: ``True`` (the default, unless ``pickle_module`` is given): only tensors and
+            plain data are built and nothing in the file is called; ``False``: full unpickling,
+            which can run arbitrary code (only for trusted files).
+        mmap: accepted for PyTorch compatibility, ignored.
+        **pickle_load_args: ``encoding=`` for Python-2 strings (``weights_only=False`` only).
+
+    Raises:
+        pickle.UnpicklingError: with ``weights_only=True``, the file needs something outside the
+            allowlist ("Weights only load failed...", PyTorch's message).
+        RuntimeError: ``f`` is not a checkpoint, is corrupted or truncated, or declares more data
+            than it holds.
+    """
+    if weights_only is None:
+        weights_only = pickle_module is None
+    if weights_only and pickle_module is not None:
+        raise RuntimeError("Can not safely load weights when explicit pickle_module is specified")
+    if pickle_load_args and weights_only:
+        warnings.warn("pickle_load_args only works if `weights_only=False`.", stacklevel=2)
+    encoding = pickle_load_args.get("encoding", "utf-8")
+    desc = _describe(f)
+    place = _placer(map_location)
+    try:
+        if isinstance(f, (str, os.PathLike)):
+            with open(os.fspath(f), "rb") as fh:
+                return _load(fh, place, weights_only, encoding)
+        if not (hasattr(f, "seekable") and f.seekable()):
+            f = io.BytesIO(f.read())
+        return _load(f, place, weights_only, encoding)
+    except Corrupt as e:
+        raise RuntimeError(f"{desc} is not a valid checkpoint or is corrupted: {e}") from None
+    except pickle.UnpicklingError as e:
+        if not weights_only:
+            raise
+        raise pickle.UnpicklingError(_unpickler.weights_only_message(str(e))) from None
+
+
+def load_safetensors(f: FileLike, map_location: Any = None) -> dict:
+    """Load a safetensors file as ``{name: Tensor}`` (``safetensors.numpy.load_file``'s contract).
+
+    Raises:
+        RuntimeError: the file is not a valid safetensors file (bad header, offsets outside the
+            file, gaps or overlaps, an unsupported dtype).
+    """
+    desc = _describe(f)
+    try:
+        if isinstance(f, (str, os.PathLike)):
+            with open(os.fspath(f), "rb") as fh:
+                return _load_safetensors(fh, _placer(map_location))
+        if not (hasattr(f, "seekable") and f.seekable()):
+            f = io.BytesIO(f.read())
+        return _load_safetensors(f, _placer(map_location))
+    except Corrupt as e:
+        raise RuntimeError(f"{desc} is not a valid safetensors file or is corrupted: {e}") from None
+
+
+def _size_of(fh) -> tuple[int, int]:
+    start = fh.tell()
+    end = fh.seek(0, io.SEEK_END)
+    fh.seek(start)
+    return start, end - start
+
+
+def _load_safetensors(fh, place) -> dict:
+    start, size = _size_of(fh)
+    head = fh.read(8)
+    if len(head) < 8:
+        raise Corrupt("the file is too short for a safetensors header")
+    (n,) = struct.unpack("<Q", head)
+    if n > _safetensors.MAX_SAFETENSORS_HEADER or 8 + n > size:
+        raise Corrupt(f"the safetensors header declares {n} bytes; the file has {size}")
+    entries, _ = _safetensors.decode_header(fh.read(n), 8 + n, size)
+    data = fh.read(size - 8 - n)
+    if len(data) != size - 8 - n:
+        raise Corrupt("the file is truncated")
+    return {k: place(_safetensors.array(data, 0, e), "cpu") for k, e in entries.items()}
+
+
+def _looks_safetensors(head: bytes) -> bool:
+    return len(head) >= 9 and head[8:9] == b"{" and struct.unpack("<Q", head[:8])[0] < (1 << 40)
+
+
+def _load(fh, place, weights_only: bool, encoding: str):
+    start, size = _size_of(fh)
+    head = fh.read(16)
+    fh.seek(start)
+    if size == 0:
+        raise Corrupt("the file is empty")
+    if head[:4] == b"PK\x03\x04" or head[:4] == b"PK\x05\x06":
+        try:
+            zf = zipfile.ZipFile(fh, "r")
+        except (zipfile.BadZipFile, OSError, ValueError, EOFError, struct.error, NotImplementedError) as e:
+            raise Corrupt(f"not a valid archive ({e}); the file may be truncated") from None
+        with zf:
+            names = zf.namelist()
+            if MANIFEST in names:
+                return _native.load(zf, size, place)
+            prefix = _torch_zip.find_prefix(names)
+            if prefix is None:
+                raise Corrupt("a zip archive that is neither a PyTorch nor a funcgrad checkpoint "
+                              "(no data.pkl)")
+            if prefix + "constants.pkl" in names or prefix + "code/" in "".join(names):
+                raise Corrupt("a TorchScript archive (torch.jit.save); funcgrad cannot load those")
+            return _torch_zip.load_zip(zf, prefix, size, place, weights_only, encoding)
+    if _looks_safetensors(head):
+        return _load_safetensors(fh, place)
+    data = fh.read()
+    return _torch_zip.load_legacy(data, place, weights_only, encoding)

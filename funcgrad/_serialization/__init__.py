@@ -1,0 +1,1 @@
+"""Readers and writers behind ``funcgrad.save`` / ``funcgrad.load`` (see ``funcgrad.serialization``)."""
