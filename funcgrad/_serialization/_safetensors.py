@@ -24,6 +24,10 @@ _CODES = {
     _dtype.float32: "F32", _dtype.float64: "F64", _dtype.complex64: "C64",
 }
 _BY_CODE = {v: k for k, v in _CODES.items()}
+# the package's Dtype enum order; it writes tensors by descending dtype, then by name
+_RANK = {c: i for i, c in enumerate(["BOOL", "F4", "F6_E2M3", "F6_E3M2", "U8", "I8", "F8_E5M2",
+                                      "F8_E4M3", "F8_E8M0", "I16", "U16", "F16", "BF16", "I32",
+                                      "U32", "F32", "C64", "F64", "I64", "U64"])}
 _UNSUPPORTED = ("U16", "U32", "U64", "F8_E4M3", "F8_E5M2", "F8_E8M0", "F4", "F6_E2M3", "F6_E3M2", "C128")
 
 
@@ -33,8 +37,7 @@ def dumps(arrays: dict[str, np.ndarray], metadata: dict[str, str] | None) -> tup
         d = _dtype.from_np(a.dtype)
         if d not in _CODES:
             raise TypeError(f"safetensors cannot store the tensor {k!r} of dtype funcgrad.{d.name}")
-    # the safetensors package's order: larger alignment (itemsize) first, then by name
-    order = sorted(arrays, key=lambda k: (-arrays[k].dtype.itemsize, k))
+    order = sorted(arrays, key=lambda k: (-_RANK[_CODES[_dtype.from_np(arrays[k].dtype)]], k))
     header: dict[str, Any] = {}
     if metadata is not None:
         if not isinstance(metadata, dict) or not all(isinstance(k, str) and isinstance(v, str)
@@ -52,17 +55,6 @@ def dumps(arrays: dict[str, np.ndarray], metadata: dict[str, str] | None) -> tup
     raw = json.dumps(header, separators=(",", ":")).encode()
     raw += b" " * (-len(raw) % 8)
     return struct.pack("<Q", len(raw)) + raw, out
-
-
-def parse_header(head: bytes, file_size: int) -> tuple[int, dict, dict | None]:
-    """(start of the data, {name: (dtype, shape, begin, end)}, metadata), every declared size
-    checked against ``file_size`` before anything is allocated."""
-    if len(head) < 8:
-        raise Corrupt("the file is too short for a safetensors header")
-    (n,) = struct.unpack("<Q", head[:8])
-    if n > MAX_SAFETENSORS_HEADER or 8 + n > file_size:
-        raise Corrupt(f"the safetensors header declares {n} bytes; the file has {file_size}")
-    return 8 + n, {}, None
 
 
 def decode_header(raw: bytes, start: int, file_size: int):

@@ -230,4 +230,4 @@ def np_array_bytes(arr: np.ndarray) -> np.ndarray:
     """``arr`` as a C-contiguous little-endian array (what a storage's bytes are)."""
     if arr.dtype.byteorder == ">":
         arr = arr.astype(arr.dtype.newbyteorder("<"))
-    return np.ascontiguousarray(arr)
+    return arr if arr.flags.c_contiguous else np.array(arr, order="C")  # (ascontiguousarray makes 0-d 1-d)
