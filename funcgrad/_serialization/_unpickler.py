@@ -15,6 +15,7 @@ PyTorch's can, and maps only the PyTorch names above to funcgrad's.
 
 from __future__ import annotations
 
+import _compat_pickle  # the Python 2 -> 3 names pickle itself (and PyTorch) apply
 import collections
 import pickle
 import pickletools
@@ -201,6 +202,10 @@ class WeightsUnpickler:
             key = read(1)[0]
             if key == op["GLOBAL"]:
                 module, name = self._readline(), self._readline()
+                if (module, name) in _compat_pickle.NAME_MAPPING:  # protocol 2 writes __builtin__
+                    module, name = _compat_pickle.NAME_MAPPING[(module, name)]
+                elif module in _compat_pickle.IMPORT_MAPPING:
+                    module = _compat_pickle.IMPORT_MAPPING[module]
                 stack.append(self._global(module, name))
             elif key == op["NEWOBJ"]:
                 args = stack.pop()
