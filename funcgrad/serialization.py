@@ -361,7 +361,8 @@ def _load_safetensors(fh, place) -> dict:
 
 
 def _looks_safetensors(head: bytes) -> bool:
-    return len(head) >= 9 and head[8:9] == b"{" and struct.unpack("<Q", head[:8])[0] < (1 << 40)
+    # 8 bytes of header length, then JSON; a pickle starts with PROTO (0x80) instead
+    return len(head) >= 9 and head[8:9] == b"{" and head[:1] != b"\x80"
 
 
 def _load(fh, place, weights_only: bool, encoding: str):
@@ -373,7 +374,7 @@ def _load(fh, place, weights_only: bool, encoding: str):
     if head[:4] == b"PK\x03\x04" or head[:4] == b"PK\x05\x06":
         try:
             zf = zipfile.ZipFile(fh, "r")
-        except (zipfile.BadZipFile, OSError, ValueError, EOFError, struct.error, NotImplementedError) as e:
+        except Exception as e:  # BadZipFile, struct.error, UnicodeDecodeError...: a damaged directory
             raise Corrupt(f"not a valid archive ({e}); the file may be truncated") from None
         with zf:
             names = zf.namelist()

@@ -7,6 +7,8 @@ allocates anything, so a small file cannot make funcgrad allocate a large buffer
 
 from __future__ import annotations
 
+import reprlib
+
 # A zip member may declare at most this many uncompressed bytes per stored byte. Checkpoint
 # members are stored (ratio 1); deflate reaches ~1032, so a real compressed member of a few
 # bytes of JSON fits and a zip bomb does not.
@@ -45,3 +47,15 @@ def check_member(info, archive_size: int) -> None:
         raise Corrupt(f"the archive member {info.filename!r} would expand from "
                       f"{info.compress_size} to {info.file_size} bytes (more than {MAX_RATIO}x): "
                       "refusing a possible zip bomb")
+
+
+_brief = reprlib.Repr()
+_brief.maxlevel, _brief.maxstring, _brief.maxother = 3, 60, 60
+
+
+def brief(obj) -> str:
+    """A bounded repr for error messages: a hostile file's tuple that reuses itself has an
+    exponentially long repr, so a plain ``repr`` in a message would hang."""
+    if isinstance(obj, type) or callable(obj):
+        return f"{getattr(obj, '__module__', '?')}.{getattr(obj, '__qualname__', type(obj).__name__)}"
+    return _brief.repr(obj)

@@ -198,8 +198,8 @@ class _Loader:
                            f"{d.name} of shape {list(shape)}")
         try:
             raw = self.zf.read(name)  # checks the CRC
-        except (zipfile.BadZipFile, OSError, EOFError, ValueError) as e:
-            raise Corrupt(f"cannot read tensor {i} ({e})") from None
+        except Exception as e:  # BadZipFile, zlib.error, EOFError...: all mean a damaged archive
+            raise Corrupt(f"cannot read tensor {i} ({type(e).__name__}: {e})") from None
         if len(raw) != nbytes:
             raise Corrupt(f"tensor {i} is truncated")
         arr = np.frombuffer(raw, dtype=d.np.newbyteorder("<") if d.itemsize > 1 else d.np)

@@ -24,7 +24,7 @@ import threading
 from typing import Any, Callable
 
 from . import _torch_names
-from ._limits import MAX_KEY_NODES, MAX_OBJECTS, Corrupt
+from ._limits import MAX_KEY_NODES, MAX_OBJECTS, Corrupt, brief
 
 UnpicklingError = pickle.UnpicklingError
 
@@ -218,7 +218,7 @@ class WeightsUnpickler:
                     stack.append(self._new(cls.__new__(cls, *args)))
                 else:
                     raise UnpicklingError("Can only create new object for nn.Parameter or classes "
-                                          f"allowlisted via `add_safe_globals` but got {cls}")
+                                          f"allowlisted via `add_safe_globals` but got {brief(cls)}")
             elif key == op["REDUCE"]:
                 args = stack.pop()
                 func = stack[-1]
@@ -226,7 +226,7 @@ class WeightsUnpickler:
                     continue
                 if not self._allowed(func) or isinstance(func, (_torch_names.StorageType,
                                                                 _torch_names.UnsupportedDtype)):
-                    raise UnpicklingError(f"Trying to call reduce for unrecognized function {func}")
+                    raise UnpicklingError(f"Trying to call reduce for unrecognized function {brief(func)}")
                 if type(args) is not tuple:
                     raise Corrupt("REDUCE arguments are not a tuple")
                 if func in (set, collections.OrderedDict, collections.Counter):
