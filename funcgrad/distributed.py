@@ -53,11 +53,7 @@ def is_initialized() -> bool:
     """Whether :func:`init_process_group` (or ``jax.distributed.initialize``) has run."""
     if _state["initialized"]:
         return True
-    try:  # initialize() called directly by the user
-        from jax._src import distributed as _d
-        return _d.global_state.client is not None
-    except Exception:  # pragma: no cover - private API moved
-        return False
+    return jax.distributed.is_initialized()  # initialize() called directly by the user
 
 
 def _coordinator(init_method: str | None) -> str | None:
@@ -97,20 +93,24 @@ def init_process_group(backend: str | None = None, init_method: str | None = Non
     if world_size == 1 and addr is None:
         _state["initialized"] = True  # a single process: nothing to connect
         return
-    from jax._src import xla_bridge
-    if xla_bridge.backends_are_initialized():
+    init_kw = dict(kwargs)
+    if timeout is not None:
+        init_kw["initialization_timeout"] = int(timeout.total_seconds())
+    try:
+        jax.distributed.initialize(coordinator_address=addr,
+                                   num_processes=None if world_size == -1 else world_size,
+                                   process_id=None if rank == -1 else rank, **init_kw)
+    except RuntimeError as e:
+        # JAX refuses once its backend runs ("must be called before any JAX calls that might
+        # initialise the XLA backend"); say why that is always so after `import funcgrad`
+        if "must be called before" not in str(e):
+            raise
         raise RuntimeError(
             "init_process_group: JAX's backend is already initialized (importing funcgrad creates "
             "the default RNG key), and jax.distributed.initialize must run before that. In a "
             "multi-host script call jax.distributed.initialize(coordinator_address=..., "
             "num_processes=..., process_id=...) before `import funcgrad`; funcgrad.distributed "
-            "then reports the job (is_initialized(), get_rank(), get_world_size()).")
-    init_kw = dict(kwargs)
-    if timeout is not None:
-        init_kw["initialization_timeout"] = int(timeout.total_seconds())
-    jax.distributed.initialize(coordinator_address=addr,
-                               num_processes=None if world_size == -1 else world_size,
-                               process_id=None if rank == -1 else rank, **init_kw)
+            "then reports the job (is_initialized(), get_rank(), get_world_size()).") from e
     _state["initialized"] = _state["jax_initialized"] = True
 
 
