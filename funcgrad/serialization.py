@@ -47,7 +47,7 @@ from ._device import device as _device_cls
 from ._device import jax_device
 from ._serialization import _native, _safetensors, _torch_zip
 from ._serialization import _unpickler
-from ._serialization._limits import Corrupt
+from ._serialization._limits import MAX_SAFETENSORS_HEADER, Corrupt
 from ._tensor import Tensor, _is_tracer
 
 __all__ = ["save", "load", "add_safe_globals", "get_safe_globals", "clear_safe_globals",
@@ -182,7 +182,9 @@ def save_safetensors(tensors: dict, f: FileLike, metadata: dict[str, str] | None
             v = np.asarray(v.detach()._value)
         elif not isinstance(v, np.ndarray):
             raise TypeError(f"safetensors stores tensors only; {k!r} is a {type(v).__name__}")
-        arrays[k] = np.ascontiguousarray(v.astype(v.dtype.newbyteorder("<")) if v.dtype.byteorder == ">" else v)
+        if v.dtype.byteorder == ">":
+            v = v.astype(v.dtype.newbyteorder("<"))
+        arrays[k] = v if v.flags.c_contiguous else np.array(v, order="C")
     header, ordered = _safetensors.dumps(arrays, metadata)
 
     def write(fh):
@@ -351,7 +353,7 @@ def _load_safetensors(fh, place) -> dict:
     if len(head) < 8:
         raise Corrupt("the file is too short for a safetensors header")
     (n,) = struct.unpack("<Q", head)
-    if n > _safetensors.MAX_SAFETENSORS_HEADER or 8 + n > size:
+    if n > MAX_SAFETENSORS_HEADER or 8 + n > size:
         raise Corrupt(f"the safetensors header declares {n} bytes; the file has {size}")
     entries, _ = _safetensors.decode_header(fh.read(n), 8 + n, size)
     data = fh.read(size - 8 - n)

@@ -19,7 +19,6 @@ import numpy as np
 import pytest
 
 import funcgrad
-from funcgrad import serialization
 from funcgrad._serialization import _native
 
 NOT_CKPT = "is not a valid checkpoint or is corrupted"

@@ -16,7 +16,7 @@ from typing import Any
 import numpy as np
 
 from .. import _dtype
-from ._limits import MAX_SAFETENSORS_HEADER, Corrupt
+from ._limits import Corrupt
 
 _CODES = {
     _dtype.bool_: "BOOL", _dtype.uint8: "U8", _dtype.int8: "I8", _dtype.int16: "I16",

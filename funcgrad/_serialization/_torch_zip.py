@@ -18,7 +18,6 @@ import collections
 import io
 import os
 import pickle
-import pickletools
 import struct
 import zipfile
 from typing import Any, Callable

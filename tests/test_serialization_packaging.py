@@ -1,0 +1,54 @@
+"""Packaging checks from the checkpoint/packaging issue: the licence file matches the declared
+licence, no private JAX imports, and init_process_group's ordering error."""
+
+import os
+import re
+
+import pytest
+
+import funcgrad
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+def test_license_file_matches_pyproject():
+    tomllib = pytest.importorskip("tomllib")
+    with open(os.path.join(ROOT, "pyproject.toml"), "rb") as fh:
+        meta = tomllib.load(fh)
+    project = meta["project"]
+    assert project["license"] == "Apache-2.0"  # an SPDX expression (PEP 639), not a table
+    assert project["license-files"] == ["LICENSE"]
+    with open(os.path.join(ROOT, "LICENSE")) as fh:
+        text = fh.read()
+    assert text.split()[:4] == ["Apache", "License", "Version", "2.0,"]
+    assert "END OF TERMS AND CONDITIONS" in text
+    # setuptools reads license expressions from 77 on
+    req = meta["build-system"]["requires"][0]
+    assert int(re.search(r">=(\d+)", req).group(1)) >= 77
+    assert not any(c.startswith("License ::") for c in project.get("classifiers", []))
+
+
+def test_no_private_jax_imports():
+    found = []
+    for base, _, files in os.walk(os.path.join(ROOT, "funcgrad")):
+        for f in files:
+            if f.endswith(".py"):
+                with open(os.path.join(base, f)) as fh:
+                    if re.search(r"^\s*(from|import)\s+jax\._src", fh.read(), re.M):
+                        found.append(os.path.relpath(os.path.join(base, f), ROOT))
+    assert found == []
+
+
+def test_every_package_folder_has_an_init():
+    for base, dirs, files in os.walk(os.path.join(ROOT, "funcgrad")):
+        dirs[:] = [d for d in dirs if d != "__pycache__"]
+        if any(f.endswith(".py") for f in files):
+            assert "__init__.py" in files, base
+
+
+def test_init_process_group_after_the_backend_started_explains_the_order():
+    import funcgrad.distributed as dist
+    funcgrad.ones(1)  # the backend runs
+    with pytest.raises(RuntimeError, match="JAX's backend is already initialized"):
+        dist.init_process_group(world_size=2, rank=0, init_method="tcp://127.0.0.1:1")
+    assert not dist.is_initialized()
