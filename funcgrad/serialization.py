@@ -282,8 +282,9 @@ def load(f: FileLike, map_location: Any = None, pickle_module: Any = None, *,
             (PyTorch's error if that device type is absent). A string / ``funcgrad.device``
             (e.g. ``'cpu'``): all tensors there. A dict ``{saved_location: target}`` remaps
             locations (``{'cuda:0': 'cpu'}``). A callable ``fn(tensor, location)`` receives each
-            storage as a 1-D tensor on the host CPU and the saved location string and returns
-            the tensor to use, or ``None`` to keep it on the CPU.
+            loaded storage as a tensor on the host CPU (shaped as the tensor that covers it, or
+            1-D when several tensors view it) and the saved location string, and returns the
+            tensor to use, or ``None`` to keep it on the CPU.
         pickle_module: with ``weights_only=False``, accepted and ignored (as PyTorch's default).
         weights_only: ``True`` (the default, unless ``pickle_module`` is given): only tensors and
             plain data are built and nothing in the file is called; ``False``: full unpickling,
@@ -386,7 +387,7 @@ def _load(fh, place, weights_only: bool, encoding: str):
             if prefix is None:
                 raise Corrupt("a zip archive that is neither a PyTorch nor a funcgrad checkpoint "
                               "(no data.pkl)")
-            if prefix + "constants.pkl" in names or prefix + "code/" in "".join(names):
+            if prefix + "constants.pkl" in names or any(n.startswith(prefix + "code/") for n in names):
                 raise Corrupt("a TorchScript archive (torch.jit.save); funcgrad cannot load those")
             return _torch_zip.load_zip(zf, prefix, size, place, weights_only, encoding)
     if _looks_safetensors(head):

@@ -132,6 +132,18 @@ def test_whole_module_and_optimizer_need_weights_only_false():
         assert a.tolist() == b.tolist()
 
 
+def test_whole_module_in_the_legacy_format():
+    model = nn.Linear(2, 2)
+    buf = io.BytesIO()
+    funcgrad.save({"m": model}, buf, _use_new_zipfile_serialization=False)
+    buf.seek(0)
+    with pytest.raises(pickle.UnpicklingError, match="GLOBAL funcgrad.nn.layers.linear.Linear"):
+        funcgrad.load(buf)
+    buf.seek(0)
+    out = funcgrad.load(buf, weights_only=False)["m"]
+    assert type(out) is nn.Linear and out.weight.tolist() == model.weight.tolist()
+
+
 def test_safe_globals_allow_a_class():
     buf = _saved({"cfg": Config(5), "w": funcgrad.ones(1)})
     name = f"{Config.__module__}.Config"
@@ -314,6 +326,14 @@ def test_weights_only_messages_match_torch():
     with pytest.raises(pickle.UnpicklingError, match="GLOBAL funcgrad.nn.layers.linear.Linear was "
                        "not an allowed global"):
         torch.load(_saved(nn.Linear(2, 2)))
+
+
+@pytest.mark.torch
+def test_torch_dtypes_funcgrad_lacks_are_refused_clearly():
+    torch = pytest.importorskip("torch")
+    for dt in (torch.uint16, torch.float8_e4m3fn):
+        with pytest.raises(RuntimeError, match=f"a tensor of dtype {dt}, which funcgrad does not support"):
+            funcgrad.load(_torch_saved(torch, {"x": torch.zeros(3, dtype=dt)}))
 
 
 @pytest.mark.torch
