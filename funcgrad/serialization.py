@@ -378,7 +378,9 @@ def _load(fh, place, weights_only: bool, encoding: str):
         try:
             zf = zipfile.ZipFile(fh, "r")
         except Exception as e:  # BadZipFile, struct.error, UnicodeDecodeError...: a damaged directory
-            raise Corrupt(f"not a valid archive ({e}); the file may be truncated") from None
+            # PyTorch's words for it, which users search for
+            raise Corrupt("PytorchStreamReader failed reading zip archive: failed finding central "
+                          f"directory ({type(e).__name__}: {e}); the file may be truncated") from None
         with zf:
             names = zf.namelist()
             if MANIFEST in names:

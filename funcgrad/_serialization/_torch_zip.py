@@ -25,6 +25,7 @@ from typing import Any, Callable
 import numpy as np
 
 from .. import _dtype
+from .._device import device as _device_cls
 from .._tensor import Size, Tensor, _is_tracer
 from . import _torch_names as N
 from ._limits import MAX_EXPANDED_ELEMENTS, MAX_PICKLE_BYTES, Corrupt, brief, check_member
@@ -302,8 +303,8 @@ class _TensorPickler(pickle.Pickler):
             return N.dtype_attr(obj)
         if type(obj) is Size:
             return (Size, (tuple(int(s) for s in obj),))
-        if type(obj).__name__ == "device" and type(obj).__module__ == "funcgrad._device":
-            return (type(obj), (str(obj),))
+        if type(obj) is _device_cls:
+            return (_device_cls, (str(obj),))
         return NotImplemented
 
     def _tensor(self, t: Tensor):
