@@ -276,3 +276,22 @@ def test_fuzzed_files_raise_only_clean_errors_quickly():
     assert slowest < 2.0, slowest
     for key in ("zip", "legacy", "safetensors", "old", "pkl"):
         assert counts[key, "refused"] > 50, counts  # the mutations really reach the readers
+
+
+# ---- layouts the fixtures do not cover ---------------------------------------------------------------
+def test_big_endian_archive_and_untyped_storage_with_dtype():
+    # a storage written big-endian (byteorder record 'big'), as PyTorch reads it
+    vals = np.arange(6, dtype=np.float32)
+    buf = io.BytesIO()
+    with zipfile.ZipFile(buf, "w") as zf:
+        zf.writestr("archive/data.pkl", _tensor_pickle(6, (2, 3), (3, 1)))
+        zf.writestr("archive/byteorder", "big")
+        zf.writestr("archive/data/0", vals.astype(">f4").tobytes())
+    assert funcgrad.load(io.BytesIO(buf.getvalue())).tolist() == [[0, 1, 2], [3, 4, 5]]
+    # _rebuild_tensor_v3 over a torch.storage.UntypedStorage of 24 bytes, seen as float32
+    pkl = (b"\x80\x02ctorch._utils\n_rebuild_tensor_v3\n((X\x07\x00\x00\x00storage"
+           b"ctorch.storage\nUntypedStorage\nX\x01\x00\x00\x000X\x03\x00\x00\x00cpuK\x18tQ"
+           b"K\x02(K\x02K\x02tK\x02K\x01\x86\x89ccollections\nOrderedDict\n)Rctorch\nfloat32\ntR.")
+    blob = _torch_zip(pkl, {"0": vals.tobytes()})
+    out = funcgrad.load(io.BytesIO(blob))  # offset 2, size (2, 2), stride (2, 1)
+    assert out.dtype is funcgrad.float32 and out.tolist() == [[2, 3], [4, 5]]
