@@ -92,16 +92,15 @@ def _unsupported_global(full_path: str) -> UnpicklingError:
 
 
 def _key_ok(k, budget: list) -> bool:
-    """Whether ``k`` may be hashed cheaply: plain values and small tuples of them."""
+    """Whether ``k`` may be hashed cheaply: plain values, objects hashed by identity (dtypes,
+    allowlisted classes) and tuples of these with at most ``MAX_KEY_NODES`` parts in all."""
     budget[0] -= 1
     if budget[0] < 0:
         return False
-    t = type(k)
-    if t is tuple:
+    if isinstance(k, tuple):  # tuple, Size: hashing visits every part, repeats included
         return all(_key_ok(v, budget) for v in k)
-    return t in (str, int, float, bool, bytes, complex, type(None)) or t.__hash__ is object.__hash__ \
-        or isinstance(k, (_torch_names.StorageType, _torch_names.UnsupportedDtype)) \
-        or type(k).__module__ == "funcgrad._dtype"
+    t = type(k)
+    return t in (str, int, float, bool, bytes, complex, type(None)) or t.__hash__ is object.__hash__
 
 
 def _check_key(k) -> None:
