@@ -5,6 +5,8 @@ import collections
 import io
 import os
 import pickle
+import struct
+import zipfile
 
 import numpy as np
 import pytest
@@ -191,6 +193,21 @@ def test_safetensors_round_trip_and_validation(tmp_path):
         funcgrad.save({"c": funcgrad.ones(1, dtype=funcgrad.complex128)}, tmp_path / "x.safetensors")
 
 
+def test_written_archive_has_pytorchs_records_and_alignment(tmp_path):
+    p = tmp_path / "model.pt"
+    funcgrad.save({"a": funcgrad.ones(3), "b": funcgrad.arange(7), "c": funcgrad.ones(5, dtype=funcgrad.float16)}, p)
+    raw = p.read_bytes()
+    with zipfile.ZipFile(p) as zf:
+        names = zf.namelist()
+        assert names == ["model/data.pkl", "model/.format_version", "model/.storage_alignment",
+                         "model/byteorder", "model/data/0", "model/data/1", "model/data/2", "model/version"]
+        assert zf.read("model/version") == b"3\n" and zf.read("model/byteorder") == b"little"
+        for info in zf.infolist():
+            assert info.compress_type == zipfile.ZIP_STORED
+            n, e = struct.unpack("<HH", raw[info.header_offset + 26:info.header_offset + 30])
+            assert (info.header_offset + 30 + n + e) % 64 == 0, info.filename
+
+
 # ---- live round trips with PyTorch --------------------------------------------------------------
 DTYPES = ["bool", "uint8", "int8", "int16", "int32", "int64", "float16", "bfloat16", "float32",
           "float64", "complex64", "complex128"]
@@ -241,6 +258,9 @@ def test_funcgrad_files_load_in_torch_weights_only(tmp_path, legacy):
     assert out["size"] == torch.Size([2, 3]) and type(out["size"]) is torch.Size
     assert out["dtype"] is torch.bfloat16 and out["device"] == torch.device("cpu")
     assert out["nested"] == [(1, 2.5), {"k": b"x"}]
+    if not legacy:  # storages are 64-byte aligned, so PyTorch can also map the file
+        mm = torch.load(p, mmap=True, weights_only=True)
+        assert _torch_np(mm["float64"]).tobytes() == _np(obj["float64"]).tobytes()
     # and back: torch's own save of what it loaded reads in funcgrad identically
     buf = io.BytesIO()
     torch.save(out, buf)
