@@ -57,13 +57,12 @@ def _u53(r):
     return (_bits64(r) & jnp.uint64(_MASK53)).astype(jnp.float64) * 2.0 ** -53
 
 
-@partial(jax.jit, static_argnums=(3, 4))
-def _uniform_kernel(r, lo, hi, shape, dtype):
+@partial(jax.jit, static_argnums=(3,))
+def _uniform_kernel(r, lo, hi, dtype):
     if dtype == np.float64:
-        u = _u53(r)
-        return (u * (hi - lo) + lo).reshape(shape)
+        return _u53(r) * (hi - lo) + lo
     lo, hi = lo.astype(jnp.float32), hi.astype(jnp.float32)
-    return (_u24(r) * (hi - lo) + lo).astype(dtype).reshape(shape)
+    return _u24(r) * (hi - lo) + lo
 
 
 # ---- Cephes log / sincos as avx_mathfun.h computes them (float32) ------------------------------
@@ -137,21 +136,12 @@ def _box_muller16_f64(d, mean, std):
                      1).reshape(-1)
 
 
-@partial(jax.jit, static_argnums=(4, 5))
-def _normal_fill_kernel(r, tail, mean, std, shape, dtype):
-    n = math.prod(shape)
+@partial(jax.jit, static_argnums=(3,))
+def _normal_blocks_kernel(r, mean, std, dtype):
+    """Box-Muller on whole blocks of 16 uniforms (``normal_fill_16``)."""
     if dtype == np.float64:
-        d, bm = _u53(r), _box_muller16_f64
-        td = _u53(tail)
-    else:
-        d, bm = _u24(r), _box_muller16_f32
-        td = _u24(tail)
-        mean, std = mean.astype(jnp.float32), std.astype(jnp.float32)
-    m = n // 16 * 16
-    out = bm(d[:m], mean, std)
-    if n % 16:
-        out = jnp.concatenate([out[:n - 16], bm(td, mean, std)])  # the last 16 redrawn
-    return out.astype(dtype).reshape(shape)
+        return _box_muller16_f64(_u53(r), mean, std)
+    return _box_muller16_f32(_u24(r), mean.astype(jnp.float32), std.astype(jnp.float32))
 
 
 # ---- the scalar normal path (under 16 elements) ----------------------------------------------------
@@ -184,13 +174,38 @@ def _float_dtype(dtype):
     return np.float64 if dtype == np.float64 else np.float32
 
 
+_SMALL = 1 << 15  # eager draws below this many elements run padded to a power of two
+
+
+def _call(kernel, r, per: int, n: int, *args):
+    """``kernel(words, *args)`` for ``n`` elements (``per`` words each), flat.
+
+    Small eager draws run on words padded to a power of two and are cut on the host, so a
+    model's many parameter shapes (or sizes 1..40) share a few compiled kernels instead of one
+    XLA compile each; large draws and traced ones run at their exact size.
+    """
+    if isinstance(r, jax.core.Tracer) or n >= _SMALL:
+        return kernel(jnp.asarray(r), *args)
+    b = max(64, 1 << max(n - 1, 0).bit_length())
+    padded = np.zeros(b * per, np.uint32)
+    padded[:r.size] = r
+    return np.asarray(kernel(padded, *args))[:n]
+
+
+def _finish(out, shape, dtype):
+    if isinstance(out, np.ndarray):
+        return jnp.asarray(out.astype(dtype, copy=False).reshape(shape))
+    return out.astype(dtype).reshape(shape)
+
+
 def uniform(generator, shape, dtype, low=0.0, high=1.0):
     g = generator_or_default(generator)
     n = math.prod(shape)
     dt = _float_dtype(dtype)
-    r = g._raw(n * (2 if dt == np.float64 else 1))
-    out = _uniform_kernel(r, jnp.asarray(low, jnp.float64), jnp.asarray(high, jnp.float64), tuple(shape), dt)
-    return out if out.dtype == dtype else out.astype(dtype)
+    k = 2 if dt == np.float64 else 1
+    r = g._raw(n * k)
+    out = _call(_uniform_kernel, r, k, n, np.float64(low), np.float64(high), dt)
+    return _finish(out, tuple(shape), dtype)
 
 
 def normal(generator, shape, dtype, mean=0.0, std=1.0):
@@ -207,16 +222,21 @@ def normal(generator, shape, dtype, mean=0.0, std=1.0):
     k = 2 if dt == np.float64 else 1
     with g._lock:
         r = g._raw(n * k)
-        tail = g._raw(16 * k) if n % 16 else r[:0]
-    out = _normal_fill_kernel(r, tail, jnp.asarray(mean, jnp.float64), jnp.asarray(std, jnp.float64),
-                              tuple(shape), dt)
-    return out if out.dtype == dtype else out.astype(dtype)
+        tail = g._raw(16 * k) if n % 16 else None
+    m = n // 16 * 16
+    args = (np.float64(mean), np.float64(std), dt)
+    out = _call(_normal_blocks_kernel, r[:m * k], k, m, *args)
+    if tail is not None:  # the last 16 elements come from 16 fresh uniforms
+        last = _call(_normal_blocks_kernel, tail, k, 16, *args)
+        cat = np.concatenate if isinstance(out, np.ndarray) else jnp.concatenate
+        out = cat([out[:n - 16], last])
+    return _finish(out, tuple(shape), dtype)
 
 
-@partial(jax.jit, static_argnums=(3, 4, 5))
-def _int_kernel(r, rng, base, wide, shape, dtype):
+@partial(jax.jit, static_argnums=(3, 4))
+def _int_kernel(r, rng, base, wide, dtype):
     v = _bits64(r) if wide else r.astype(jnp.uint64)
-    return ((v % rng.astype(jnp.uint64)).astype(jnp.int64) + base).astype(dtype).reshape(shape)
+    return ((v % rng).astype(jnp.int64) + base).astype(dtype)
 
 
 def random_int(generator, shape, dtype, low, high):
@@ -224,9 +244,10 @@ def random_int(generator, shape, dtype, low, high):
     g = generator_or_default(generator)
     n, rng = math.prod(shape), int(high) - int(low)
     wide = rng >= (1 << 32) and np.dtype(dtype) in (np.int64, np.float64, np.float32)
-    r = g._raw(n * (2 if wide else 1))
-    return _int_kernel(r, jnp.asarray(rng, jnp.uint64), jnp.asarray(int(low), jnp.int64), wide,
-                       tuple(shape), np.dtype(dtype))
+    k = 2 if wide else 1
+    r = g._raw(n * k)
+    out = _call(_int_kernel, r, k, n, np.uint64(rng), np.int64(low), wide, np.dtype(dtype))
+    return _finish(out, tuple(shape), dtype)
 
 
 _FULL_MOD = {np.dtype(np.bool_): 2, np.dtype(np.uint8): 256, np.dtype(np.int8): 128,
@@ -241,28 +262,30 @@ def random_full(generator, shape, dtype):
     d = np.dtype(dtype)
     wide = d in (np.dtype(np.int64), np.dtype(np.float64))
     n = math.prod(shape)
-    r = g._raw(n * (2 if wide else 1))
-    return _int_kernel(r, jnp.asarray(_FULL_MOD.get(d, (1 << 8) + 1), jnp.uint64), jnp.asarray(0, jnp.int64),
-                       wide, tuple(shape), d)
+    k = 2 if wide else 1
+    r = g._raw(n * k)
+    out = _call(_int_kernel, r, k, n, np.uint64(_FULL_MOD.get(d, (1 << 8) + 1)), np.int64(0), wide, d)
+    return _finish(out, tuple(shape), d)
 
 
-@partial(jax.jit, static_argnums=(2,))
-def _bernoulli_scalar_kernel(r, p, shape):
-    return (_u53(r) < p).reshape(shape)
+@jax.jit
+def _bernoulli_scalar_kernel(r, p):
+    return _u53(r) < p
 
 
 def bernoulli_scalar(generator, shape, p):
     """A bool mask, ``True`` with probability ``p`` (PyTorch's ``bernoulli_(p)``)."""
     g = generator_or_default(generator)
-    r = g._raw(2 * math.prod(shape))
-    return _bernoulli_scalar_kernel(r, jnp.asarray(float(p), jnp.float64), tuple(shape))
+    n = math.prod(shape)
+    r = g._raw(2 * n)
+    return _finish(_call(_bernoulli_scalar_kernel, r, 2, n, np.float64(p)), tuple(shape), np.bool_)
 
 
 @jax.jit
 def _bernoulli_tensor_kernel(r, p):
     if p.dtype == jnp.float64:
         return (_u53(r) < p.ravel()).reshape(p.shape)
-    return (_u24(r) < p.ravel().astype(jnp.float32)).reshape(p.shape)
+    return (_u24(r) < p.ravel().astype(jnp.float32)).reshape(p.shape)  # (probabilities' shape)
 
 
 def bernoulli_tensor(generator, probs):
