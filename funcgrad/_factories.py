@@ -351,8 +351,8 @@ def bernoulli(input, p=None, *, generator=None) -> Tensor:
     if p is None:
         keep = _sample.bernoulli_tensor(generator, input._value)
     else:
-        keep = _sample.bernoulli_scalar(generator, tuple(input.shape), float(p))
-    return Tensor._wrap(keep.astype(input.dtype.np))
+        keep = _sample.bernoulli_scalar(generator, tuple(input.shape), float(p), input.dtype.np)
+    return Tensor._wrap(keep if keep.dtype == input.dtype.np else keep.astype(input.dtype.np))
 
 
 def multinomial(input, num_samples, replacement=False, *, generator=None) -> Tensor:

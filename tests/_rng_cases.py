@@ -34,6 +34,10 @@ CASES = {
     "randn_then_scalar": lambda m, n: np.concatenate([_np(m.randn(n)), _np(m.randn(3))]),
 }
 
+# values per size where a case does not return ``n`` of them
+COUNT = {"multinomial": lambda n: min(n, 3), "multinomial_repl": lambda n: 14,
+         "randn_then_scalar": lambda n: n + 3}
+
 
 def linear_weights(m):
     m.manual_seed(0)

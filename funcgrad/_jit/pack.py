@@ -18,12 +18,12 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from .._tensor import _Cell, _PackedCell, _raw_gen, _raw_value
+from .._random import _GenCell
+from .._tensor import _PackedCell, _raw_gen, _raw_value
 
 PACK_MAX = 4096  # elements: state arrays at most this big are packed (16 KiB of float32)
 
 _unpack_kernels: dict = {}
-_PLAIN = (_Cell, _PackedCell)
 _LIVE: "weakref.WeakSet[Pack]" = weakref.WeakSet()  # for the trace's missed-constant check
 
 
@@ -128,7 +128,7 @@ def plan(changed, out_avals, read_value) -> list[tuple[list[int], bool]]:
     """
     groups: dict = {}
     for j, (c, aval) in enumerate(zip(changed, out_avals)):
-        if type(c) not in _PLAIN:  # e.g. a generator's state cell: never turned into a piece
+        if isinstance(c, _GenCell):  # a generator's state: its cell class is its own
             continue
         v = read_value(c)
         if _packable(aval, v):

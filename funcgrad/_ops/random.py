@@ -69,8 +69,8 @@ def bernoulli_(self, p=0.5, *, generator=None) -> Tensor:
     else:
         if not 0 <= p <= 1:
             raise RuntimeError(f"bernoulli_ expects p to be in [0, 1], but got p={p}")
-        keep = _sample.bernoulli_scalar(generator, tuple(self.shape), float(p))
-    return _fill(self, keep.astype(self.dtype.np))
+        keep = _sample.bernoulli_scalar(generator, tuple(self.shape), float(p), self.dtype.np)
+    return _fill(self, keep if keep.dtype == self.dtype.np else keep.astype(self.dtype.np))
 
 
 export("bernoulli")(_factories.bernoulli)

@@ -136,12 +136,16 @@ def _box_muller16_f64(d, mean, std):
                      1).reshape(-1)
 
 
-@partial(jax.jit, static_argnums=(3,))
+@partial(jax.jit, static_argnums=(1, 2, 3))
 def _normal_blocks_kernel(r, mean, std, dtype):
-    """Box-Muller on whole blocks of 16 uniforms (``normal_fill_16``)."""
+    """Box-Muller on whole blocks of 16 uniforms (``normal_fill_16``).
+
+    ``mean``/``std`` are compile-time constants: traced scalars make XLA's CPU fusion of this
+    kernel some 30x slower (and ``randn`` is always 0/1).
+    """
     if dtype == np.float64:
         return _box_muller16_f64(_u53(r), mean, std)
-    return _box_muller16_f32(_u24(r), mean.astype(jnp.float32), std.astype(jnp.float32))
+    return _box_muller16_f32(_u24(r), np.float32(mean), np.float32(std))
 
 
 # ---- the scalar normal path (under 16 elements) ----------------------------------------------------
@@ -224,7 +228,7 @@ def normal(generator, shape, dtype, mean=0.0, std=1.0):
         r = g._raw(n * k)
         tail = g._raw(16 * k) if n % 16 else None
     m = n // 16 * 16
-    args = (np.float64(mean), np.float64(std), dt)
+    args = (float(mean), float(std), dt)
     out = _call(_normal_blocks_kernel, r[:m * k], k, m, *args)
     if tail is not None:  # the last 16 elements come from 16 fresh uniforms
         last = _call(_normal_blocks_kernel, tail, k, 16, *args)
@@ -273,12 +277,17 @@ def _bernoulli_scalar_kernel(r, p):
     return _u53(r) < p
 
 
-def bernoulli_scalar(generator, shape, p):
-    """A bool mask, ``True`` with probability ``p`` (PyTorch's ``bernoulli_(p)``)."""
+def bernoulli_scalar(generator, shape, p, dtype=np.bool_, one=1):
+    """PyTorch's ``bernoulli_(p)``: ``one`` with probability ``p``, else 0, as ``dtype``."""
     g = generator_or_default(generator)
     n = math.prod(shape)
     r = g._raw(2 * n)
-    return _finish(_call(_bernoulli_scalar_kernel, r, 2, n, np.float64(p)), tuple(shape), np.bool_)
+    keep = _call(_bernoulli_scalar_kernel, r, 2, n, np.float64(p))
+    dt = np.dtype(dtype)
+    if dt != np.bool_ or one != 1:
+        xp = np if isinstance(keep, np.ndarray) else jnp
+        keep = xp.where(keep, np.asarray(one, dt), np.asarray(0, dt))
+    return _finish(keep, tuple(shape), dt)
 
 
 @jax.jit

@@ -343,9 +343,8 @@ def _check_p(p):
 def _noise(input, shape, p):
     """PyTorch's ``_dropout_impl`` noise: ``bernoulli_(1 - p)`` of ``shape``, divided by ``1 - p``
     in the input's dtype (so ``p = 0.1`` scales by ``float32(1) / float32(0.9)``)."""
-    dt = input.dtype.np
-    keep = _sample.bernoulli_scalar(None, shape, 1.0 - p)
-    return jnp.where(keep, np.asarray(1, dt) / np.asarray(1.0 - p, dt), np.asarray(0, dt))
+    dt = np.dtype(input.dtype.np)
+    return _sample.bernoulli_scalar(None, shape, 1.0 - p, dt, np.asarray(1, dt) / np.asarray(1.0 - p, dt))
 
 
 def dropout(input: Tensor, p: float = 0.5, training: bool = True, inplace: bool = False) -> Tensor:
@@ -407,7 +406,7 @@ def alpha_dropout(input: Tensor, p: float = 0.5, training: bool = False, inplace
     dt = input.dtype.np
     alpha = 1.7580993408473766
     a = 1.0 / math.sqrt((alpha * alpha * p + 1) * (1 - p))
-    noise = _sample.bernoulli_scalar(None, tuple(input.shape), 1.0 - p).astype(dt)
+    noise = _sample.bernoulli_scalar(None, tuple(input.shape), 1.0 - p, dt)
     b = Tensor._wrap((noise - dt.type(1)) * dt.type(alpha * a) + dt.type(alpha * a * p))
     return input * Tensor._wrap(noise * dt.type(a)) + b
 
