@@ -198,7 +198,8 @@ def test_cases_equal_live_torch(name):
 @pytest.mark.torch
 def test_layer_inits_equal_live_torch():
     torch = pytest.importorskip("torch")
-    makers = [lambda m: m.nn.Linear(7, 5), lambda m: m.nn.Conv2d(3, 4, 3), lambda m: m.nn.ConvTranspose1d(2, 3, 4),
+    makers = [lambda m: m.nn.Linear(7, 5), lambda m: m.nn.Conv2d(3, 4, 3),
+              lambda m: m.nn.ConvTranspose1d(2, 3, 4),
               lambda m: m.nn.Embedding(9, 4), lambda m: m.nn.LSTM(4, 6, num_layers=2),
               lambda m: m.nn.GRU(3, 5, bidirectional=True), lambda m: m.nn.MultiheadAttention(8, 2),
               lambda m: m.nn.TransformerEncoderLayer(8, 2, 16), lambda m: m.nn.Bilinear(3, 4, 5)]
