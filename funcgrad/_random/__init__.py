@@ -11,7 +11,12 @@ emits.
 The state is also a storage cell (``_GenCell``) that the jit bridge lifts like any tensor: read
 as one uint32 vector (key, position, cached normal samples); inside ``funcgrad.jit`` draws advance
 that vector with a ``jax.numpy`` mt19937 (``_jax_mt``), so a compiled step draws the same stream
-as eager and as PyTorch.
+as eager and as PyTorch. (That costs about what ``jax.random`` costs: a dropout mask on a 64x4096
+activation inside a compiled step took 3.2 ms against 2.9 ms with ``jax.random.bernoulli`` here;
+``python -m funcgrad.bench --only random`` shows both, so there is no opt-in to another PRNG.)
+
+Not PyTorch's numbers: RNN inter-layer and attention-weight dropout draw ``jax.random`` masks
+from a key made of two stream words (``next_key``).
 """
 
 from __future__ import annotations
