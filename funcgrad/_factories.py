@@ -8,7 +8,8 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from . import _dtype, _random
+from . import _dtype
+from ._random import _multinomial, _sample
 from ._device import jax_device
 from ._tensor import Size, Tensor
 
@@ -250,96 +251,110 @@ def logspace(start, end, steps, base=10.0, *, dtype=None, device=None, requires_
     return _finish(jnp.logspace(start, end, int(steps), base=base, dtype=_dt(dtype).np), requires_grad, device)
 
 
-# ---- random (values differ from PyTorch's; the global key is jit-bridge state) ----------------
-def _flat(sampler, key, shape, dtype):
-    """Sample flat and reshape: the same bits, and XLA compiles a 1-D sampler several times
-    faster than an N-D one (model construction draws one shape per parameter)."""
-    return sampler(key, (math.prod(shape),), dtype).reshape(shape)
-
-
-def _key(generator):
-    return _random.next_key(generator)
-
-
+# ---- random: PyTorch's CPU generator, bit for bit (see funcgrad._random._sample) ----------------
 def rand(*size, generator=None, dtype=None, device=None, requires_grad=False, **kw) -> Tensor:
-    """Uniform on [0, 1)."""
-    return _finish(_flat(jax.random.uniform, _key(generator), _size(size, **kw), _dt(dtype).np),
-                   requires_grad, device)
+    """Uniform on [0, 1): PyTorch's values for the same seed.
+
+    >>> import funcgrad
+    >>> _ = funcgrad.manual_seed(0)
+    >>> funcgrad.rand(2, 2)
+    tensor([[0.4963, 0.7682],
+            [0.0885, 0.1320]])
+    """
+    d = _dt(dtype)
+    return _finish(_sample.uniform(generator, _size(size, **kw), d.np), requires_grad, device)
 
 
 def randn(*size, generator=None, dtype=None, device=None, requires_grad=False, **kw) -> Tensor:
-    """Standard normal samples of the given size (from the global generator unless ``generator``).
+    """Standard normal samples (from the global generator unless ``generator``): PyTorch's values.
 
     >>> import funcgrad
-    >>> funcgrad.randn(2, 3).shape
-    funcgrad.Size([2, 3])
+    >>> _ = funcgrad.manual_seed(0)
+    >>> funcgrad.randn(2, 3)
+    tensor([[ 1.5410, -0.2934, -2.1788],
+            [ 0.5684, -1.0845, -1.3986]])
     """
-    return _finish(_flat(jax.random.normal, _key(generator), _size(size, **kw), _dt(dtype).np),
-                   requires_grad, device)
+    d = _dt(dtype)
+    return _finish(_sample.normal(generator, _size(size, **kw), d.np), requires_grad, device)
 
 
 def randint(low, high=None, size=None, *, generator=None, dtype=None, device=None,
             requires_grad=False) -> Tensor:
-    """Integers in [low, high) (``randint(high, size)`` too); int64 by default."""
+    """Integers in [low, high) (``randint(high, size)`` too); int64 by default.
+
+    >>> import funcgrad
+    >>> _ = funcgrad.manual_seed(0)
+    >>> funcgrad.randint(0, 10, (6,))
+    tensor([4, 9, 3, 0, 3, 9])
+    """
     if size is None:
         low, high, size = 0, low, high
     if high is None:
         low, high = 0, low
     d = _dtype.to_dtype(dtype) if dtype is not None else _dtype.int64
-    return _finish(jax.random.randint(_key(generator), _size((size,) if isinstance(size, int) else size),
-                                      low, high, d.np), requires_grad, device)
+    low, high = int(low), int(high)
+    if low >= high:
+        raise RuntimeError(f"random_ expects 'from' to be less than 'to', but got from={low} >= to={high}")
+    shape = _size((size,) if isinstance(size, int) else size)
+    return _finish(_sample.random_int(generator, shape, d.np, low, high), requires_grad, device)
 
 
-def rand_like(input, *, dtype=None, device=None, requires_grad=False) -> Tensor:
+def rand_like(input, *, dtype=None, device=None, requires_grad=False, memory_format=None) -> Tensor:
     return rand(input.shape, dtype=dtype or input.dtype, requires_grad=requires_grad)
 
 
-def randn_like(input, *, dtype=None, device=None, requires_grad=False) -> Tensor:
+def randn_like(input, *, dtype=None, device=None, requires_grad=False, memory_format=None) -> Tensor:
     return randn(input.shape, dtype=dtype or input.dtype, requires_grad=requires_grad)
 
 
-def randint_like(input, low=0, high=None, *, dtype=None, device=None) -> Tensor:
+def randint_like(input, low=0, high=None, *, dtype=None, device=None, memory_format=None) -> Tensor:
     if high is None:
         low, high = 0, low
     return randint(low, high, input.shape, dtype=dtype or input.dtype)
 
 
 def randperm(n, *, generator=None, dtype=None, device=None, requires_grad=False) -> Tensor:
+    """A random permutation of ``0..n-1`` (PyTorch's Fisher-Yates over its stream).
+
+    >>> import funcgrad
+    >>> _ = funcgrad.manual_seed(0)
+    >>> funcgrad.randperm(6)
+    tensor([2, 5, 3, 0, 1, 4])
+    """
     d = _dtype.to_dtype(dtype) if dtype is not None else _dtype.int64
-    return _finish(jax.random.permutation(_key(generator), n).astype(d.np), requires_grad, device)
+    n = int(n)
+    if n < 0:
+        raise RuntimeError(f"n must be non-negative, got{n}")
+    return _finish(jnp.asarray(_sample.randperm(generator, n)).astype(d.np), requires_grad, device)
 
 
 def normal(mean=0.0, std=1.0, size=None, *, generator=None, dtype=None, device=None,
-           requires_grad=False) -> Tensor:
-    """Normal samples: ``normal(mean, std, size)`` or elementwise with tensor mean/std."""
+           requires_grad=False, out=None) -> Tensor:
+    """Normal samples: ``normal(mean, std, size)`` or elementwise with tensor mean/std.
+
+    As PyTorch: standard normals of the broadcast shape, then ``* std + mean``.
+    """
     if isinstance(mean, Tensor) or isinstance(std, Tensor):
         ref = mean if isinstance(mean, Tensor) else std
         shape = np.broadcast_shapes(tuple(getattr(mean, "shape", ())), tuple(getattr(std, "shape", ())))
-        z = jax.random.normal(_key(generator), shape, ref.dtype.np)
+        z = _sample.normal(generator, shape, ref.dtype.np)
         m = mean._value if isinstance(mean, Tensor) else mean
         s = std._value if isinstance(std, Tensor) else std
-        return _finish(m + s * z, requires_grad, device)
-    z = jax.random.normal(_key(generator), _size((size,) if isinstance(size, int) else size or ()), _dt(dtype).np)
-    return _finish(mean + std * z, requires_grad, device)
+        return _finish((z * s + m).astype(ref.dtype.np), requires_grad, device)
+    shape = _size((size,) if isinstance(size, int) else size or ())
+    return _finish(_sample.normal(generator, shape, _dt(dtype).np, float(mean), float(std)), requires_grad,
+                   device)
 
 
 def bernoulli(input, p=None, *, generator=None) -> Tensor:
     """0/1 samples with probabilities ``input`` (or a scalar ``p``), of ``input``'s dtype."""
-    probs = input._value if p is None else jnp.full(input.shape, p, input.dtype.np)
-    return Tensor._wrap(jax.random.bernoulli(_key(generator), probs).astype(input.dtype.np))
+    if p is None:
+        keep = _sample.bernoulli_tensor(generator, input._value)
+    else:
+        keep = _sample.bernoulli_scalar(generator, tuple(input.shape), float(p), input.dtype.np)
+    return Tensor._wrap(keep if keep.dtype == input.dtype.np else keep.astype(input.dtype.np))
 
 
 def multinomial(input, num_samples, replacement=False, *, generator=None) -> Tensor:
     """Sample category indices from (unnormalised) probabilities; rows for 2-D input."""
-    p = input._value
-    logits = jnp.log(p / p.sum(-1, keepdims=True))
-    key = _key(generator)
-    if replacement:
-        shape = p.shape[:-1] + (num_samples,)
-        idx = jax.random.categorical(key, logits[..., None, :], shape=shape)
-    else:
-        if num_samples > p.shape[-1]:
-            raise RuntimeError("cannot sample n_sample > prob_dist.size(-1) samples without replacement")
-        g = jax.random.gumbel(key, p.shape) + logits  # Gumbel top-k: sampling without replacement
-        idx = jnp.argsort(-g, axis=-1)[..., :num_samples]
-    return Tensor._wrap(idx.astype(jnp.int64))
+    return _multinomial.multinomial(input, int(num_samples), bool(replacement), generator)

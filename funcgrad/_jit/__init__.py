@@ -12,10 +12,12 @@ Design note — the phases of a call:
    storage cell reachable from the step's arguments and from what the function captures
    (closure cells, the globals its code names, recursively through Modules, Optimizers,
    containers and object ``__dict__``s), the ``.grad`` slots of those tensors, every
-   ``Generator`` key (the global RNG always), and the numeric hyperparameters of optimizer
-   param groups that the optimizer reads through ``_lift.hyper`` (learned: a read of a key
-   not lifted yet aborts the trace and it is traced again with the key lifted). Tensors that
-   are arguments are *inputs*: read-only unless the step writes them.
+   ``Generator``'s state (the global RNG always: its mt19937 words as one uint32 vector, advanced
+   in the program by ``funcgrad._random._jax_mt`` so compiled draws equal eager and PyTorch's),
+   and the numeric hyperparameters of optimizer param groups that the optimizer reads through
+   ``_lift.hyper`` (learned: a read of a key not lifted yet aborts the trace and it is traced
+   again with the key lifted). Tensors that are arguments are *inputs*: read-only unless the
+   step writes them.
 2. **Validate** (every call, C-speed ``map`` comparisons): the cached layout still holds if
    no module ``__dict__`` changed since discovery (one global counter, ``_STRUCTURE``, bumped
    by ``Module.__setattr__``/``__delattr__``: covers ``training`` and other attributes), every

@@ -18,6 +18,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from .._random import _GenCell
 from .._tensor import _PackedCell, _raw_gen, _raw_value
 
 PACK_MAX = 4096  # elements: state arrays at most this big are packed (16 KiB of float32)
@@ -127,6 +128,8 @@ def plan(changed, out_avals, read_value) -> list[tuple[list[int], bool]]:
     """
     groups: dict = {}
     for j, (c, aval) in enumerate(zip(changed, out_avals)):
+        if isinstance(c, _GenCell):  # a generator's state: its cell class is its own
+            continue
         v = read_value(c)
         if _packable(aval, v):
             groups.setdefault((np.dtype(aval.dtype), v is not None), []).append(j)

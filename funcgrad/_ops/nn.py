@@ -443,20 +443,17 @@ _pairwise_op = defop("pairwise_distance", _pairwise_distance, "NormBackward1", p
 # ================================ dropout, embedding =============================================
 
 
-def _dropout(x, key, *, p, channel):
-    shape = x.shape[:2] + (1,) * (x.ndim - 2) if channel else x.shape
-    if p >= 1.0:
-        return jnp.zeros_like(x)
-    keep = jax.random.bernoulli(key, 1.0 - p, shape)
-    return jnp.where(keep, x / (1.0 - p), jnp.zeros((), x.dtype)).astype(x.dtype)
+def _dropout(x, noise):
+    # PyTorch's CPU dropout: noise = bernoulli_(1 - p) / (1 - p) in x's dtype, then x * noise
+    return x * noise
 
 
-_dropout_op = defop("dropout", _dropout, "MulBackward0")
+_dropout_op = defop("dropout", _dropout, "MulBackward0", diff=(0,))
 
 
-def dropout_op(x, key, p, channel=False):
-    """Dropout with the mask drawn from ``key`` (recomputed from it in the backward kernel)."""
-    return apply(_dropout_op, x, key, p=float(p), channel=bool(channel))
+def dropout_op(x, noise):
+    """``x * noise`` (the scaled keep mask; no gradient flows to it)."""
+    return apply(_dropout_op, x, noise)
 
 
 def _embedding(w, idx, *, padding_idx):

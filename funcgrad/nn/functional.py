@@ -8,13 +8,14 @@ and recurrent helpers in their own modules; all are re-exported here.
 
 from __future__ import annotations
 
+import math
 import warnings
 
 import jax
 import jax.numpy as jnp
 import numpy as np
 
-from .. import _random
+from .._random import _sample
 from .._ops import nn as _nn
 from .._ops.linalg import addmm as _addmm, linear_2d as _linear_2d, matmul as _matmul
 from .._ops.nn import log_softmax as _log_softmax, softmax as _softmax
@@ -339,14 +340,29 @@ def _check_p(p):
         raise ValueError(f"dropout probability has to be between 0 and 1, but got {p}")
 
 
+def _noise(input, shape, p):
+    """PyTorch's ``_dropout_impl`` noise: ``bernoulli_(1 - p)`` of ``shape``, divided by ``1 - p``
+    in the input's dtype (so ``p = 0.1`` scales by ``float32(1) / float32(0.9)``)."""
+    dt = np.dtype(input.dtype.np)
+    return _sample.bernoulli_scalar(None, shape, 1.0 - p, dt, np.asarray(1, dt) / np.asarray(1.0 - p, dt))
+
+
 def dropout(input: Tensor, p: float = 0.5, training: bool = True, inplace: bool = False) -> Tensor:
     """Zero each element with probability ``p`` and scale the rest by ``1/(1-p)``; identity when
-    not ``training``. A fresh mask per call from the global generator."""
+    not ``training``. PyTorch's mask: the same seed drops the same elements.
+
+    >>> import funcgrad
+    >>> _ = funcgrad.manual_seed(0)
+    >>> funcgrad.nn.functional.dropout(funcgrad.ones(6), 0.5)
+    tensor([0., 0., 2., 0., 0., 0.])
+    """
     _check_p(p)
-    if not training or p == 0.0:
+    if not training or p == 0.0 or input.numel() == 0:
         return input
-    key = _random.next_key()
-    return _maybe_inplace(input, inplace, lambda x: _nn.dropout_op(x, key, p))
+    if p == 1.0:
+        return _maybe_inplace(input, inplace, lambda x: x * 0)
+    noise = Tensor._wrap(_noise(input, tuple(input.shape), p))
+    return _maybe_inplace(input, inplace, lambda x: _nn.dropout_op(x, noise))
 
 
 def _feature_dropout(input, p, training, inplace, nd, name):
@@ -356,14 +372,14 @@ def _feature_dropout(input, p, training, inplace, nd, name):
     if input.ndim not in (nd + 1, nd + 2):
         warnings.warn(f"{name}: Received a {input.ndim}-D input to {name}, which is deprecated and will "
                       f"result in an error in a future release.", UserWarning, stacklevel=3)
-    key = _random.next_key()
     unb = input.ndim == nd + 1  # unbatched (C, *spatial): channels are dim 0
-
-    def fn(t):
-        if unb:
-            return _nn.dropout_op(t.unsqueeze(0), key, p, channel=True).squeeze(0)
-        return _nn.dropout_op(t, key, p, channel=True)
-    return _maybe_inplace(input, inplace, fn)
+    if p == 1.0:
+        return _maybe_inplace(input, inplace, lambda x: x * 0)
+    # PyTorch's make_feature_noise: one draw per (batch, channel), broadcast over the rest
+    lead = 1 if unb else 2
+    shape = tuple(input.shape[:lead]) + (1,) * (input.ndim - lead)
+    noise = Tensor._wrap(_noise(input, shape, p))
+    return _maybe_inplace(input, inplace, lambda t: _nn.dropout_op(t, noise))
 
 
 def dropout1d(input: Tensor, p: float = 0.5, training: bool = True, inplace: bool = False) -> Tensor:
@@ -384,12 +400,15 @@ def alpha_dropout(input: Tensor, p: float = 0.5, training: bool = False, inplace
     _check_p(p)
     if not training or p == 0.0:
         return input
-    alpha = -_SELU_ALPHA * _SELU_SCALE
-    a = ((1 - p) * (1 + p * alpha ** 2)) ** -0.5
-    b = -a * alpha * p
-    keep = Tensor._wrap(jax.random.bernoulli(_random.next_key(), 1.0 - p, tuple(input.shape))
-                        .astype(input.dtype.np))
-    return (input * keep + alpha * (1 - keep)) * a + b
+    if p == 1.0:
+        return input * 0
+    # PyTorch's _dropout_impl<alpha_dropout>, op by op in the input's dtype
+    dt = input.dtype.np
+    alpha = 1.7580993408473766
+    a = 1.0 / math.sqrt((alpha * alpha * p + 1) * (1 - p))
+    noise = _sample.bernoulli_scalar(None, tuple(input.shape), 1.0 - p, dt)
+    b = Tensor._wrap((noise - dt.type(1)) * dt.type(alpha * a) + dt.type(alpha * a * p))
+    return input * Tensor._wrap(noise * dt.type(a)) + b
 
 
 @jax.jit

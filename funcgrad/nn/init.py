@@ -1,60 +1,36 @@
 """``nn.init``: in-place initialisers (PyTorch's names, gains and fan rules).
 
 Each writes new values into the tensor's storage under ``no_grad`` (so a Parameter keeps its
-identity) with a key drawn from the global generator (or ``generator=``). Samplers are jitted
-per shape/dtype: an eager ``jax.random`` call costs far more than a cached kernel.
+identity), drawing from the global generator (or ``generator=``) exactly as PyTorch's
+``torch.nn.init`` does: the same calls (``uniform_``, ``normal_``, ``randperm``...) in the same
+order, so ``manual_seed(0); nn.Linear(784, 256)`` holds PyTorch's weights bit for bit.
+``trunc_normal_`` and ``orthogonal_`` draw the same numbers but then use XLA's ``erfinv``/QR,
+which may differ from PyTorch's in the last bits.
 """
 
 from __future__ import annotations
 
 import math
 import warnings
-from functools import partial
 
 import jax
 import jax.numpy as jnp
 import numpy as np
 
-from .. import _random
+from .._random import _sample
 from .._tensor import Tensor
 from ..autograd import grad_mode
 
-# ---- jitted samplers ((key, *params) -> array of a static shape/dtype) ------------------------
-
-
-@partial(jax.jit, static_argnums=(3, 4))
-def _uniform(key, a, b, shape, dtype):
-    # sampled flat then reshaped: same bits, and XLA compiles a 1-D sampler several times faster
-    n = math.prod(shape)
-    return jax.random.uniform(key, (n,), jnp.promote_types(dtype, jnp.float32), a, b).astype(dtype).reshape(shape)
-
-
-@partial(jax.jit, static_argnums=(3, 4))
-def _normal(key, mean, std, shape, dtype):
-    z = jax.random.normal(key, (math.prod(shape),), jnp.float64).reshape(shape)
-    return (mean + std * z).astype(dtype)
-
-
-@partial(jax.jit, static_argnums=(5, 6))
-def _trunc_normal(key, mean, std, a, b, shape, dtype):
-    # PyTorch's method: inverse-CDF sampling of the truncated normal, then clamp
-    cdf = lambda x: (1.0 + jax.scipy.special.erf(x / math.sqrt(2.0))) / 2.0  # noqa: E731
-    lo, hi = cdf((a - mean) / std), cdf((b - mean) / std)
-    u = jax.random.uniform(key, (math.prod(shape),), jnp.float64, 2 * lo - 1, 2 * hi - 1).reshape(shape)
-    x = jax.scipy.special.erfinv(u) * std * math.sqrt(2.0) + mean
-    return jnp.clip(x, a, b).astype(dtype)
-
-
-@partial(jax.jit, static_argnums=(1, 2, 3))
-def _orthogonal(key, rows, cols, dtype, gain):
-    flat = jax.random.normal(key, (rows, cols), jnp.float64)
+@jax.jit
+def _orthogonal(flat, gain):
+    rows, cols = flat.shape
     if rows < cols:
         flat = flat.T
     q, r = jnp.linalg.qr(flat)
     q = q * jnp.sign(jnp.diagonal(r))
     if rows < cols:
         q = q.T
-    return (gain * q).astype(dtype)
+    return (gain * q).astype(flat.dtype)
 
 
 def _write(tensor: Tensor, value) -> Tensor:
@@ -122,14 +98,14 @@ def uniform_(tensor: Tensor, a: float = 0.0, b: float = 1.0, generator=None) -> 
     >>> bool(((funcgrad.nn.init.uniform_(w) >= 0) & (w < 1)).all())
     True
     """
-    shape, dt = _spec(tensor)
-    return _write(tensor, _uniform(_random.next_key(generator), float(a), float(b), shape, dt))
+    with grad_mode.no_grad():
+        return tensor.uniform_(a, b, generator=generator)
 
 
 def normal_(tensor: Tensor, mean: float = 0.0, std: float = 1.0, generator=None) -> Tensor:
     """Fill with N(mean, std²)."""
-    shape, dt = _spec(tensor)
-    return _write(tensor, _normal(_random.next_key(generator), float(mean), float(std), shape, dt))
+    with grad_mode.no_grad():
+        return tensor.normal_(mean, std, generator=generator)
 
 
 def trunc_normal_(tensor: Tensor, mean: float = 0.0, std: float = 1.0, a: float = -2.0, b: float = 2.0,
@@ -138,9 +114,12 @@ def trunc_normal_(tensor: Tensor, mean: float = 0.0, std: float = 1.0, a: float 
     if (mean < a - 2 * std) or (mean > b + 2 * std):
         warnings.warn("mean is more than 2 std from [a, b] in nn.init.trunc_normal_. The distribution "
                       "of values may be incorrect.", stacklevel=2)
-    shape, dt = _spec(tensor)
-    return _write(tensor, _trunc_normal(_random.next_key(generator), float(mean), float(std), float(a),
-                                        float(b), shape, dt))
+    norm_cdf = lambda x: (1.0 + math.erf(x / math.sqrt(2.0))) / 2.0  # noqa: E731
+    lo, hi = norm_cdf((a - mean) / std), norm_cdf((b - mean) / std)
+    with grad_mode.no_grad():  # PyTorch's steps: uniform, erfinv, scale, shift, clamp
+        tensor.uniform_(2 * lo - 1, 2 * hi - 1, generator=generator)
+        v = jax.scipy.special.erfinv(tensor._value) * (std * math.sqrt(2.0)) + mean
+        return _write(tensor, jnp.clip(v, a, b).astype(tensor._value.dtype))
 
 
 def constant_(tensor: Tensor, val: float) -> Tensor:
@@ -227,8 +206,8 @@ def orthogonal_(tensor: Tensor, gain: float = 1.0, generator=None) -> Tensor:
         return tensor
     rows = tensor.shape[0]
     cols = tensor.numel() // rows
-    q = _orthogonal(_random.next_key(generator), rows, cols, np.dtype(tensor.dtype.np), float(gain))
-    return _write(tensor, q.reshape(tuple(tensor.shape)))
+    flat = _sample.normal(generator, (rows, cols), np.dtype(tensor.dtype.np))
+    return _write(tensor, _orthogonal(flat, float(gain)).reshape(tuple(tensor.shape)))
 
 
 def sparse_(tensor: Tensor, sparsity: float, std: float = 0.01, generator=None) -> Tensor:
@@ -238,10 +217,10 @@ def sparse_(tensor: Tensor, sparsity: float, std: float = 0.01, generator=None) 
     rows, cols = tensor.shape
     nz = int(math.ceil(sparsity * rows))
     normal_(tensor, 0, std, generator)
-    key = _random.next_key(generator)
-    perms = jax.vmap(lambda k: jax.random.permutation(k, rows))(jax.random.split(key, cols))
-    mask = jnp.ones((rows, cols), bool).at[perms[:, :nz].T, jnp.arange(cols)[None, :]].set(False)
-    return _write(tensor, jnp.where(mask, tensor._value, 0))
+    mask = np.ones((rows, cols), bool)
+    for c in range(cols):  # PyTorch draws these from the global generator, not `generator`
+        mask[_sample.randperm(None, rows)[:nz], c] = False
+    return _write(tensor, jnp.where(jnp.asarray(mask), tensor._value, 0))
 
 
 # deprecated aliases without the trailing underscore, as torch.nn.init still has

@@ -91,9 +91,12 @@ def _bilinear_up_ref(x):  # align_corners=True, 5x4 → 9x7
     return jnp.einsum("nchw,oh,pw->ncop", x, axis_w(5, 9), axis_w(4, 7))
 
 
+def _drop_noise(shape, dtype):
+    return jnp.where(jax.random.bernoulli(KEY, 0.6, shape), 1 / 0.6, 0.0).astype(dtype)
+
+
 def _dropout_ref(x):
-    keep = jax.random.bernoulli(KEY, 0.6, x.shape)
-    return jnp.where(keep, x / 0.6, 0.0)
+    return x * _drop_noise(x.shape, x.dtype)
 
 
 def _upsample(mode, nd, **kw):
@@ -182,7 +185,7 @@ SPECS = [
     Spec("pairwise_distance", F.pairwise_distance,
          lambda a, b: jnp.sqrt(((a - b + 1e-6) ** 2).sum(-1)), [(4, 5), (4, 5)], grad_fn="NormBackward1"),
     # ---- dropout, embedding, resampling
-    Spec("dropout", lambda x: _nn.dropout_op(x, KEY, 0.4), _dropout_ref, [X], grad_fn="MulBackward0"),
+    Spec("dropout", lambda x: _nn.dropout_op(x, fg.from_jax(_drop_noise(tuple(x.shape), x.dtype.np))), _dropout_ref, [X], grad_fn="MulBackward0"),
     Spec("embedding", lambda w, i: F.embedding(i, w), lambda w, i: w[i], [(6, 3), ints(2, 4, high=6)],
          grad_fn="EmbeddingBackward0"),
     Spec("embedding", lambda w, i: F.embedding(i, w, padding_idx=1),

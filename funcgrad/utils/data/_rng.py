@@ -1,25 +1,18 @@
-"""Host-side randomness for samplers, seeded from funcgrad's JAX generators.
+"""The seeds PyTorch's data utilities draw: ``torch.empty((), dtype=torch.int64).random_()``.
 
-Index shuffles are small integer work that would only pay kernel-launch and compile costs
-on an accelerator, so samplers shuffle with NumPy. Each shuffle draws one fresh subkey from
-a funcgrad ``Generator`` (the global one by default) and seeds a NumPy ``Generator`` with it:
-``funcgrad.manual_seed(0)`` therefore makes every epoch's order reproducible, successive
-epochs differ (the generator advances), and ``generator=`` is honoured.
+One ``random_()`` of an int64 scalar takes ``random64() % 2**63`` from the generator (the global
+one unless ``generator``): the DataLoader iterator's ``_base_seed`` and a ``RandomSampler``'s
+private generator seed come from such draws, in the order PyTorch makes them, so a shuffled
+DataLoader reads PyTorch's batch order after the same ``manual_seed``.
 """
 
 from __future__ import annotations
 
 import numpy as np
 
-from ... import _random
+from ..._random import _sample
 
 
 def seed_from(generator=None) -> int:
-    """A 64-bit seed drawn from a funcgrad generator (advances it)."""
-    k = np.asarray(_random.next_key(generator)).astype(np.uint64).ravel()
-    return int(k[0]) << 32 | int(k[-1])
-
-
-def numpy_rng(generator=None) -> np.random.Generator:
-    """A NumPy generator seeded from a fresh draw of ``generator`` (or the global one)."""
-    return np.random.default_rng(seed_from(generator))
+    """``int(torch.empty((), dtype=torch.int64).random_(generator=generator))`` (advances it)."""
+    return int(_sample.random_full(generator, (), np.int64))

@@ -17,7 +17,7 @@ from typing import Generic, Iterable, Iterator, Sequence, TypeVar
 import numpy as np
 
 from ..._tensor import Tensor
-from ._rng import numpy_rng
+from ..._random import _sample
 
 T_co = TypeVar("T_co", covariant=True)
 T = TypeVar("T")
@@ -269,6 +269,6 @@ def random_split(dataset: Dataset[T], lengths: Sequence[int | float],
                               f"This might result in an empty dataset.", stacklevel=2)
     if sum(lengths) != len(dataset):
         raise ValueError("Sum of input lengths does not equal the length of the input dataset!")
-    indices = numpy_rng(generator).permutation(sum(lengths)).tolist()
+    indices = _sample.randperm(generator, sum(lengths)).tolist()
     return [Subset(dataset, indices[offset - length:offset])
             for offset, length in zip(itertools.accumulate(lengths), lengths)]

@@ -1,8 +1,9 @@
 """Samplers: which dataset indices a DataLoader reads, in which order, in which batches.
 
-PyTorch's classes and messages. Random samplers shuffle on the host with NumPy, seeded by
-one draw from a funcgrad generator per pass (see ``_rng``): seeded runs are reproducible and
-each epoch reshuffles; the orders themselves differ from PyTorch's.
+PyTorch's classes, messages and draws: ``RandomSampler`` seeds a private generator from one
+``random_()`` of the global generator per pass (unless given ``generator``), then takes
+``randperm`` (or ``randint`` in chunks of 32, lazily, with replacement) from it, so the orders
+equal PyTorch's after the same ``manual_seed``.
 """
 
 from __future__ import annotations
@@ -12,8 +13,11 @@ from typing import Generic, Iterable, Iterator, Sequence, Sized, TypeVar
 
 import numpy as np
 
+from ... import _dtype, _factories
 from ..._tensor import Tensor
-from ._rng import numpy_rng
+from ... import _random
+from ..._random import _sample
+from ._rng import seed_from
 
 T_co = TypeVar("T_co", covariant=True)
 
@@ -55,8 +59,8 @@ class RandomSampler(Sampler[int]):
 
     >>> import funcgrad
     >>> from funcgrad.utils.data import RandomSampler
-    >>> sorted(RandomSampler(range(4), generator=funcgrad.Generator().manual_seed(0)))
-    [0, 1, 2, 3]
+    >>> list(RandomSampler(range(6), generator=funcgrad.Generator().manual_seed(0)))
+    [2, 5, 3, 0, 1, 4]
     """
 
     def __init__(self, data_source: Sized, replacement: bool = False,
@@ -80,13 +84,19 @@ class RandomSampler(Sampler[int]):
 
     def __iter__(self) -> Iterator[int]:
         n = len(self.data_source)
-        rng = numpy_rng(self.generator)
-        if self.replacement:
-            yield from rng.integers(0, n, size=self.num_samples).tolist()
+        if self.generator is None:
+            generator = _random.Generator().manual_seed(seed_from(None))
+        else:
+            generator = self.generator
+        if self.replacement:  # lazily, 32 at a time: num_samples may be huge
+            for _ in range(self.num_samples // 32):
+                yield from np.asarray(_sample.random_int(generator, (32,), np.int64, 0, n)).tolist()
+            yield from np.asarray(_sample.random_int(generator, (self.num_samples % 32,), np.int64, 0,
+                                                     n)).tolist()
         else:
             for _ in range(self.num_samples // n):
-                yield from rng.permutation(n).tolist()
-            yield from rng.permutation(n)[: self.num_samples % n].tolist()
+                yield from _sample.randperm(generator, n).tolist()
+            yield from _sample.randperm(generator, n).tolist()[: self.num_samples % n]
 
     def __len__(self) -> int:
         return self.num_samples
@@ -100,7 +110,7 @@ class SubsetRandomSampler(Sampler[int]):
         self.generator = generator
 
     def __iter__(self) -> Iterator[int]:
-        for i in numpy_rng(self.generator).permutation(len(self.indices)).tolist():
+        for i in _sample.randperm(self.generator, len(self.indices)).tolist():
             yield self.indices[i]
 
     def __len__(self) -> int:
@@ -112,8 +122,8 @@ class WeightedRandomSampler(Sampler[int]):
 
     >>> import funcgrad
     >>> from funcgrad.utils.data import WeightedRandomSampler
-    >>> list(WeightedRandomSampler([0.0, 1.0, 0.0], 3, generator=funcgrad.Generator()))
-    [1, 1, 1]
+    >>> list(WeightedRandomSampler([0.1, 0.9, 0.4], 5, generator=funcgrad.Generator().manual_seed(0)))
+    [2, 1, 1, 2, 1]
     """
 
     def __init__(self, weights: Sequence[float], num_samples: int, replacement: bool = True,
@@ -124,7 +134,6 @@ class WeightedRandomSampler(Sampler[int]):
         if not isinstance(replacement, bool):
             raise ValueError(
                 f"replacement should be a boolean value, but got replacement={replacement}")
-        from ... import _factories, _dtype
         w = np.asarray(weights.detach().numpy() if isinstance(weights, Tensor) else weights,
                        dtype=np.float64)
         if w.ndim != 1:
@@ -143,11 +152,10 @@ class WeightedRandomSampler(Sampler[int]):
         total = w.sum()
         if total <= 0:
             raise RuntimeError("invalid multinomial distribution (sum of probabilities <= 0)")
-        if not self.replacement and self.num_samples > np.count_nonzero(w):
+        if not self.replacement and self.num_samples > len(w):
             raise RuntimeError("cannot sample n_sample > prob_dist.size(-1) samples without replacement")
-        rng = numpy_rng(self.generator)
-        yield from rng.choice(len(w), size=self.num_samples, replace=self.replacement,
-                              p=w / total).tolist()
+        yield from _factories.multinomial(self.weights, self.num_samples, self.replacement,
+                                          generator=self.generator).tolist()
 
     def __len__(self) -> int:
         return self.num_samples
