@@ -5,7 +5,18 @@ structure for the second time (ops, static arguments, shapes, wiring), it compil
 of the nodes' vjp kernels — the same traceable functions the node-by-node engine jits one at a
 time — into one ``jax.jit`` program from the saved inputs and the root gradient to the leaves'
 gradients, and replays it afterwards: one XLA call instead of one per node, and no per-node
-Python. Only plain graphs qualify: one root, recorded ops with one output, no hooks,
+Python.
+
+One backward (DESIGN §6): the program gives the engine's bits exactly, so a result never depends
+on whether a structure was seen before (a first training run and a second one in the same
+process, or two threads, get the same numbers). Each node's kernel sits between
+``optimization_barrier``s: XLA cannot fuse a kernel with its neighbours (a ReLU mask fused into
+the next matmul changes that matmul's summation order), so each segment compiles as the
+standalone kernel the engine runs; the sums of gradients in between are single IEEE additions
+like the engine's, in the same order (the same topological walk). A lazy view (``nn.Linear``'s
+``weight.t()``) is taken before the barrier, as the engine materialises it before its kernel.
+
+Only plain graphs qualify: one root, recorded ops with one output, no hooks,
 ``retain_grad``, ``create_graph``, ``autograd.grad`` captures or anomaly mode; everything else
 (and graphs larger than ``MAX_NODES``) runs through the engine as before. Version checks and
 freeing of saved inputs are the same as the engine's.
@@ -14,6 +25,7 @@ freeing of saved inputs are the same as the engine's.
 from __future__ import annotations
 
 import collections
+import threading
 
 import jax
 
@@ -25,6 +37,7 @@ from .graph import AccumulateGrad
 MAX_NODES = 512          # beyond this, compile time outweighs the saved dispatch
 _SEEN: collections.OrderedDict = collections.OrderedDict()  # structure key -> count / program
 _CACHE_SIZE = 256
+_LOCK = threading.Lock()  # guards _SEEN's updates: one program per structure, even from threads
 
 
 def _plan(root):
@@ -67,6 +80,7 @@ def _program(struct):
     """One jitted function replaying the vjp kernels of ``struct`` (see ``try_run``)."""
     fns = [(op.vjp_fn(*key), edges) for op, key, edges in struct[0]]
     n_leaves, lazy = struct[1], struct[2]
+    barrier = jax.lax.optimization_barrier
 
     def run(saved, root_grad):
         for i, j, chain in lazy:  # views passed as their base's array: take the view here
@@ -75,7 +89,8 @@ def _program(struct):
         leaves = [None] * n_leaves
         bufs[0] = root_grad
         for i, (bwd, edges) in enumerate(fns):
-            res = iter(bwd(saved[i], (bufs[i],)))
+            args, cot = barrier((saved[i], bufs[i]))  # the kernel alone, as the engine runs it
+            res = iter(barrier(tuple(bwd(args, (cot,)))))
             for kind, j in edges:
                 g = next(res)
                 target = leaves if kind else bufs
@@ -127,14 +142,17 @@ def try_run(roots, grads, retain_graph) -> bool:
                                           for c, _ in n.next_functions if c is not None))
                     for n in ops), len(leaves), lazy)
     entry = _SEEN.get(struct)
-    if entry is None:  # first sighting: count it, let the engine run this time
-        _SEEN[struct] = 1
-        if len(_SEEN) > _CACHE_SIZE:
-            _SEEN.popitem(last=False)
-        return False
-    if entry == 1:
-        entry = _SEEN[struct] = _program(struct)
-    out = entry(saved, grads[0]._value)
+    if entry is None or entry == 1:
+        with _LOCK:  # another thread may be here with the same structure
+            entry = _SEEN.get(struct)
+            if entry is None:  # first sighting: count it, let the engine run this time
+                _SEEN[struct] = 1
+                if len(_SEEN) > _CACHE_SIZE:
+                    _SEEN.popitem(last=False)
+                return False
+            if entry == 1:
+                entry = _SEEN[struct] = _program(struct)
+    out = entry(saved, grads[0]._value)  # jax traces a new program once, even from two threads
     if not retain_graph:
         for n in ops:
             n._release()
