@@ -1,20 +1,20 @@
 """Fused backward: a repeated graph's whole backward pass as ONE cached XLA program.
 
-Eager training builds the same graph structure step after step. When a backward pass sees a
-structure for the second time (ops, static arguments, shapes, wiring), it compiles the chain
-of the nodes' vjp kernels — the same traceable functions the node-by-node engine jits one at a
-time — into one ``jax.jit`` program from the saved inputs and the root gradient to the leaves'
-gradients, and replays it afterwards: one XLA call instead of one per node, and no per-node
+Eager training builds the same graph structure step after step. A backward pass compiles the
+chain of the nodes' vjp kernels — the same traceable functions the node-by-node engine jits one
+at a time — into one ``jax.jit`` program from the saved inputs and the root gradient to the
+leaves' gradients, cached per structure (ops, static arguments, wiring; jax caches per shape
+below that), and replays it afterwards: one XLA call instead of one per node, and no per-node
 Python.
 
-One backward (DESIGN §6): the program gives the engine's bits exactly, so a result never depends
-on whether a structure was seen before (a first training run and a second one in the same
-process, or two threads, get the same numbers). Each node's kernel sits between
-``optimization_barrier``s: XLA cannot fuse a kernel with its neighbours (a ReLU mask fused into
-the next matmul changes that matmul's summation order), so each segment compiles as the
-standalone kernel the engine runs; the sums of gradients in between are single IEEE additions
-like the engine's, in the same order (the same topological walk). A lazy view (``nn.Linear``'s
-``weight.t()``) is taken before the barrier, as the engine materialises it before its kernel.
+One backward (DESIGN §6): which path runs is decided by the graph alone, from its first
+sighting on. XLA fuses across the kernels of one program (a ReLU mask into the next matmul, a
+loss's multiply into the bias gradient's sum), so the program's last bits differ from the
+engine's separate kernels; ``optimization_barrier`` does not stop that on CPU. Had the first
+sighting run node by node and later ones fused (as before), training the same model twice in
+one process, or from two threads, gave other numbers. A one-off graph pays one compile of its
+whole backward instead of reusing cached per-op kernels (measured in tests/test_determinism.py's
+docstring).
 
 Only plain graphs qualify: one root, recorded ops with one output, no hooks,
 ``retain_grad``, ``create_graph``, ``autograd.grad`` captures or anomaly mode; everything else
@@ -35,7 +35,7 @@ from .engine import _accumulate
 from .graph import AccumulateGrad
 
 MAX_NODES = 512          # beyond this, compile time outweighs the saved dispatch
-_SEEN: collections.OrderedDict = collections.OrderedDict()  # structure key -> count / program
+_SEEN: collections.OrderedDict = collections.OrderedDict()  # structure key -> program
 _CACHE_SIZE = 256
 _LOCK = threading.Lock()  # guards _SEEN's updates: one program per structure, even from threads
 
@@ -80,7 +80,6 @@ def _program(struct):
     """One jitted function replaying the vjp kernels of ``struct`` (see ``try_run``)."""
     fns = [(op.vjp_fn(*key), edges) for op, key, edges in struct[0]]
     n_leaves, lazy = struct[1], struct[2]
-    barrier = jax.lax.optimization_barrier
 
     def run(saved, root_grad):
         for i, j, chain in lazy:  # views passed as their base's array: take the view here
@@ -89,8 +88,7 @@ def _program(struct):
         leaves = [None] * n_leaves
         bufs[0] = root_grad
         for i, (bwd, edges) in enumerate(fns):
-            args, cot = barrier((saved[i], bufs[i]))  # the kernel alone, as the engine runs it
-            res = iter(barrier(tuple(bwd(args, (cot,)))))
+            res = iter(bwd(saved[i], (bufs[i],)))
             for kind, j in edges:
                 g = next(res)
                 target = leaves if kind else bufs
@@ -142,16 +140,13 @@ def try_run(roots, grads, retain_graph) -> bool:
                                           for c, _ in n.next_functions if c is not None))
                     for n in ops), len(leaves), lazy)
     entry = _SEEN.get(struct)
-    if entry is None or entry == 1:
+    if entry is None:
         with _LOCK:  # another thread may be here with the same structure
             entry = _SEEN.get(struct)
-            if entry is None:  # first sighting: count it, let the engine run this time
-                _SEEN[struct] = 1
-                if len(_SEEN) > _CACHE_SIZE:
-                    _SEEN.popitem(last=False)
-                return False
-            if entry == 1:
+            if entry is None:
                 entry = _SEEN[struct] = _program(struct)
+                if len(_SEEN) > _CACHE_SIZE:  # evicted: rebuilt on its next sighting, same bits
+                    _SEEN.popitem(last=False)
     out = entry(saved, grads[0]._value)  # jax traces a new program once, even from two threads
     if not retain_graph:
         for n in ops:
