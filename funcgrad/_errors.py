@@ -2,14 +2,43 @@
 
 from __future__ import annotations
 
+import os
+import sys
 import traceback
+
+# Libraries whose frames are never the user's line. Compared as real directories, not by a
+# "/funcgrad/" substring: a user's own project may live in a folder named funcgrad or jax.
+_LIBRARIES = ("funcgrad", "jax", "jaxlib", "optax", "numpy")
+
+
+def _norm(path: str) -> str:
+    return os.path.normcase(os.path.realpath(path))
+
+
+def _library_dirs() -> tuple:
+    dirs = []
+    for name in _LIBRARIES:
+        mod = sys.modules.get(name)  # only what is imported can have frames on the stack
+        f = getattr(mod, "__file__", None)
+        if f:
+            dirs.append(_norm(os.path.dirname(f)) + os.sep)
+    return tuple(dirs)
+
+
+def _is_library(filename: str, dirs: tuple) -> bool:
+    if filename.startswith("<frozen "):  # runpy, importlib: Python's own machinery
+        return True
+    if filename.startswith("<"):  # <stdin>, <string>, a notebook cell: the user's code
+        return False
+    return _norm(filename).startswith(dirs)
 
 
 def _user_frame() -> str:
-    """``file:line`` of the innermost frame outside funcgrad and jax (the user's line)."""
+    """``file:line`` of the innermost frame outside funcgrad, jax and the libraries it runs on
+    (the user's line)."""
+    dirs = _library_dirs()
     for fs in reversed(traceback.extract_stack()[:-2]):
-        f = fs.filename.replace("\\", "/")
-        if "/funcgrad/" not in f and "/jax/" not in f and "/jaxlib/" not in f:
+        if not _is_library(fs.filename, dirs):
             return f"{fs.filename}:{fs.lineno}: {fs.line}"
     return "<unknown>"
 

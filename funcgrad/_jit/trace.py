@@ -124,7 +124,7 @@ def trace(self, layout, args, kwargs, leaves, tree, in_tensors, hyp, _attempt=0)
     e.inp_idx = None if all(keep[n_state + n_hyp:]) else [
         i for i in range(n_in) if keep[n_state + n_hyp + i]]
     open_fn = jaxpr_as_fun(ClosedJaxpr(jx.replace(constvars=[], invars=list(jx.constvars) + [
-        v for v, k in zip(jx.invars, keep) if k], debug_info=None), []))
+        v for v, k in zip(jx.invars, keep) if k]), []))
     # state placed on several devices (funcgrad.parallel) keeps its sharding across steps
     out_sh = _state_out_shardings(layout, e, state_vals, len(jx.outvars))
     # (out_sh is set only for multi-device state, which _devices rules out for packing too)

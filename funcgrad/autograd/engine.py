@@ -68,7 +68,7 @@ def execute(roots, grads, retain_graph, create_graph, capture=None, accumulate=T
     only nodes that lead to them run, and ``.grad`` is not touched unless ``accumulate``.
     """
     if capture is None and not create_graph and accumulate and not grad_mode._anomaly[0]:
-        global _fused  # a repeated plain graph: one cached XLA program (autograd/fused.py)
+        global _fused  # a plain graph: one cached XLA program, from its first sighting (fused.py)
         if _fused is None:
             from . import fused as _f
             _fused = _f

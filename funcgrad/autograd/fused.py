@@ -1,11 +1,23 @@
-"""Fused backward: a repeated graph's whole backward pass as ONE cached XLA program.
+"""Fused backward: a plain graph's whole backward pass as ONE cached XLA program.
 
-Eager training builds the same graph structure step after step. When a backward pass sees a
-structure for the second time (ops, static arguments, shapes, wiring), it compiles the chain
-of the nodes' vjp kernels — the same traceable functions the node-by-node engine jits one at a
-time — into one ``jax.jit`` program from the saved inputs and the root gradient to the leaves'
-gradients, and replays it afterwards: one XLA call instead of one per node, and no per-node
-Python. Only plain graphs qualify: one root, recorded ops with one output, no hooks,
+Eager training builds the same graph structure step after step. A backward pass compiles the
+chain of the nodes' vjp kernels — the same traceable functions the node-by-node engine jits one
+at a time — into one ``jax.jit`` program from the saved inputs and the root gradient to the
+leaves' gradients, cached per structure (ops, static arguments, wiring; jax caches per shape
+below that), and replays it afterwards: one XLA call instead of one per node, and no per-node
+Python.
+
+One backward (DESIGN §6): which path runs is decided by the graph alone, from its first
+sighting on. XLA fuses across the kernels of one program (a ReLU mask into the next matmul, a
+loss's multiply into the bias gradient's sum), so the program's last bits differ from the
+engine's separate kernels; ``optimization_barrier`` does not stop that on CPU. Had the first
+sighting run node by node and later ones fused (as before), training the same model twice in
+one process, or from two threads, gave other numbers. A one-off graph compiles its whole
+backward as one program instead of one kernel per op: no slower in practice (one larger compile
+instead of several small ones; the autograd tour example and tests/test_core.py took no longer
+with it), and a training loop no longer compiles both the per-op kernels and the program.
+
+Only plain graphs qualify: one root, recorded ops with one output, no hooks,
 ``retain_grad``, ``create_graph``, ``autograd.grad`` captures or anomaly mode; everything else
 (and graphs larger than ``MAX_NODES``) runs through the engine as before. Version checks and
 freeing of saved inputs are the same as the engine's.
@@ -14,6 +26,7 @@ freeing of saved inputs are the same as the engine's.
 from __future__ import annotations
 
 import collections
+import threading
 
 import jax
 
@@ -23,8 +36,9 @@ from .engine import _accumulate
 from .graph import AccumulateGrad
 
 MAX_NODES = 512          # beyond this, compile time outweighs the saved dispatch
-_SEEN: collections.OrderedDict = collections.OrderedDict()  # structure key -> count / program
+_SEEN: collections.OrderedDict = collections.OrderedDict()  # structure key -> program
 _CACHE_SIZE = 256
+_LOCK = threading.Lock()  # guards _SEEN's updates: one program per structure, even from threads
 
 
 def _plan(root):
@@ -127,14 +141,14 @@ def try_run(roots, grads, retain_graph) -> bool:
                                           for c, _ in n.next_functions if c is not None))
                     for n in ops), len(leaves), lazy)
     entry = _SEEN.get(struct)
-    if entry is None:  # first sighting: count it, let the engine run this time
-        _SEEN[struct] = 1
-        if len(_SEEN) > _CACHE_SIZE:
-            _SEEN.popitem(last=False)
-        return False
-    if entry == 1:
-        entry = _SEEN[struct] = _program(struct)
-    out = entry(saved, grads[0]._value)
+    if entry is None:
+        with _LOCK:  # another thread may be here with the same structure
+            entry = _SEEN.get(struct)
+            if entry is None:
+                entry = _SEEN[struct] = _program(struct)
+                if len(_SEEN) > _CACHE_SIZE:  # evicted: rebuilt on its next sighting, same bits
+                    _SEEN.popitem(last=False)
+    out = entry(saved, grads[0]._value)  # jax traces a new program once, even from two threads
     if not retain_graph:
         for n in ops:
             n._release()
