@@ -215,3 +215,7 @@ from . import distributed as distributed, parallel as parallel  # noqa: E402
 from ._export import export as export, load_exported as load_exported  # noqa: E402
 
 __version__ = "0.1.0"
+
+# torch.distributions (funcgrad/distributions)
+from . import distributions as distributions  # noqa: E402
+from .distributions._gamma import standard_gamma as _standard_gamma  # noqa: E402
