@@ -69,6 +69,9 @@ class GradScaler:
             self._init_growth_tracker = 0
             self._growth_tracker = None
             self._per_optimizer_states: dict = {}
+            # created now, not on the first scale() as PyTorch does (a device detail there): a
+            # step compiled by funcgrad.jit then finds them as state instead of creating them
+            self._lazy_init()
 
     def _lazy_init(self) -> None:
         self._scale = Tensor._wrap(jnp.full((), self._init_scale, jnp.float32))
