@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 import funcgrad
-from funcgrad.utils.checkpoint import checkpoint, checkpoint_sequential
+from funcgrad.utils.checkpoint import checkpoint
 
 torch = pytest.importorskip("torch")
 pytestmark = pytest.mark.torch

@@ -17,8 +17,6 @@ def _autocast_for(device: str):
         def __init__(self, enabled: bool = True, dtype=None, cache_enabled: bool = True) -> None:
             warnings.warn(f"`torch.{device}.amp.autocast(args...)` is deprecated. Please use "
                           f"`torch.amp.autocast('{device}', args...)` instead.", FutureWarning, stacklevel=2)
-            if dtype is None and device == "cuda":
-                dtype = None
             super().__init__(device, dtype=dtype, enabled=enabled, cache_enabled=cache_enabled)
 
         def __call__(self, func):
