@@ -149,8 +149,13 @@ cfloat = complex64
 cdouble = complex128
 
 
+from .amp import _compat as _amp_compat  # noqa: E402
+
+
 class cuda:  # noqa: N801  (torch.cuda namespace)
     """``funcgrad.cuda.is_available()`` / ``device_count()``: JAX's GPU platform."""
+
+    amp = _amp_compat.cuda_amp  # deprecated torch.cuda.amp.autocast / GradScaler
 
     is_available = staticmethod(_cuda_is_available)
     device_count = staticmethod(_cuda_device_count)
@@ -215,3 +220,24 @@ from . import distributed as distributed, parallel as parallel  # noqa: E402
 from ._export import export as export, load_exported as load_exported  # noqa: E402
 
 __version__ = "0.1.0"
+
+# torch.distributions (funcgrad/distributions)
+from . import distributions as distributions  # noqa: E402
+from .distributions._gamma import standard_gamma as _standard_gamma  # noqa: E402
+
+# mixed precision (funcgrad/amp): torch.autocast, torch.amp, the deprecated torch.cpu.amp
+from . import amp as amp  # noqa: E402
+from .amp import autocast as autocast  # noqa: E402
+from .amp import get_autocast_dtype as get_autocast_dtype  # noqa: E402
+from .amp import is_autocast_available as is_autocast_available  # noqa: E402
+from .amp import is_autocast_enabled as is_autocast_enabled  # noqa: E402
+
+
+class cpu:  # noqa: N801  (torch.cpu namespace)
+    """``funcgrad.cpu.amp`` (deprecated autocast/GradScaler spellings), ``is_available()``."""
+
+    amp = _amp_compat.cpu_amp
+
+    @staticmethod
+    def is_available() -> bool:
+        return True

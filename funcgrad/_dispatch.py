@@ -175,8 +175,13 @@ _MISSING = object()
 
 
 # ---- apply ----------------------------------------------------------------------------------
+_amp_hook = [None]  # funcgrad.amp's autocast cast, installed only while some thread has autocast on
+
+
 def apply(op: Op, *args, **static):
     """Run ``op`` on Tensors/scalars/arrays; record a graph node when needed."""
+    if _amp_hook[0] is not None:
+        args = _amp_hook[0](op, args)
     T = _Tensor
     vals = [a._value if isinstance(a, T) else a for a in args]
     cast = None if op.promote == "none" else result_dtype(op, args, vals)

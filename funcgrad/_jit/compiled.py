@@ -14,6 +14,7 @@ import jax
 import numpy as np
 
 from .. import _random
+from ..amp.autocast_mode import state_key as _autocast_key
 from .._tensor import Tensor
 from . import trace as _trace_mod
 from .common import (_CALL_LOCK, _GEN, _flatten_args, _get_cell_value, _is_fast_leaf,
@@ -74,7 +75,7 @@ class CompiledFunction:
         if layout is None or list(map(id, objs)) != self._layout_args or not layout.valid():
             layout = self._discover(leaves, objs)
         in_tensors = [x for x in leaves if isinstance(x, Tensor) and id(x._cell) not in layout.cell_index]
-        small = (tree, tuple(map(_leaf_key, leaves)))
+        small = (tree, tuple(map(_leaf_key, leaves)), _autocast_key())
         entry = layout.fast.get(small)  # per layout: no hashing of the long layout key per call
         hyp = layout.hyper_values()
         if entry is None:
@@ -181,7 +182,7 @@ class CompiledFunction:
             layout = self._layout
             if layout is None or list(map(id, objs)) != self._layout_args or not layout.valid():
                 layout = self._discover(leaves, objs)
-            small = (tree, tuple(map(_leaf_key, leaves)))
+            small = (tree, tuple(map(_leaf_key, leaves)), _autocast_key())
             entry = layout.fast.get(small)
             if entry is None:
                 entry = self._entries.get((layout.key,) + small)

@@ -163,6 +163,8 @@ def linear_2d(input, weight, bias):
     forward cost as much as the matmul itself. The fused backward applies the lazy view inside
     its program, where XLA folds the transpose into the matmuls.
     """
+    if _dispatch._amp_hook[0] is not None:  # autocast: the general path casts the operands
+        return None
     if not (isinstance(bias, Tensor) and input.ndim == 2 and weight.ndim == 2 and bias.ndim == 1
             and weight._viewinfo is None and input.shape[1] == weight.shape[1]
             and bias.shape[0] == weight.shape[0]):

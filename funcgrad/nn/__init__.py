@@ -59,6 +59,7 @@ from .layers.loss import (BCELoss as BCELoss, BCEWithLogitsLoss as BCEWithLogits
                           SoftMarginLoss as SoftMarginLoss, TripletMarginLoss as TripletMarginLoss)
 from .layers.rnn import (GRU as GRU, GRUCell as GRUCell, LSTM as LSTM, LSTMCell as LSTMCell,  # noqa: F401,E402
                          RNN as RNN, RNNBase as RNNBase, RNNCell as RNNCell, RNNCellBase as RNNCellBase)
+from .layers.transformer import Transformer as Transformer  # noqa: F401,E402
 from .layers.transformer import (TransformerDecoder as TransformerDecoder,  # noqa: F401,E402
                                  TransformerDecoderLayer as TransformerDecoderLayer,
                                  TransformerEncoder as TransformerEncoder,

@@ -15,6 +15,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from .. import _dispatch
 from .._random import _sample
 from .._ops import nn as _nn
 from .._ops.linalg import addmm as _addmm, linear_2d as _linear_2d, matmul as _matmul
@@ -39,7 +40,8 @@ def linear(input: Tensor, weight: Tensor, bias: Tensor | None = None) -> Tensor:
     >>> F.linear(funcgrad.ones(1, 2), funcgrad.ones(3, 2), funcgrad.zeros(3))
     tensor([[2., 2., 2.]])
     """
-    if input.dtype is not weight.dtype:  # PyTorch does not promote here
+    if input.dtype is not weight.dtype and _dispatch._amp_hook[0] is None:  # PyTorch does not promote
+        # here (under autocast the operands are cast to one dtype first)
         raise RuntimeError(f"mat1 and mat2 must have the same dtype, but got "
                            f"{_scalar_type_name(input.dtype)} and {_scalar_type_name(weight.dtype)}")
     if input.ndim == 2 and bias is not None:

@@ -3,3 +3,4 @@
 from . import data as data
 
 __all__ = ["data"]
+from . import checkpoint as checkpoint  # noqa: E402
