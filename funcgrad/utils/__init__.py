@@ -3,3 +3,4 @@
 from . import data as data
 
 __all__ = ["data"]
+from . import benchmark as benchmark  # noqa: E402
