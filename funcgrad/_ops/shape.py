@@ -255,6 +255,10 @@ _stack = defop("stack", lambda *xs, dim: jnp.stack(xs, axis=dim), "StackBackward
 @export("cat", "concat", "concatenate", method=False)
 def cat(tensors, dim=0, *, out=None) -> Tensor:
     """Concatenate along an existing dim (1-D empty tensors are skipped, as in PyTorch)."""
+    tensors = list(tensors)
+    for i, t in enumerate(tensors):
+        if t.ndim == 0:
+            raise RuntimeError(f"zero-dimensional tensor (at position {i}) cannot be concatenated")
     tensors = [t for t in tensors if not (t.ndim == 1 and t.shape[0] == 0)] or list(tensors)[:1]
     if not tensors:
         raise RuntimeError("torch.cat(): expected a non-empty list of Tensors")
@@ -428,7 +432,7 @@ def _parse_index(x, index):
                 kind = "slice"
             dim += 1
         else:
-            if isinstance(item, (list, tuple, np.ndarray)):
+            if isinstance(item, (list, tuple, range, np.ndarray)):  # range: x[range(n), target]
                 item = np.asarray(item)
                 if item.dtype == object:
                     raise IndexError("only integers, slices (`:`), ellipsis (`...`), None and long or "
