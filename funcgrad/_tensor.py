@@ -26,6 +26,7 @@ from .autograd.graph import AccumulateGrad, RemovableHandle
 
 _state = grad_mode._state
 _legacy = None  # funcgrad._legacy (set when it is imported: it builds on Tensor)
+_numpy_share = None  # funcgrad._numpy_share.numpy_of (likewise)
 
 NON_LEAF_GRAD_MSG = (
     "The .grad attribute of a Tensor that is not a leaf Tensor is being accessed. Its .grad "
@@ -502,7 +503,7 @@ class Tensor:
         if self._requires_grad and not force:
             raise RuntimeError("Can't call numpy() on Tensor that requires grad. Use "
                                "tensor.detach().numpy() instead.")
-        return np.asarray(self._concrete("numpy()"))
+        return _numpy_share(self)  # shares memory on CPU, as PyTorch's (funcgrad/_numpy_share.py)
 
     def __array__(self, dtype=None, copy=None):
         a = np.asarray(self._concrete("__array__"))
