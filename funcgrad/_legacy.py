@@ -60,11 +60,11 @@ def new(d: _dtype.dtype, args: tuple, kwargs: dict, device=None):
         kinds = ", ".join([type(a).__name__ for a in args] + [f"{k}={_kw_type(v)}" for k, v in kwargs.items()])
         raise TypeError(
             f"new() received an invalid combination of arguments - got ({kinds}), but expected one of:\n"
-            " * (*, torch.device device = None)\n"
+            " * (*, funcgrad.device device = None)\n"
             f"      didn't match because some of the keywords were incorrect: {', '.join(kwargs)}\n"
-            " * (torch.Storage storage)\n * (Tensor other)\n"
-            " * (tuple of ints size, *, torch.device device = None)\n"
-            " * (object data, *, torch.device device = None)\n")
+            " * (funcgrad.Storage storage)\n * (Tensor other)\n"
+            " * (tuple of ints size, *, funcgrad.device device = None)\n"
+            " * (object data, *, funcgrad.device device = None)\n")
     if len(args) == 1 and isinstance(args[0], Size):
         args = tuple(args[0])
     if all(isinstance(a, numbers.Integral) and not isinstance(a, bool) or
@@ -95,7 +95,7 @@ def new(d: _dtype.dtype, args: tuple, kwargs: dict, device=None):
 
 
 def _kw_type(v) -> str:
-    return "torch.dtype" if isinstance(v, _dtype.dtype) else type(v).__name__
+    return "funcgrad.dtype" if isinstance(v, _dtype.dtype) else type(v).__name__
 
 
 _cname = _dtype_cname

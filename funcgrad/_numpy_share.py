@@ -9,8 +9,9 @@ in-place ops) copy the result into the NumPy array. Only such cells pay the copi
 cell's slot read, the eager hot path, is unchanged. The cell holds the array weakly: once the
 user drops every reference to it, the cell turns back into a plain one.
 
-Not shared (a copy, as before): views (``x[0].numpy()``; their base is not a NumPy view of the
-same layout), non-CPU tensors, and state a ``funcgrad.jit`` step packs into its own buffers.
+A view's array (``x[0].numpy()``, ``x.t().numpy()``) is a strided NumPy view of its base's.
+Not shared (a copy, as before): non-CPU tensors, and state a ``funcgrad.jit`` step packs into
+its own buffers (after a compiled step an array taken from a parameter no longer follows it).
 """
 
 from __future__ import annotations
@@ -105,11 +106,39 @@ def numpy_of(t: "_tensor.Tensor") -> np.ndarray:
         a = _raw_value.__get__(cell).ref()
         if a is not None and t._viewinfo is None and a.shape == v.shape:
             return a
-    if t._viewinfo is not None or type(cell) is not _PlainCell or not _on_cpu(v):
+    if type(cell) not in (_PlainCell, _HostCell) or not _on_cpu(v):
         return np.asarray(v)
+    if t._viewinfo is not None:
+        return _view_of_base(t, v)
     a = np.array(v)  # our own writable buffer, shared from now on
     _attach(cell, a)
     return a
+
+
+def _view_of_base(t, v) -> np.ndarray:
+    """A view's array: a strided NumPy view of its base's shared array, found by applying the
+    view chain to the base's element numbers (``reshape``, ``t()``, slices, ``select``,
+    ``expand``… are strided); a copy when the chain is not (a gather of elements)."""
+    vi = t._viewinfo
+    base = numpy_of(vi.base)
+    if not base.flags.c_contiguous or type(t._cell) is not _HostCell:
+        return np.array(v)
+    try:
+        idx = np.asarray(_tensor._view_kernel(vi.chain)(jnp.arange(base.size).reshape(base.shape)))
+    except Exception:  # noqa: BLE001  (a chain that is not an index map: no view)
+        return np.array(v)
+    if idx.dtype.kind not in "iu" or idx.shape != v.shape or idx.size == 0:
+        return np.array(v)
+    offset = int(idx.flat[0])
+    steps = [int(idx[(0,) * k + (1,) + (0,) * (idx.ndim - k - 1)]) - offset if n > 1 else 0
+             for k, n in enumerate(idx.shape)]
+    grid = offset + sum(np.arange(n).reshape((-1,) + (1,) * (idx.ndim - k - 1)) * s
+                        for k, (n, s) in enumerate(zip(idx.shape, steps))) if idx.ndim else offset
+    if not np.array_equal(grid, idx) or min(steps, default=0) < 0:
+        return np.array(v)
+    flat = base.reshape(-1)
+    return np.lib.stride_tricks.as_strided(flat[offset:], idx.shape,
+                                           [s * base.itemsize for s in steps])
 
 
 def share_numpy(t: "_tensor.Tensor", array: np.ndarray) -> "_tensor.Tensor":

@@ -128,7 +128,6 @@ def _compare_tensors(actual, expected, id_, rtol, atol, equal_nan, check_device,
         attr("device", actual.device, expected.device)
     if check_dtype and actual.dtype is not expected.dtype:
         attr("dtype", actual.dtype, expected.dtype)
-    rtol, atol = _tolerances((actual.dtype, expected.dtype), rtol, atol, id_)
     a, b = np.asarray(actual.detach().cpu()), np.asarray(expected.detach().cpu())
     if actual.dtype is not expected.dtype:
         d = _np_promote(actual.dtype, expected.dtype).np
@@ -142,9 +141,6 @@ def _compare_tensors(actual, expected, id_, rtol, atol, equal_nan, check_device,
 
 
 def _compare_numbers(actual, expected, id_, rtol, atol, equal_nan, check_dtype):
-    actual = actual.item() if isinstance(actual, np.number) else actual
-    expected = expected.item() if isinstance(expected, np.number) else expected
-    rtol, atol = _tolerances((_NUMBER_DTYPE[type(actual)], _NUMBER_DTYPE[type(expected)]), rtol, atol, id_)
     if check_dtype and type(actual) is not type(expected):
         raise _Fail(AssertionError, f"The (d)types do not match: {type(actual)} != {type(expected)}.", id_)
     if actual == expected:
@@ -157,21 +153,32 @@ def _compare_numbers(actual, expected, id_, rtol, atol, equal_nan, check_dtype):
     raise _Fail(AssertionError, _scalar_msg(actual, expected, rtol, atol), id_)
 
 
+def _compare_none(actual, expected, id_):
+    if actual is not expected:
+        raise _Fail(AssertionError, f"None mismatch: {actual} is not {expected}", id_)
+
+
+def _compare_bools(actual, expected, id_):
+    if bool(actual) is not bool(expected):
+        raise _Fail(AssertionError, f"Booleans mismatch: {bool(actual)} is not {bool(expected)}", id_)
+
+
 def _is_number(x) -> bool:
     return isinstance(x, (int, float, complex, np.number)) and not isinstance(x, (bool, np.bool_))
 
 
-def _compare(actual, expected, id_, **opts):
-    seq = collections.abc.Sequence
+def _originate(actual, expected, id_, pairs, **opts):
+    """PyTorch's first phase: pair up the leaves (structure, type and tolerance errors raise
+    here, before any value is compared, and are not replaced by ``msg``)."""
+    seq, mapping = collections.abc.Sequence, collections.abc.Mapping
     if isinstance(actual, seq) and isinstance(expected, seq) and \
             not isinstance(actual, str) and not isinstance(expected, str):
         if len(actual) != len(expected):
             raise _Fail(AssertionError,
                         f"The length of the sequences mismatch: {len(actual)} != {len(expected)}", id_)
         for i, (a, e) in enumerate(zip(actual, expected)):
-            _compare(a, e, id_ + (i,), **opts)
+            _originate(a, e, id_ + (i,), pairs, **opts)
         return
-    mapping = collections.abc.Mapping
     if isinstance(actual, mapping) and isinstance(expected, mapping):
         ka, ke = set(actual), set(expected)
         if ka != ke:
@@ -188,25 +195,29 @@ def _compare(actual, expected, id_, **opts):
         except Exception:  # noqa: BLE001  (unsortable keys keep their order, as in PyTorch)
             keys = list(keys)
         for k in keys:
-            _compare(actual[k], expected[k], id_ + (k,), **opts)
+            _originate(actual[k], expected[k], id_ + (k,), pairs, **opts)
         return
     if actual is None or expected is None:
-        if actual is not expected:
-            raise _Fail(AssertionError, f"None mismatch: {actual} is not {expected}", id_)
+        pairs.append(lambda: _compare_none(actual, expected, id_))
         return
     if isinstance(actual, (bool, np.bool_)) and isinstance(expected, (bool, np.bool_)):
-        if bool(actual) is not bool(expected):
-            raise _Fail(AssertionError, f"Booleans mismatch: {bool(actual)} is not {bool(expected)}", id_)
+        pairs.append(lambda: _compare_bools(actual, expected, id_))
         return
-    tol = {k: opts[k] for k in ("rtol", "atol", "equal_nan")}
+    rtol, atol, equal_nan = opts["rtol"], opts["atol"], opts["equal_nan"]
     if _is_number(actual) and _is_number(expected):
-        return _compare_numbers(actual, expected, id_, check_dtype=opts["check_dtype"], **tol)
+        a = actual.item() if isinstance(actual, np.number) else actual
+        e = expected.item() if isinstance(expected, np.number) else expected
+        rt, at = _tolerances((_NUMBER_DTYPE[type(a)], _NUMBER_DTYPE[type(e)]), rtol, atol, id_)
+        pairs.append(lambda: _compare_numbers(a, e, id_, rt, at, equal_nan, opts["check_dtype"]))
+        return
     if isinstance(actual, np.ndarray) and isinstance(expected, np.ndarray):
-        actual, expected = from_numpy(actual), from_numpy(expected)
+        actual, expected = from_numpy(actual.copy()), from_numpy(expected.copy())
     if isinstance(actual, Tensor) and isinstance(expected, Tensor) and \
             (opts["allow_subclasses"] or type(actual) is type(expected)):
-        return _compare_tensors(actual, expected, id_, check_device=opts["check_device"],
-                                check_dtype=opts["check_dtype"], **tol)
+        rt, at = _tolerances((actual.dtype, expected.dtype), rtol, atol, id_)
+        pairs.append(lambda: _compare_tensors(actual, expected, id_, rt, at, equal_nan,
+                                              opts["check_device"], opts["check_dtype"]))
+        return
     raise _Fail(TypeError, f"No comparison pair was able to handle inputs of type {type(actual)} and "
                            f"{type(expected)}.", id_)
 
@@ -222,11 +233,17 @@ def assert_close(actual, expected, *, allow_subclasses: bool = True, rtol: float
     Raises:
         AssertionError: with PyTorch's message (mismatched elements, greatest differences).
     """
+    pairs: list = []
     try:
-        _compare(actual, expected, (), allow_subclasses=allow_subclasses, rtol=rtol, atol=atol,
-                 equal_nan=equal_nan, check_device=check_device, check_dtype=check_dtype)
+        _originate(actual, expected, (), pairs, allow_subclasses=allow_subclasses, rtol=rtol, atol=atol,
+                   equal_nan=equal_nan, check_device=check_device, check_dtype=check_dtype)
     except _Fail as f:
-        raise f.to_error(msg) from None
+        raise f.to_error(None) from None
+    for compare in pairs:
+        try:
+            compare()
+        except _Fail as f:
+            raise f.to_error(msg) from None
 
 
 __all__ = ["assert_close"]
