@@ -242,3 +242,7 @@ from ._runtime import (are_deterministic_algorithms_enabled as are_deterministic
                        use_deterministic_algorithms as use_deterministic_algorithms)
 from . import accelerator as accelerator, backends as backends, onnx as onnx  # noqa: E402
 from . import testing as testing  # noqa: E402
+from . import fft as fft  # noqa: E402  (torch.fft)
+from ._ops.more import (bincount as bincount, bucketize as bucketize, cdist as cdist,  # noqa: E402
+                        diff as diff, dist as dist, histc as histc, index_put as index_put, put as put,
+                        searchsorted as searchsorted, trapezoid as trapezoid, trapz as trapz)

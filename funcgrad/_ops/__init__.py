@@ -9,6 +9,7 @@ from . import creation, decomp, indexing, shape_more  # noqa: F401  (linalg/shap
 from . import math, sort  # noqa: F401  (elementwise math; sorting reductions)
 from . import nn  # noqa: F401  (activations, softmax, conv, pool, norm, dropout, embedding)
 from . import special  # noqa: F401  (logit, polygamma, Bessel, ndtr, zeta, frexp…)
+from . import fft, more, nn_more  # noqa: F401  (issue 18: diff, cdist, bincount, searchsorted…; funcgrad.fft)
 from ._registry import FUNCTIONS, METHODS, OPS, apply, install
 
 install()

@@ -66,3 +66,4 @@ from .layers.transformer import (TransformerDecoder as TransformerDecoder,  # no
 from . import parallel as parallel  # noqa: F401,E402
 from .parallel import DataParallel as DataParallel  # noqa: F401,E402
 from . import modules as modules  # noqa: F401,E402  (torch.nn.modules.* import paths)
+from .layers.normalization import RMSNorm as RMSNorm  # noqa: F401,E402

@@ -3,5 +3,6 @@
 from ..layers.normalization import LocalResponseNorm as LocalResponseNorm  # noqa: F401
 from ..layers.normalization import LayerNorm as LayerNorm  # noqa: F401
 from ..layers.normalization import GroupNorm as GroupNorm  # noqa: F401
+from ..layers.normalization import RMSNorm as RMSNorm  # noqa: F401
 
-__all__ = ['LocalResponseNorm', 'LayerNorm', 'GroupNorm']
+__all__ = ['LocalResponseNorm', 'LayerNorm', 'GroupNorm', 'RMSNorm']

@@ -1,0 +1,70 @@
+"""More of ``funcgrad.nn.functional`` (issue 18): ``rms_norm``, ``hinge_embedding_loss``,
+``multilabel_soft_margin_loss``, ``lp_pool1d``/``lp_pool2d`` (PyTorch's signatures, formulas,
+node names and messages)."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .._dispatch import apply
+from .._ops import nn_more as _k
+from .._ops.reduce import mean as _mean, sum as _sum
+from .._tensor import Tensor
+from ._functional_conv import avg_pool1d, avg_pool2d
+from ._functional_loss import _reduction
+
+__all__ = ["rms_norm", "hinge_embedding_loss", "multilabel_soft_margin_loss", "lp_pool1d", "lp_pool2d"]
+
+
+def rms_norm(input: Tensor, normalized_shape, weight: Tensor | None = None, eps: float | None = None) -> Tensor:
+    """``x / sqrt(mean(x²) + eps) * weight`` over the trailing ``normalized_shape`` dims
+    (``eps`` defaults to the dtype's machine epsilon, as in PyTorch).
+
+    >>> import funcgrad
+    >>> funcgrad.nn.functional.rms_norm(funcgrad.tensor([[0.0, 1.0, 2.0, 3.0]]), (4,))
+    tensor([[0.0000, 0.5345, 1.0690, 1.6036]])
+    """
+    shape = (normalized_shape,) if isinstance(normalized_shape, int) else tuple(normalized_shape)
+    if len(shape) > input.ndim or tuple(input.shape[input.ndim - len(shape):]) != shape:
+        raise RuntimeError(f"Given normalized_shape={list(shape)}, expected input with shape "
+                           f"[*, {', '.join(map(str, shape))}], but got input of size{list(input.shape)}")
+    if eps is None:
+        eps = float(np.finfo(input.dtype.np).eps) if input.dtype.is_floating_point else 1.1920928955078125e-07
+    return apply(_k.rms_norm, input, weight, n=len(shape), eps=float(eps))
+
+
+def _reduce(loss: Tensor, reduction: str) -> Tensor:
+    return _mean(loss) if reduction == "mean" else _sum(loss) if reduction == "sum" else loss
+
+
+def hinge_embedding_loss(input: Tensor, target: Tensor, margin: float = 1.0, size_average=None, reduce=None,
+                         reduction: str = "mean") -> Tensor:
+    """``x`` where ``y = 1``, ``max(0, margin - x)`` where ``y = -1``, then reduced."""
+    reduction = _reduction(size_average, reduce, reduction)
+    return _reduce(apply(_k.hinge_embedding, input, target, margin=float(margin)), reduction)
+
+
+def multilabel_soft_margin_loss(input: Tensor, target: Tensor, weight: Tensor | None = None, size_average=None,
+                                reduce=None, reduction: str = "mean") -> Tensor:
+    """Per-sample mean over classes of the logistic loss, then reduced over samples."""
+    reduction = _reduction(size_average, reduce, reduction)
+    if input.shape != target.shape:
+        raise ValueError(f"Target size ({list(target.shape)}) must be the same as input size "
+                         f"({list(input.shape)})")
+    return _reduce(apply(_k.multilabel_soft_margin, input, target, weight), reduction)
+
+
+def _lp_pool(pool, input, norm_type, kernel_size, stride, ceil_mode, area):
+    out = pool(input.pow(norm_type), kernel_size, stride, 0, ceil_mode)
+    return (out.sign() * out.abs().relu()).mul(area).pow(1.0 / norm_type)
+
+
+def lp_pool1d(input: Tensor, norm_type: float, kernel_size: int, stride=None, ceil_mode: bool = False) -> Tensor:
+    """Power-average pooling: ``(sum over the window of x^p)^(1/p)`` (``PowBackward0``)."""
+    return _lp_pool(avg_pool1d, input, norm_type, kernel_size, stride, ceil_mode, kernel_size)
+
+
+def lp_pool2d(input: Tensor, norm_type: float, kernel_size, stride=None, ceil_mode: bool = False) -> Tensor:
+    """2-D power-average pooling (``PowBackward0``)."""
+    kh, kw = (kernel_size, kernel_size) if isinstance(kernel_size, int) else kernel_size
+    return _lp_pool(avg_pool2d, input, norm_type, kernel_size, stride, ceil_mode, kh * kw)
