@@ -246,3 +246,4 @@ from . import fft as fft  # noqa: E402  (torch.fft)
 from ._ops.more import (bincount as bincount, bucketize as bucketize, cdist as cdist,  # noqa: E402
                         diff as diff, dist as dist, histc as histc, index_put as index_put, put as put,
                         searchsorted as searchsorted, trapezoid as trapezoid, trapz as trapz)
+from ._ops.fft import imag as imag, real as real  # noqa: E402

@@ -12,7 +12,7 @@ from __future__ import annotations
 import jax.numpy as jnp
 
 from .._tensor import _wrap_dim
-from ._registry import Tensor, apply, defop
+from ._registry import METHODS, Tensor, apply, defop, export
 
 _C2C = {False: jnp.fft.fftn, True: jnp.fft.ifftn}
 _R2C = {False: jnp.fft.fftn, True: jnp.fft.ifftn}
@@ -76,3 +76,28 @@ def transform(x: Tensor, s, dim, norm, kind: str, inverse: bool, default_all: bo
 
 def _cname(x):
     return {"complex64": "ComplexFloat", "complex128": "ComplexDouble"}.get(x.dtype.name, x.dtype.name)
+
+
+# ---- real / imag parts (PyTorch reads them through view_as_real + select: ``SelectBackward0``) ----
+_real = defop("real", jnp.real, "SelectBackward0", linear=True)
+_imag = defop("imag", jnp.imag, "SelectBackward0", linear=True)
+
+
+@export("real", method=False)
+def real(input: Tensor) -> Tensor:
+    """The real part of a complex tensor (a real tensor is returned as it is, as in PyTorch)."""
+    return apply(_real, input) if input.dtype.is_complex else input
+
+
+@export("imag", method=False)
+def imag(input: Tensor) -> Tensor:
+    """The imaginary part of a complex tensor."""
+    if not input.dtype.is_complex:
+        raise RuntimeError("imag is not implemented for tensors with non-complex dtypes.")
+    return apply(_imag, input)
+
+
+# ``x.real`` / ``x.imag`` are properties in PyTorch; funcgrad's are read-only (not views: a write
+# through ``x.real[...]`` does not reach ``x``)
+METHODS["real"] = property(real)
+METHODS["imag"] = property(imag)
