@@ -41,7 +41,7 @@ _NORMS = (None, "backward", "ortho", "forward")
 
 def _norm(norm):
     if norm not in _NORMS:
-        raise ValueError(f"Invalid normalization mode: {norm}")
+        raise RuntimeError(f'Invalid normalization mode: "{norm}"')
     return "backward" if norm is None else norm
 
 

@@ -78,7 +78,7 @@ def cdist(x1, x2, p: float = 2.0, compute_mode=None) -> Tensor:
         raise RuntimeError(f"X1 and X2 must have the same number of columns. X1: {x1.shape[-1]} X2: "
                            f"{x2.shape[-1]}")
     if p < 0:
-        raise RuntimeError(f"cdist only supports non-negative p values, got {p}")
+        raise RuntimeError("cdist only supports non-negative p values")
     if not x1.dtype.is_floating_point:
         raise RuntimeError(f"cdist only supports floating-point dtypes, X1 got: {x1.dtype}")
     return apply(_cdist, x1, x2, p=float(p))
@@ -106,8 +106,6 @@ def trapezoid(y, x=None, *, dx=None, dim: int = -1) -> Tensor:
     tensor(4.)
     """
     d = _wrap_dim(dim, y.ndim)
-    if x is not None and not isinstance(x, Tensor):  # trapz(y, dx) positional scalar spacing
-        x, dx = None, x
     if x is None:
         return apply(_trap_dx, y, dx=1.0 if dx is None else float(dx), dim=d)
     if x.ndim == 1 and y.ndim > 1:  # 1-D sample points along dim
@@ -121,7 +119,9 @@ def trapezoid(y, x=None, *, dx=None, dim: int = -1) -> Tensor:
 @export("bincount")
 def bincount(input, weights=None, minlength: int = 0) -> Tensor:
     """Counts of each value of a 1-D non-negative int tensor (length ``max + 1``: eager only)."""
-    if input.ndim != 1 or input.dtype._kind != "i" or input.dtype.name == "bool":
+    if input.dtype._kind != "i":
+        raise NotImplementedError(f"\"bincount_cpu\" not implemented for '{_tname(input)}'")
+    if input.ndim != 1:
         raise RuntimeError("bincount only supports 1-d non-negative integral inputs.")
     a = np.asarray(input._concrete("bincount()"))
     if a.size and a.min() < 0:
@@ -147,7 +147,7 @@ def histc(input, bins: int = 100, min: float = 0, max: float = 0) -> Tensor:  # 
         raise RuntimeError(f"\"histogram_cpu\" not implemented for '{_tname(input)}'")
     lo, hi = float(min), float(max)
     if lo > hi:
-        raise RuntimeError("max must be larger than min")
+        raise RuntimeError("funcgrad.histc: max must be larger than min")
     if lo == hi:
         v = np.asarray(input._concrete("histc() over the data's range"))
         lo, hi = (float(v.min()), float(v.max())) if v.size else (0.0, 0.0)
@@ -226,7 +226,7 @@ def put(input, index, source, accumulate: bool = False) -> Tensor:
     if index.dtype._kind != "i":
         raise RuntimeError(f"put_(): Expected a long tensor for index, but got {_tname(index)}")
     if index.numel() != source.numel():
-        raise RuntimeError(f"put_(): Expected source and index to have the same number of elements, but "
+        raise IndexError(f"put_(): Expected source and index to have the same number of elements, but "
                            f"got source.numel() = {source.numel()}, index.numel() = {index.numel()}")
     n = input.numel()
     v = index._value

@@ -24,7 +24,9 @@ def rms_norm(input: Tensor, normalized_shape, weight: Tensor | None = None, eps:
     >>> funcgrad.nn.functional.rms_norm(funcgrad.tensor([[0.0, 1.0, 2.0, 3.0]]), (4,))
     tensor([[0.0000, 0.5345, 1.0690, 1.6036]])
     """
-    shape = (normalized_shape,) if isinstance(normalized_shape, int) else tuple(normalized_shape)
+    if isinstance(normalized_shape, int):
+        raise TypeError("rms_norm(): argument 'normalized_shape' (position 2) must be tuple of ints, not int")
+    shape = tuple(normalized_shape)
     if len(shape) > input.ndim or tuple(input.shape[input.ndim - len(shape):]) != shape:
         raise RuntimeError(f"Given normalized_shape={list(shape)}, expected input with shape "
                            f"[*, {', '.join(map(str, shape))}], but got input of size{list(input.shape)}")
@@ -48,10 +50,16 @@ def multilabel_soft_margin_loss(input: Tensor, target: Tensor, weight: Tensor | 
                                 reduce=None, reduction: str = "mean") -> Tensor:
     """Per-sample mean over classes of the logistic loss, then reduced over samples."""
     reduction = _reduction(size_average, reduce, reduction)
-    if input.shape != target.shape:
-        raise ValueError(f"Target size ({list(target.shape)}) must be the same as input size "
-                         f"({list(input.shape)})")
+    _same_size(target, input)
     return _reduce(apply(_k.multilabel_soft_margin, input, target, weight), reduction)
+
+
+def _same_size(a: Tensor, b: Tensor) -> None:
+    """PyTorch's broadcasting error (its formula multiplies ``target`` by a function of ``input``)."""
+    for k in range(1, min(a.ndim, b.ndim) + 1):
+        if a.shape[-k] != b.shape[-k] and 1 not in (a.shape[-k], b.shape[-k]):
+            raise RuntimeError(f"The size of tensor a ({a.shape[-k]}) must match the size of tensor b "
+                               f"({b.shape[-k]}) at non-singleton dimension {max(a.ndim, b.ndim) - k}")
 
 
 def _lp_pool(pool, input, norm_type, kernel_size, stride, ceil_mode, area):
