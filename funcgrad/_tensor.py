@@ -661,7 +661,8 @@ class Tensor:
         dt = self.dtype
         return prefix + format_tensor(
             np.asarray(v.astype(jnp.float32) if dt is _dtype.bfloat16 else v),
-            dtype_name=dt.name, is_default_dtype=dt is _dtype.get_default_dtype(),
+            dtype_name=dt.name, is_default_dtype=dt is _dtype.get_default_dtype() or
+            dt is _dtype.get_default_dtype().to_complex(),  # complex64 prints bare, as in PyTorch
             suffixes=suffix, device_suffix=None if dev.type == "cpu" else f"device='{dev}'")
 
     __str__ = __repr__

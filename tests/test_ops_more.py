@@ -198,3 +198,33 @@ def test_rmsnorm_module_matches_torch():
             fg_rows = rows
     assert fg_rows == rows
     assert funcgrad.nn.RMSNorm(3, elementwise_affine=False).weight is None
+
+
+@pytest.mark.parametrize("dim", [0, 1, None])
+def test_weight_norm_matches_torch(dim):
+    w0 = RNG.standard_normal((4, 3))
+    b0 = RNG.standard_normal(4)
+    x0 = RNG.standard_normal((2, 3))
+    rows = []
+    for L in (funcgrad, torch):
+        lin = L.nn.Linear(3, 4).double()
+        with L.no_grad():
+            lin.weight.copy_(L.tensor(w0))
+            lin.bias.copy_(L.tensor(b0))
+        with pytest.warns(FutureWarning, match="`torch.nn.utils.weight_norm` is deprecated in favor of "
+                                               "`torch.nn.utils.parametrizations.weight_norm`."):
+            m = L.nn.utils.weight_norm(lin, dim=dim)
+        out = m(L.tensor(x0))
+        (out * out).sum().backward()
+        rows.append(([n for n, _ in m.named_parameters()], tuple(m.weight_g.shape), m.weight.grad_fn.name(),
+                     out.detach().numpy(), m.weight_g.grad.numpy(), m.weight_v.grad.numpy()))
+        with pytest.raises(RuntimeError, match="Cannot register two weight_norm hooks on the same parameter weight"), \
+                pytest.warns(FutureWarning):
+            L.nn.utils.weight_norm(m, dim=dim)
+        L.nn.utils.remove_weight_norm(m)
+        assert [n for n, _ in m.named_parameters()] == ["bias", "weight"] and isinstance(m.weight, L.nn.Parameter)
+        np.testing.assert_allclose(m.weight.detach().numpy(), w0, rtol=1e-12)
+    got, want = rows
+    assert got[:3] == want[:3]
+    for g, w in zip(got[3:], want[3:]):
+        np.testing.assert_allclose(g, w, rtol=1e-10, atol=1e-12)

@@ -84,3 +84,22 @@ SPECS += [
     Spec("real", lambda x: fg.fft.rfft(x).real, lambda x: jnp.fft.rfft(x).real, [(2, 6)], grad_fn="SelectBackward0"),
     Spec("imag", lambda x: fg.fft.rfft(x).imag, lambda x: jnp.fft.rfft(x).imag, [(2, 6)], grad_fn="SelectBackward0"),
 ]
+
+
+def _wn(name):
+    def f(*a, **kw):
+        from funcgrad._dispatch import apply
+        from funcgrad.nn.utils import weight_norm as wn
+        return apply(getattr(wn, name), *a, **kw)
+    return f
+
+
+SPECS += [
+    Spec("norm_except_dim", lambda v: _wn("_norm_op")(v, dim=0),
+         lambda v: jnp.sqrt(jnp.sum(v * v, axis=(1, 2), keepdims=True)), [(3, 4, 2)], grad_fn="NormBackward1"),
+    Spec("weight_norm_interface", lambda v, g: _wn("_weight_norm_op")(v, g, dim=1),
+         lambda v, g: v * g / jnp.sqrt(jnp.sum(v * v, axis=0, keepdims=True)), [(3, 4), (1, 4)],
+         grad_fn="WeightNormInterfaceBackward0"),
+    Spec("weight_norm_all", lambda v, g: _wn("_weight_norm_all_op")(v, g),
+         lambda v, g: v * g / jnp.sqrt(jnp.sum(v * v)), [(3, 4), ()], grad_fn="MulBackward0"),
+]
