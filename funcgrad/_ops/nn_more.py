@@ -31,3 +31,21 @@ rms_norm = defop("rms_norm", _rms_norm, "MulBackward0")
 hinge_embedding = defop("hinge_embedding_loss", _hinge, "AddBackward0", diff=(0,))
 multilabel_soft_margin = defop("multilabel_soft_margin_loss", _multilabel_soft_margin, "DivBackward0",
                                diff=(0, 2))
+
+
+def _embedding_bag(w, idx, seg, psw, *, mode, nbags, padding_idx):
+    rows = w[idx]
+    valid = jnp.ones(idx.shape, bool) if padding_idx is None else idx != padding_idx
+    if psw is not None:
+        rows = rows * psw[:, None].astype(rows.dtype)
+    if mode == "max":
+        m = jax.ops.segment_max(jnp.where(valid[:, None], rows, -jnp.inf), seg, nbags)
+        return jnp.where(jnp.isneginf(m), 0, m).astype(w.dtype)
+    s = jax.ops.segment_sum(jnp.where(valid[:, None], rows, 0), seg, nbags)
+    if mode == "sum":
+        return s
+    n = jax.ops.segment_sum(valid.astype(w.dtype), seg, nbags)
+    return s / jnp.maximum(n, 1)[:, None]
+
+
+embedding_bag = defop("embedding_bag", _embedding_bag, "EmbeddingBagBackward0", diff=(0, 3))

@@ -4,6 +4,8 @@ node names and messages)."""
 
 from __future__ import annotations
 
+import jax
+import jax.numpy as jnp
 import numpy as np
 
 from .._dispatch import apply
@@ -13,7 +15,8 @@ from .._tensor import Tensor
 from ._functional_conv import avg_pool1d, avg_pool2d
 from ._functional_loss import _reduction
 
-__all__ = ["rms_norm", "hinge_embedding_loss", "multilabel_soft_margin_loss", "lp_pool1d", "lp_pool2d"]
+__all__ = ["rms_norm", "hinge_embedding_loss", "multilabel_soft_margin_loss", "lp_pool1d", "lp_pool2d",
+           "embedding_bag"]
 
 
 def rms_norm(input: Tensor, normalized_shape, weight: Tensor | None = None, eps: float | None = None) -> Tensor:
@@ -76,3 +79,53 @@ def lp_pool2d(input: Tensor, norm_type: float, kernel_size, stride=None, ceil_mo
     """2-D power-average pooling (``PowBackward0``)."""
     kh, kw = (kernel_size, kernel_size) if isinstance(kernel_size, int) else kernel_size
     return _lp_pool(avg_pool2d, input, norm_type, kernel_size, stride, ceil_mode, kh * kw)
+
+
+def embedding_bag(input: Tensor, weight: Tensor, offsets: Tensor | None = None, max_norm=None,
+                  norm_type: float = 2, scale_grad_by_freq: bool = False, mode: str = "mean",
+                  sparse: bool = False, per_sample_weights: Tensor | None = None,
+                  include_last_offset: bool = False, padding_idx: int | None = None) -> Tensor:
+    """Sums, means or maxima of bags of embeddings: the rows of a 2-D ``input``, or the segments
+    of a 1-D ``input`` that ``offsets`` start (``EmbeddingBagBackward0``; bags are found eagerly).
+    """
+    if mode not in ("sum", "mean", "max"):
+        raise ValueError(f"mode has to be one of sum, mean or max, but got {mode}")
+    if per_sample_weights is not None and mode != "sum":
+        raise NotImplementedError(
+            f"embedding_bag: per_sample_weights was not None. per_sample_weights is only supported for "
+            f"mode='sum' (got mode='{mode}'). Please open a feature request on GitHub.")
+    if input.ndim == 2:
+        if offsets is not None:
+            raise ValueError("if input is 2D, then offsets has to be None, as input is treated is a "
+                             "mini-batch of fixed length sequences. However, found offsets of type "
+                             f"{type(offsets).__name__}")
+        nbags, per = input.shape
+        seg = np.repeat(np.arange(nbags), per)
+        flat = input.reshape(-1)
+        psw = per_sample_weights.reshape(-1) if per_sample_weights is not None else None
+    elif input.ndim == 1:
+        if offsets is None:
+            raise ValueError("offsets has to be a 1D Tensor but got None")
+        if offsets.ndim != 1:
+            raise ValueError("offsets has to be a 1D Tensor")
+        off = np.asarray(offsets._concrete("embedding_bag offsets")).astype(np.int64)
+        n = input.shape[0]
+        if include_last_offset:
+            off = off[:-1]
+        nbags = len(off)
+        seg = np.searchsorted(off, np.arange(n), side="right") - 1
+        flat, psw = input, per_sample_weights
+    else:
+        raise ValueError(f"input has to be 1D or 2D Tensor, but got Tensor of dimension {input.ndim}")
+    fv = flat._value
+    if not isinstance(fv, jax.core.Tracer) and fv.size:
+        a = np.asarray(fv)
+        bad = (a < 0) | (a >= weight.shape[0])
+        if bad.any():
+            raise RuntimeError("embedding_bag: Expected idx >= 0 && idx < num_embeddings but found idx to be "
+                               f"{int(a[bad].flat[0])}")
+    if padding_idx is not None and padding_idx < 0:
+        padding_idx += weight.shape[0]
+    seg_t = Tensor._wrap(jnp.asarray(seg, jnp.int32))
+    return apply(_k.embedding_bag, weight, flat, seg_t, psw, mode=mode, nbags=int(nbags),
+                 padding_idx=padding_idx)

@@ -103,3 +103,19 @@ SPECS += [
     Spec("weight_norm_all", lambda v, g: _wn("_weight_norm_all_op")(v, g),
          lambda v, g: v * g / jnp.sqrt(jnp.sum(v * v)), [(3, 4), ()], grad_fn="MulBackward0"),
 ]
+
+
+def _bag(mode):
+    def f(w):
+        from funcgrad.nn.functional import embedding_bag
+        return embedding_bag(fg.tensor([1, 2, 4, 0, 4]), w, fg.tensor([0, 2]), mode=mode)
+    return f
+
+
+_BAGS = np.array([0, 0, 1, 1, 1])
+SPECS += [
+    Spec("embedding_bag", _bag("mean"), lambda w: jax.ops.segment_sum(w[jnp.array([1, 2, 4, 0, 4])], _BAGS, 2)
+         / jnp.array([[2.0], [3.0]]), [(5, 3)], grad_fn="EmbeddingBagBackward0"),
+    Spec("embedding_bag", _bag("max"), lambda w: jax.ops.segment_max(w[jnp.array([1, 2, 4, 0, 4])], _BAGS, 2),
+         [(5, 3)], id="embedding_bag_max"),
+]

@@ -121,3 +121,4 @@ from .transformer import TransformerDecoder as TransformerDecoder  # noqa: F401,
 from .transformer import TransformerEncoderLayer as TransformerEncoderLayer  # noqa: F401,E402
 from .transformer import TransformerDecoderLayer as TransformerDecoderLayer  # noqa: F401,E402
 from .normalization import RMSNorm as RMSNorm  # noqa: F401,E402
+from .sparse import EmbeddingBag as EmbeddingBag  # noqa: F401,E402
