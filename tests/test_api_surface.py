@@ -614,3 +614,14 @@ def test_numpy_sharing_keeps_autograd_and_views_working():
     assert wn.tolist() == [[3.0, 3.0], [3.0, 3.0]]
     with pytest.raises(RuntimeError, match="Can't call numpy\\(\\) on Tensor that requires grad"):
         x.numpy()
+
+
+@pytest.mark.torch
+def test_complex_prints_and_parts_match_torch(torch):
+    def run(lib):
+        z = lib.fft.fft(lib.tensor([1.0, 2.0, 0.0, -1.0]))
+        return [repr(z).replace("torch.", "funcgrad."), repr(z.to(lib.complex128)).replace("torch.", "funcgrad."),
+                z.real.tolist(), z.imag.tolist(), lib.real(lib.ones(2)).tolist()]
+    assert run(funcgrad) == run(torch)
+    f = lambda lib: lib.ones(2).imag  # noqa: E731
+    assert _outcome(funcgrad, f) == _outcome(torch, f)
