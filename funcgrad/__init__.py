@@ -241,3 +241,35 @@ class cpu:  # noqa: N801  (torch.cpu namespace)
     @staticmethod
     def is_available() -> bool:
         return True
+
+# ---- legacy names and runtime switches real scripts use (issue 18) ------------------------------
+from . import _legacy  # noqa: E402  (FloatTensor… and the Tensor(2, 3) constructor forms)
+from ._legacy import CPU_TYPES as _LEGACY_TYPES, CUDA_TYPES as _LEGACY_CUDA_TYPES  # noqa: E402
+from ._legacy import tensortype as tensortype  # noqa: E402
+FloatTensor, DoubleTensor, HalfTensor = (_LEGACY_TYPES[n] for n in ("FloatTensor", "DoubleTensor", "HalfTensor"))
+BFloat16Tensor, LongTensor, IntTensor = (_LEGACY_TYPES[n] for n in ("BFloat16Tensor", "LongTensor", "IntTensor"))
+ShortTensor, CharTensor, ByteTensor = (_LEGACY_TYPES[n] for n in ("ShortTensor", "CharTensor", "ByteTensor"))
+BoolTensor = _LEGACY_TYPES["BoolTensor"]
+for _n, _t in _LEGACY_CUDA_TYPES.items():
+    setattr(cuda, _n, _t)  # funcgrad.cuda.FloatTensor… (cuda is this module's own namespace class)
+del _n, _t
+from ._runtime import (are_deterministic_algorithms_enabled as are_deterministic_algorithms_enabled,  # noqa: E402
+                       get_default_device as get_default_device,
+                       get_deterministic_debug_mode as get_deterministic_debug_mode,
+                       get_float32_matmul_precision as get_float32_matmul_precision,
+                       get_num_interop_threads as get_num_interop_threads,
+                       get_num_threads as get_num_threads,
+                       is_deterministic_algorithms_warn_only_enabled as is_deterministic_algorithms_warn_only_enabled,
+                       set_default_device as set_default_device,
+                       set_deterministic_debug_mode as set_deterministic_debug_mode,
+                       set_float32_matmul_precision as set_float32_matmul_precision,
+                       set_num_interop_threads as set_num_interop_threads,
+                       set_num_threads as set_num_threads,
+                       use_deterministic_algorithms as use_deterministic_algorithms)
+from . import accelerator as accelerator, backends as backends, onnx as onnx  # noqa: E402
+from . import testing as testing  # noqa: E402
+from . import fft as fft  # noqa: E402  (torch.fft)
+from ._ops.more import (bincount as bincount, bucketize as bucketize, cdist as cdist,  # noqa: E402
+                        diff as diff, dist as dist, histc as histc, index_put as index_put, put as put,
+                        searchsorted as searchsorted, trapezoid as trapezoid, trapz as trapz)
+from ._ops.fft import imag as imag, real as real  # noqa: E402

@@ -8,7 +8,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from . import _dtype
+from . import _dtype, _numpy_share
 from ._random import _multinomial, _sample
 from ._device import jax_device
 from ._tensor import Size, Tensor
@@ -130,10 +130,20 @@ asarray = as_tensor
 
 
 def from_numpy(ndarray: np.ndarray) -> Tensor:
-    """A tensor from a NumPy array (a copy: XLA buffers cannot alias NumPy memory)."""
+    """A tensor sharing memory with a NumPy array, as PyTorch's: writes through either show in
+    the other (on CPU; see funcgrad/_numpy_share.py for how, and what is not shared).
+
+    >>> import numpy as np, funcgrad
+    >>> a = np.ones(3)
+    >>> t = funcgrad.from_numpy(a)
+    >>> _ = np.add(a, 1, out=a)
+    >>> t
+    tensor([2., 2., 2.], dtype=funcgrad.float64)
+    """
     if not isinstance(ndarray, np.ndarray):
         raise TypeError(f"expected np.ndarray (got {type(ndarray).__name__})")
-    return Tensor._wrap(jnp.asarray(ndarray, _dtype.from_np(ndarray.dtype).np))
+    t = Tensor._wrap(jnp.asarray(ndarray.astype(_dtype.from_np(ndarray.dtype).np, copy=True)))
+    return _numpy_share.share_numpy(t, ndarray)
 
 
 def from_jax(array) -> Tensor:

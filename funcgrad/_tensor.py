@@ -25,6 +25,8 @@ from .autograd import grad_mode
 from .autograd.graph import AccumulateGrad, RemovableHandle
 
 _state = grad_mode._state
+_legacy = None  # funcgrad._legacy (set when it is imported: it builds on Tensor)
+_numpy_share = None  # funcgrad._numpy_share.numpy_of (likewise)
 
 NON_LEAF_GRAD_MSG = (
     "The .grad attribute of a Tensor that is not a leaf Tensor is being accessed. Its .grad "
@@ -178,14 +180,8 @@ class Tensor:
         self._init(None)
         return self
 
-    def __init__(self, *args, dtype=None, device=None):
-        # legacy constructor: Tensor([1, 2]) is float; Tensor(2, 3) uninitialised (zeros here)
-        from ._factories import tensor as _t
-        if len(args) == 1 and not isinstance(args[0], int):
-            v = _t(args[0], dtype=dtype or _dtype.get_default_dtype())._value
-        else:
-            v = jnp.zeros(tuple(args), (dtype or _dtype.get_default_dtype()).np)
-        self._cell = _Cell(v)
+    def __init__(self, *args, **kwargs):
+        _legacy.legacy_tensor_init(self, args, kwargs)  # Tensor(2, 3), Tensor([1, 2]), Tensor()
 
     def _init(self, value):
         self._cell = _Cell(value)
@@ -333,23 +329,15 @@ class Tensor:
         d = self.device
         return -1 if d.type == "cpu" else (d.index or 0)
 
-    def _type_name(self) -> str:
-        names = {"float32": "FloatTensor", "float64": "DoubleTensor", "float16": "HalfTensor",
-                 "bfloat16": "BFloat16Tensor", "int64": "LongTensor", "int32": "IntTensor",
-                 "int16": "ShortTensor", "int8": "CharTensor", "uint8": "ByteTensor",
-                 "bool": "BoolTensor", "complex64": "ComplexFloatTensor",
-                 "complex128": "ComplexDoubleTensor"}
-        return "funcgrad." + names[self.dtype.name]
+    def _type_name(self) -> str:  # the spelling in funcgrad's own messages
+        return "funcgrad." + _legacy.type_string(self).rsplit(".", 1)[1]
 
     def type(self, dtype=None):
-        if dtype is None:
-            return self._type_name()
-        if isinstance(dtype, str):
-            inv = {"FloatTensor": "float32", "DoubleTensor": "float64", "LongTensor": "int64",
-                   "IntTensor": "int32", "HalfTensor": "float16", "BoolTensor": "bool",
-                   "ByteTensor": "uint8"}
-            dtype = inv[dtype.split(".")[-1]]
-        return self.to(_dtype.to_dtype(dtype))
+        """``x.type()`` is ``'torch.FloatTensor'``-style; ``x.type(funcgrad.LongTensor)`` converts."""
+        return _legacy.type_string(self) if dtype is None else _legacy.to_type(self, dtype)
+
+    _version = property(lambda self: self._ver[0], doc="The version counter (bumped by in-place ops).")
+    is_xpu = is_mps = False
 
     # ---- autograd metadata --------------------------------------------------------------
     @property
@@ -515,7 +503,7 @@ class Tensor:
         if self._requires_grad and not force:
             raise RuntimeError("Can't call numpy() on Tensor that requires grad. Use "
                                "tensor.detach().numpy() instead.")
-        return np.asarray(self._concrete("numpy()"))
+        return _numpy_share(self)  # shares memory on CPU, as PyTorch's (funcgrad/_numpy_share.py)
 
     def __array__(self, dtype=None, copy=None):
         a = np.asarray(self._concrete("__array__"))
@@ -673,7 +661,8 @@ class Tensor:
         dt = self.dtype
         return prefix + format_tensor(
             np.asarray(v.astype(jnp.float32) if dt is _dtype.bfloat16 else v),
-            dtype_name=dt.name, is_default_dtype=dt is _dtype.get_default_dtype(),
+            dtype_name=dt.name, is_default_dtype=dt is _dtype.get_default_dtype() or
+            dt is _dtype.get_default_dtype().to_complex(),  # complex64 prints bare, as in PyTorch
             suffixes=suffix, device_suffix=None if dev.type == "cpu" else f"device='{dev}'")
 
     __str__ = __repr__

@@ -163,6 +163,21 @@ def _detach(tree):
                         is_leaf=_is_t)
 
 
+def _in_order(tree, like):
+    """``tree`` with every plain dict in the key order of its counterpart in ``like``: JAX's
+    pytrees sort dict keys, PyTorch's ``torch.func`` keeps the caller's order."""
+    if type(tree) is dict and isinstance(like, dict) and tree.keys() == like.keys():
+        return {k: _in_order(tree[k], like[k]) for k in like}
+    if isinstance(tree, (list, tuple)) and isinstance(like, (list, tuple)) and len(tree) == len(like):
+        items = [_in_order(t, lk) for t, lk in zip(tree, like)]
+        return type(tree)(*items) if hasattr(tree, "_fields") else type(tree)(items)
+    return tree
+
+
+def _like_args(args, argnums):
+    return args[argnums] if isinstance(argnums, int) else tuple(args[i] for i in argnums)
+
+
 def grad(func: Callable, argnums: int | tuple[int, ...] = 0, has_aux: bool = False) -> Callable:
     """``torch.func.grad``: the gradient of a scalar-valued ``func`` w.r.t. its arguments.
 
@@ -173,7 +188,13 @@ def grad(func: Callable, argnums: int | tuple[int, ...] = 0, has_aux: bool = Fal
     tensor([2., 4.])
     """
     g = jax.grad(_array_fn(func, has_aux), argnums=argnums, has_aux=has_aux)
-    return lambda *a, **k: _detach(g(*a, **k))
+
+    def run(*a, **k):
+        r = _detach(g(*a, **k))
+        if has_aux:
+            return _in_order(r[0], _like_args(a, argnums)), r[1]
+        return _in_order(r, _like_args(a, argnums))
+    return run
 
 
 def grad_and_value(func: Callable, argnums: int | tuple[int, ...] = 0, has_aux: bool = False) -> Callable:
@@ -182,7 +203,7 @@ def grad_and_value(func: Callable, argnums: int | tuple[int, ...] = 0, has_aux: 
 
     def run(*a, **k):
         v, gr = g(*a, **k)
-        return _detach(gr), from_jax(v)
+        return _in_order(_detach(gr), _like_args(a, argnums)), from_jax(v)
     return run
 
 
@@ -192,7 +213,7 @@ def vjp(func: Callable, *primals, has_aux: bool = False):
     pull = out[1]
 
     def vjp_fn(ct):
-        return _detach(pull(to_jax(ct)))
+        return _in_order(_detach(pull(to_jax(ct))), primals)
     if has_aux:
         return from_jax(out[0]), vjp_fn, out[2]
     return from_jax(out[0]), vjp_fn

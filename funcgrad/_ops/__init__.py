@@ -10,6 +10,7 @@ from . import math, sort  # noqa: F401  (elementwise math; sorting reductions)
 from . import nn  # noqa: F401  (activations, softmax, conv, pool, norm, dropout, embedding)
 from . import special  # noqa: F401  (logit, polygamma, Bessel, ndtr, zeta, frexp…)
 from . import random  # noqa: F401  (in-place random fills: uniform_, normal_, bernoulli_…)
+from . import fft, more, nn_more  # noqa: F401  (issue 18: diff, cdist, bincount, searchsorted…; funcgrad.fft)
 from ._registry import FUNCTIONS, METHODS, OPS, apply, install
 
 install()

@@ -3,6 +3,9 @@ functions and Tensor methods are registered with ``export`` and installed on ``T
 
 from __future__ import annotations
 
+import functools
+import inspect
+
 from .._dispatch import Op, apply
 from .._tensor import Tensor
 
@@ -19,9 +22,29 @@ def defop(key: str, fn, grad_name: str | None = None, **kw) -> Op:
     return op
 
 
+# PyTorch's argument parser takes NumPy's ``keepdims=`` for every native op with ``keepdim``;
+# ``norm`` is Python-level in PyTorch and refuses it.
+_NO_KEEPDIMS = frozenset({"norm"})
+_MISSING = object()
+
+
+def _accept_keepdims(f, name: str):
+    """``f`` also taking ``keepdims=`` for ``keepdim=`` (both at once: PyTorch's TypeError)."""
+    @functools.wraps(f)
+    def g(*args, keepdims=_MISSING, **kwargs):
+        if keepdims is not _MISSING:
+            if "keepdim" in kwargs:
+                raise TypeError(f"{name}() got an unexpected keyword argument 'keepdims'")
+            kwargs["keepdim"] = keepdims
+        return f(*args, **kwargs)
+    return g
+
+
 def export(*names: str, method: bool = True, function: bool = True):
     """Register a frontend under ``names`` as ``funcgrad.<name>`` and/or ``Tensor.<name>``."""
     def deco(f):
+        if "keepdim" in inspect.signature(f).parameters and names[0] not in _NO_KEEPDIMS:
+            f = _accept_keepdims(f, names[0])
         for n in names:
             if function:
                 FUNCTIONS[n] = f

@@ -111,6 +111,11 @@ def _stack_rnn(x, h0, key, lengths, *weights, nonlinearity, **kw):
 lstm = defop("lstm", _stack_lstm, "MkldnnRnnLayerBackward0")
 gru = defop("gru", _stack_gru, "StackBackward0")
 rnn = defop("rnn", _stack_rnn, "StackBackward0")
+# PyTorch assembles an LSTM's h_n/c_n with ``stack`` of the per-layer states and a bidirectional
+# output with ``cat`` of the two directions, and users print those nodes. The stack op above
+# returns them assembled already; these identity ops give the graph PyTorch's nodes on top.
+rnn_stacked_states = defop("rnn_stacked_states", lambda h: h, "StackBackward0", linear=True)
+rnn_cat_directions = defop("rnn_cat_directions", lambda y: y, "CatBackward0", linear=True)
 
 
 # ---- cells ---------------------------------------------------------------------------------------

@@ -255,6 +255,10 @@ _stack = defop("stack", lambda *xs, dim: jnp.stack(xs, axis=dim), "StackBackward
 @export("cat", "concat", "concatenate", method=False)
 def cat(tensors, dim=0, *, out=None) -> Tensor:
     """Concatenate along an existing dim (1-D empty tensors are skipped, as in PyTorch)."""
+    tensors = list(tensors)
+    for i, t in enumerate(tensors):
+        if t.ndim == 0:
+            raise RuntimeError(f"zero-dimensional tensor (at position {i}) cannot be concatenated")
     tensors = [t for t in tensors if not (t.ndim == 1 and t.shape[0] == 0)] or list(tensors)[:1]
     if not tensors:
         raise RuntimeError("torch.cat(): expected a non-empty list of Tensors")
@@ -428,7 +432,7 @@ def _parse_index(x, index):
                 kind = "slice"
             dim += 1
         else:
-            if isinstance(item, (list, tuple, np.ndarray)):
+            if isinstance(item, (list, tuple, range, np.ndarray)):  # range: x[range(n), target]
                 item = np.asarray(item)
                 if item.dtype == object:
                     raise IndexError("only integers, slices (`:`), ellipsis (`...`), None and long or "
@@ -490,12 +494,30 @@ export("index_put_", function=False)(
 
 
 def _index_put_(self, indices, values, accumulate):
-    if accumulate:
-        from .pointwise import add
-        cur = _getitem_fn(self, tuple(indices))
-        values = add(cur, values)
-    _setitem_method(self, tuple(indices), values)
-    return self
+    indices = tuple(indices)
+    if not accumulate:
+        _setitem_method(self, indices, values)
+        return self
+    # accumulate: every (also repeated) index adds its value, so it is a scatter-add, not x[i] + v
+    for i in indices:
+        if not isinstance(i, Tensor) or i.dtype._kind not in "ib":
+            raise IndexError("tensors used as indices must be long, int, byte or bool tensors")
+    if any(i.dtype.name == "bool" for i in indices):  # a mask: its integer positions (eager only)
+        indices = tuple(t for i in indices for t in (i.nonzero(as_tuple=True) if i.dtype.name == "bool"
+                                                     else (i,)))
+    if not isinstance(values, Tensor):
+        values = Tensor._wrap(jnp.asarray(values, self._value.dtype))
+    self._check_inplace()
+    return self._commit(apply(_index_put_acc, self._snapshot(), values, *indices))
+
+
+def _index_put_acc_fn(x, v, *idx):
+    idx = tuple(jnp.where(i < 0, i + x.shape[k], i) for k, i in enumerate(idx))
+    return x.at[idx].add(v.astype(x.dtype))
+
+
+_index_put_acc = defop("index_put_accumulate", _index_put_acc_fn, "IndexPutBackward0", diff=(0, 1),
+                       linear=True)
 
 
 @export("nonzero")

@@ -158,3 +158,6 @@ __all__ = ["backward", "grad", "no_grad", "enable_grad", "set_grad_enabled", "in
            "is_grad_enabled", "Node", "Function", "once_differentiable", "function", "functional",
            "gradcheck", "gradgradcheck", "GradcheckError", "detect_anomaly", "set_detect_anomaly",
            "is_anomaly_enabled", "is_anomaly_check_nan_enabled", "graph"]
+
+from . import variable as variable  # noqa: E402
+from .variable import Variable as Variable  # noqa: E402  (legacy wrapper)

@@ -66,3 +66,6 @@ from .layers.transformer import (TransformerDecoder as TransformerDecoder,  # no
                                  TransformerEncoderLayer as TransformerEncoderLayer)
 from . import parallel as parallel  # noqa: F401,E402
 from .parallel import DataParallel as DataParallel  # noqa: F401,E402
+from . import modules as modules  # noqa: F401,E402  (torch.nn.modules.* import paths)
+from .layers.normalization import RMSNorm as RMSNorm  # noqa: F401,E402
+from .layers.sparse import EmbeddingBag as EmbeddingBag  # noqa: F401,E402

@@ -478,3 +478,4 @@ _one_hot = jax.jit(lambda v, n: jax.nn.one_hot(v, n, dtype=jnp.int64), static_ar
 # ---- losses, attention, recurrent helpers (their own modules) are re-exported below ----------
 from ._functional_loss import *  # noqa: E402,F401,F403
 from ._functional_attention import *  # noqa: E402,F401,F403
+from ._functional_more import *  # noqa: E402,F401,F403

@@ -230,3 +230,32 @@ class LocalResponseNorm(Module):
 
     def extra_repr(self) -> str:
         return f"{self.size}, alpha={self.alpha}, beta={self.beta}, k={self.k}"
+
+
+class RMSNorm(Module):
+    """Root-mean-square normalisation over the trailing ``normalized_shape`` dims (a ``weight``,
+    no bias; ``eps=None`` is the dtype's machine epsilon, as in PyTorch).
+
+    >>> from funcgrad import nn
+    >>> nn.RMSNorm(4)
+    RMSNorm((4,), eps=None, elementwise_affine=True)
+    """
+
+    def __init__(self, normalized_shape, eps: float | None = None, elementwise_affine: bool = True,
+                 device=None, dtype=None) -> None:
+        super().__init__()
+        if isinstance(normalized_shape, numbers.Integral):
+            normalized_shape = (normalized_shape,)
+        self.normalized_shape = tuple(normalized_shape)
+        self.eps, self.elementwise_affine = eps, elementwise_affine
+        _affine_parameters(self, self.normalized_shape, elementwise_affine, False,
+                           dtype or _dtype.get_default_dtype(), device)
+
+    def reset_parameters(self) -> None:
+        _reset_affine(self, self.elementwise_affine)
+
+    def forward(self, input):
+        return F.rms_norm(input, self.normalized_shape, self.weight, self.eps)
+
+    def extra_repr(self) -> str:
+        return f"{self.normalized_shape}, eps={self.eps}, elementwise_affine={self.elementwise_affine}"

@@ -165,6 +165,11 @@ class RNNBase(Module):
             nl = "tanh" if self.mode == "RNN_TANH" else "relu"
             out, h = apply(_k.rnn, input, h0, key, lens, *w, nonlinearity=nl, **kw)
             hidden = h
+        if out.grad_fn is not None:  # PyTorch's node names for the assembled results
+            if self.bidirectional:
+                out = apply(_k.rnn_cat_directions, out)
+            if self.mode == "LSTM":
+                hidden = tuple(apply(_k.rnn_stacked_states, t) for t in hidden)
         if packed:
             out = _pack_like(out, pk)
             hidden = _permute_hidden(hidden, pk.unsorted_indices)

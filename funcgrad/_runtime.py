@@ -1,0 +1,142 @@
+"""Process-wide runtime switches with PyTorch's names: thread counts, deterministic algorithms,
+float32 matmul precision, the default device.
+
+XLA picks its own CPU thread pool at start-up and its kernels are deterministic, so the thread
+counts and the deterministic flag are recorded (scripts set and read them) without changing how
+XLA runs. The matmul precision and the default device are passed on to JAX.
+"""
+
+from __future__ import annotations
+
+import os
+import warnings
+
+import jax
+
+from ._device import device as _device_cls
+from ._device import jax_device
+
+
+def _cores() -> int:
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:  # not on Linux
+        return os.cpu_count() or 1
+
+
+_state = {"threads": _cores(), "interop": _cores(), "interop_set": False, "det": False,
+          "det_warn": False, "precision": "highest", "device": None}
+
+
+def set_num_threads(n: int) -> None:
+    """Record the intra-op thread count (XLA sizes its pool at start-up: see the module note).
+
+    >>> import funcgrad
+    >>> funcgrad.set_num_threads(2); funcgrad.get_num_threads()
+    2
+    """
+    if not isinstance(n, int) or isinstance(n, bool):
+        raise RuntimeError(f"set_num_threads expects an int, but got {type(n).__name__}")
+    if n <= 0:
+        raise RuntimeError("set_num_threads expects a positive integer")
+    _state["threads"] = n
+
+
+def get_num_threads() -> int:
+    return _state["threads"]
+
+
+def set_num_interop_threads(n: int) -> None:
+    if not isinstance(n, int) or isinstance(n, bool):
+        raise RuntimeError(f"set_num_interop_threads expects an int, but got {type(n).__name__}")
+    if n <= 0:
+        raise RuntimeError("Expected positive number of threads")
+    if _state["interop_set"]:
+        raise RuntimeError("Error: cannot set number of interop threads after parallel work has "
+                           "started or set_num_interop_threads called")
+    _state["interop"], _state["interop_set"] = n, True
+
+
+def get_num_interop_threads() -> int:
+    return _state["interop"]
+
+
+def use_deterministic_algorithms(mode: bool, *, warn_only: bool = False) -> None:
+    """Record the flag; XLA's CPU and GPU kernels used by funcgrad are already deterministic."""
+    if not isinstance(mode, bool):
+        raise TypeError(f"_set_deterministic_algorithms(): argument 'mode' (position 1) must be "
+                        f"bool, not {type(mode).__name__}")
+    _state["det"], _state["det_warn"] = mode, bool(warn_only) and mode
+
+
+def are_deterministic_algorithms_enabled() -> bool:
+    return _state["det"]
+
+
+def is_deterministic_algorithms_warn_only_enabled() -> bool:
+    return _state["det_warn"]
+
+
+def set_deterministic_debug_mode(mode) -> None:
+    names = {"default": 0, "warn": 1, "error": 2}
+    level = names[mode] if isinstance(mode, str) else int(mode)
+    use_deterministic_algorithms(level > 0, warn_only=level == 1)
+
+
+def get_deterministic_debug_mode() -> int:
+    return 0 if not _state["det"] else 1 if _state["det_warn"] else 2
+
+
+_JAX_PRECISION = {"highest": "highest", "high": "high", "medium": "default"}
+
+
+def set_float32_matmul_precision(precision: str) -> None:
+    """``'highest'`` (full float32), ``'high'`` (TF32 / 3-pass bf16), ``'medium'`` (bf16): passed
+    on to JAX as ``jax_default_matmul_precision`` (CPUs always compute in full float32).
+
+    >>> import funcgrad
+    >>> funcgrad.set_float32_matmul_precision("high"); funcgrad.get_float32_matmul_precision()
+    'high'
+    >>> funcgrad.set_float32_matmul_precision("highest")
+    """
+    if precision not in _JAX_PRECISION:
+        warnings.warn(f"{precision} is not one of 'highest', 'high', or 'medium'; the current"
+                      f"setFloat32MatmulPrecision call has no effect.", UserWarning, stacklevel=2)
+        return
+    _state["precision"] = precision
+    jax.config.update("jax_default_matmul_precision", _JAX_PRECISION[precision])
+
+
+def get_float32_matmul_precision() -> str:
+    return _state["precision"]
+
+
+def set_default_device(device) -> None:
+    """Where factories put new tensors (JAX's ``jax_default_device``); ``None`` resets it."""
+    if device is None:
+        _state["device"] = None
+        jax.config.update("jax_default_device", None)
+        return
+    d = _device_cls(device) if not isinstance(device, _device_cls) else device
+    jd = jax_device(d)
+    if d.type != "cpu" and d.index is None:
+        d = _device_cls(d.type, 0)
+    _state["device"] = d
+    jax.config.update("jax_default_device", jd)
+
+
+def get_default_device() -> _device_cls:
+    """>>> import funcgrad; funcgrad.get_default_device()
+    device(type='cpu')
+    """
+    d = _state["device"]
+    if d is not None:
+        return d
+    return _device_cls("cpu") if jax.default_backend() == "cpu" else _device_cls("cuda", 0)
+
+
+__all__ = ["set_num_threads", "get_num_threads", "set_num_interop_threads", "get_num_interop_threads",
+           "use_deterministic_algorithms", "are_deterministic_algorithms_enabled",
+           "is_deterministic_algorithms_warn_only_enabled", "set_deterministic_debug_mode",
+           "get_deterministic_debug_mode", "set_float32_matmul_precision",
+           "get_float32_matmul_precision", "set_default_device", "get_default_device"]

@@ -1,0 +1,8 @@
+"""``torch.nn.modules.linear`` import path: re-exports of funcgrad's layers (defined in ``funcgrad/nn/layers``)."""
+
+from ..layers.linear import Identity as Identity  # noqa: F401
+from ..layers.linear import Linear as Linear  # noqa: F401
+from ..layers.linear import Bilinear as Bilinear  # noqa: F401
+from ..layers.attention import NonDynamicallyQuantizableLinear as NonDynamicallyQuantizableLinear  # noqa: F401
+
+__all__ = ['Identity', 'Linear', 'NonDynamicallyQuantizableLinear', 'Bilinear']
