@@ -1,5 +1,5 @@
-"""The fused backward (autograd/fused.py): a repeated graph runs as one cached XLA program and
-gives exactly the node-by-node engine's results and errors."""
+"""The fused backward (autograd/fused.py): a plain graph runs as one cached XLA program (from its
+first sighting) with the engine's results (to float rounding) and its errors."""
 
 import numpy as np
 import pytest

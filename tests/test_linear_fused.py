@@ -26,7 +26,7 @@ def _data(seed=0):
 def test_gradients_match_jax_first_and_repeated_backward(needs):
     xs, ws, bs = _data()
     gx, gw, gb = _ref(xs, ws, bs)
-    for _ in range(4):  # the first backward runs node by node, later ones fused
+    for _ in range(4):  # the first backward compiles the fused program, later ones replay it
         x, w, b = (funcgrad.tensor(a, dtype=funcgrad.float64, requires_grad=r)
                    for a, r in zip((xs, ws, bs), needs))
         F.linear(x, w, b).tanh().sum().backward()
@@ -45,7 +45,7 @@ def test_graph_is_pytorchs_and_the_transpose_is_never_computed(monkeypatch):
     names = [None if f is None else f.name() for f, _ in out.grad_fn.next_functions]
     assert names == ["AccumulateGrad", None, "TBackward0"]
     assert out.grad_fn.next_functions[2][0].next_functions[0][0].variable is lin.weight
-    out.sum().backward()  # first sighting: the engine, which reads the view
+    out.sum().backward()  # first sighting: compiles the fused program
     calls = []
     real = _tensor._view_kernel
     monkeypatch.setattr(_tensor, "_view_kernel", lambda chain: calls.append(chain) or real(chain))
