@@ -328,11 +328,27 @@ class OpNode(Node):
 def _version_msg(t, expected):
     desc = f"[{t._type_name()} [{', '.join(map(str, t.shape))}]]"
     if t._grad_fn is not None:
-        desc += f", which is output {t._output_nr} of {t._grad_fn.name()},"
+        desc += f", which is output {t._output_nr} of {_short_node_name(t)},"
     return (f"one of the variables needed for gradient computation has been modified by an "
             f"inplace operation: {desc} is at version {t._ver[0]}; expected version {expected} "
             f"instead. Hint: enable anomaly detection to find the operation that failed to "
-            f"compute its gradient, with funcgrad.autograd.set_detect_anomaly(True).")
+            f"compute its gradient, with funcgrad.autograd.set_detect_anomaly(True, check_nan=False).")
+
+
+def _short_node_name(t):
+    """The node name PyTorch's version error prints: its C++ class name, where generated nodes
+    drop ``Backward`` and a trailing overload ``0`` (``MulBackward0`` -> ``Mul``, ``ClampBackward1``
+    -> ``Clamp1``) and the hand-written ones keep their namespace. A modified view's node is the
+    ``AsStridedBackward0`` PyTorch regenerates for it."""
+    if t._viewinfo is not None:
+        return "AsStrided"
+    name = t._grad_fn.name()
+    if name in ("CopySlices", "CopyBackwards"):
+        return "torch::autograd::" + name
+    head, sep, nr = name.rpartition("Backward")
+    if sep and nr.isdigit():
+        return head + ("" if nr == "0" else nr)
+    return name
 
 
 _Tensor = None  # set by _tensor.py (avoids an import cycle)
