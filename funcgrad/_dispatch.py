@@ -199,11 +199,25 @@ def apply(op: Op, *args, **static):
                 if True in mask and _inexact(out, op.diff_outputs):
                     return _record(op, args, out, skey, cast, mask)
                 break
+    elif _state.inference:
+        return _inference_result(op, args, out, skey)
     if op.view and isinstance(args[0], T):
         return T._make_view(args[0], out, op, skey, args[1:])
     if type(out) is tuple:
         return tuple(T._wrap(o) for o in out)
     return T._wrap(out)
+
+
+def _inference_result(op, args, out, skey):
+    """Results computed under ``inference_mode`` are inference tensors: no version counter."""
+    T = _Tensor
+    if op.view and isinstance(args[0], T):
+        res = (T._make_view(args[0], out, op, skey, args[1:]),)
+    else:
+        res = tuple(T._wrap(o) for o in out) if type(out) is tuple else (T._wrap(out),)
+    for t in res:
+        t._ver = None
+    return res if type(out) is tuple else res[0]
 
 
 def _raise_broadcast_error(vals, exc):
@@ -222,6 +236,11 @@ def _raise_broadcast_error(vals, exc):
                                        f"({y}) at non-singleton dimension {d}") from None
 
 
+INFERENCE_SAVED_MSG = (
+    "Inference tensors cannot be saved for backward. Please do not use Tensors created in inference "
+    "mode in computation tracked by autograd. To work around this, you can make a clone to get a "
+    "normal tensor and use it in autograd, or use `funcgrad.no_grad()` instead of "
+    "`funcgrad.inference_mode()`.")
 _INEXACT = frozenset(d.np for d in _dtype.ALL if d._kind in "fc")
 
 
@@ -237,7 +256,10 @@ def _record(op, args, out, skey, cast, mask):
     saved, avals, versions = [], [], []
     if op.diff is None and not op.linear:  # the common case: every input saved as it is
         saved = list(args)
-        versions = [(a, a._ver[0]) for a in args if isinstance(a, _Tensor)]
+        try:
+            versions = [(a, a._ver[0]) for a in args if isinstance(a, _Tensor)]
+        except TypeError:  # an inference tensor (no version counter) cannot be saved
+            raise RuntimeError(INFERENCE_SAVED_MSG) from None
         args_iter = ()
     else:
         args_iter = enumerate(args)
@@ -250,6 +272,8 @@ def _record(op, args, out, skey, cast, mask):
             elif op.diff is not None and i not in op.diff:
                 saved.append(a._value)  # non-differentiable operand (e.g. an index): its value
             else:
+                if a._ver is None:
+                    raise RuntimeError(INFERENCE_SAVED_MSG)
                 saved.append(a)
                 versions.append((a, a._ver[0]))
         else:

@@ -36,6 +36,10 @@ LEAF_FLAG_MSG = "you can only change requires_grad flags of leaf variables."
 LEAF_FLAG_HINT = (" If you want to use a computed variable in a subgraph that doesn't require "
                   "differentiation use var_no_grad = var.detach().")
 LEAF_INPLACE_MSG = "a leaf Variable that requires grad is being used in an in-place operation."
+INFERENCE_INPLACE_MSG = (
+    "Inplace update to inference tensor outside InferenceMode is not allowed.You can make a clone "
+    "to get a normal tensor before doing inplace update.See https://github.com/pytorch/rfcs/pull/17 "
+    "for more details.")
 
 
 class Size(tuple):
@@ -327,7 +331,15 @@ class Tensor:
         return True
 
     def is_inference(self) -> bool:
-        return False
+        """True for tensors made under ``inference_mode`` (they have no version counter)."""
+        return self._ver is None
+
+    @property
+    def _version(self) -> int:
+        """How many in-place changes this tensor's storage has seen (PyTorch's version counter)."""
+        if self._ver is None:
+            raise RuntimeError("Inference tensors do not track version counter.")
+        return self._ver[0]
 
     def get_device(self) -> int:
         d = self.device
@@ -361,6 +373,9 @@ class Tensor:
         flag = bool(flag)
         if self._grad_fn is not None:
             raise RuntimeError(LEAF_FLAG_MSG + ("" if flag else LEAF_FLAG_HINT))
+        if flag and self._ver is None and not _state.inference:
+            raise RuntimeError("Setting requires_grad=True on inference tensor outside InferenceMode "
+                               "is not allowed.")
         if flag and not (self.dtype.is_floating_point or self.dtype.is_complex):
             raise RuntimeError("only Tensors of floating point and complex dtype can require gradients")
         self._requires_grad = flag
@@ -680,6 +695,8 @@ class Tensor:
 
     # ---- in-place machinery ----------------------------------------------------------------
     def _check_inplace(self) -> None:
+        if self._ver is None and not _state.inference:
+            raise RuntimeError(INFERENCE_INPLACE_MSG)
         if _state.enabled and self._requires_grad:
             if self._grad_fn is None and self._viewinfo is None:
                 raise RuntimeError(LEAF_INPLACE_MSG)
@@ -709,7 +726,8 @@ class Tensor:
             from ._ops.shape import expand
             out = expand(out, self.shape)
         self._set_value(out._value)
-        self._ver[0] += 1
+        if self._ver is not None:  # inference tensors have no version counter
+            self._ver[0] += 1
         if out._requires_grad and _state.enabled:
             vi = self._viewinfo
             if vi is not None:

@@ -178,7 +178,10 @@ def linear_2d(input, weight, bias):
     out = k(*vals)
     mask = (bias._requires_grad, input._requires_grad, weight._requires_grad)
     if not (_dispatch._state.enabled and True in mask and _dispatch._inexact(out, None)):
-        return Tensor._wrap(out)
+        r = Tensor._wrap(out)
+        if _dispatch._state.inference:
+            r._ver = None  # an inference tensor, as apply makes them
+        return r
     if weight._requires_grad:
         wt = _dispatch._record(_t, (weight,), None, (), None, (True,))
     else:
