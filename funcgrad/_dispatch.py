@@ -35,15 +35,18 @@ class Op:
         linear: the vjp needs only shapes, not values, so nothing is saved (``add``, ``view``).
         diff_outputs: for tuple-valued fns, which outputs carry gradients.
         view: the result shares storage with input 0 (writes through it reach the base).
+        saves_result: PyTorch's derivative reads the result, so changing the result in place
+            before backward is an error there; its version is recorded and checked here too.
     """
 
     __slots__ = ("name", "fn", "grad_name", "promote", "diff", "linear", "diff_outputs",
-                 "view", "_fwd", "_bwd", "_bwd_ops", "_node_cls", "doc")
+                 "view", "saves_result", "_fwd", "_bwd", "_bwd_ops", "_node_cls", "doc")
 
     def __init__(self, name, fn, grad_name=None, promote="none", diff=None, linear=False,
-                 diff_outputs=None, view=False, doc=None):
+                 diff_outputs=None, view=False, doc=None, saves_result=False):
         self.name, self.fn, self.grad_name, self.promote = name, fn, grad_name, promote
         self.diff, self.linear, self.diff_outputs, self.view = diff, linear, diff_outputs, view
+        self.saves_result = saves_result
         self.doc = doc
         self._fwd, self._bwd, self._bwd_ops = {}, {}, {}
         self._node_cls = node_class(grad_name, OpNode) if grad_name else None
@@ -300,7 +303,22 @@ def _record(op, args, out, skey, cast, mask):
     else:
         t = _Tensor._wrap(out)
     t._set_grad_fn(node, 0)
+    if op.saves_result:  # checked at backward like a saved input (PyTorch saves this output)
+        versions.append((SavedOutput(t._ver, out.shape, out.dtype, op.grad_name), 0))
     return t
+
+
+class SavedOutput:
+    """What the version check needs of a saved output: its version counter, shape and dtype,
+    and the name of the node that made it (not the tensor or node: that would be a cycle)."""
+
+    __slots__ = ("_ver", "shape", "dtype", "node_name")
+
+    def __init__(self, ver, shape, dtype, node_name):
+        self._ver, self.shape, self.dtype, self.node_name = ver, shape, dtype, node_name
+
+    def _type_name(self):
+        return _Tensor._wrap(jnp.zeros((), self.dtype))._type_name()
 
 
 class OpNode(Node):
@@ -351,7 +369,9 @@ class OpNode(Node):
 
 def _version_msg(t, expected):
     desc = f"[{t._type_name()} [{', '.join(map(str, t.shape))}]]"
-    if t._grad_fn is not None:
+    if type(t) is SavedOutput:  # PyTorch names the node that saved it
+        desc += f", which is output 0 of {_short_name(t.node_name)},"
+    elif t._grad_fn is not None:
         desc += f", which is output {t._output_nr} of {_short_node_name(t)},"
     return (f"one of the variables needed for gradient computation has been modified by an "
             f"inplace operation: {desc} is at version {t._ver[0]}; expected version {expected} "
@@ -366,7 +386,10 @@ def _short_node_name(t):
     ``AsStridedBackward0`` PyTorch regenerates for it."""
     if t._viewinfo is not None:
         return "AsStrided"
-    name = t._grad_fn.name()
+    return _short_name(t._grad_fn.name())
+
+
+def _short_name(name):
     if name in ("CopySlices", "CopyBackwards"):
         return "torch::autograd::" + name
     head, sep, nr = name.rpartition("Backward")

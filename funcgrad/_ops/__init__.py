@@ -10,6 +10,7 @@ from . import math, sort  # noqa: F401  (elementwise math; sorting reductions)
 from . import nn  # noqa: F401  (activations, softmax, conv, pool, norm, dropout, embedding)
 from . import special  # noqa: F401  (logit, polygamma, Bessel, ndtr, zeta, frexp…)
 from ._registry import FUNCTIONS, METHODS, OPS, apply, install
+from . import _saved_result  # noqa: F401,E402  (ops whose output is version-checked at backward)
 
 install()
 
