@@ -17,7 +17,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from . import _dispatch, _dtype
+from . import _dispatch, _dtype, _strides
 from ._device import device as _device_cls
 from ._device import from_jax as _from_jax_device
 from ._device import jax_device
@@ -109,10 +109,11 @@ class _View:
     """How a view derives from its base's cell: ``chain`` of (op, static, dynamic-ints) steps,
     and a cache."""
 
-    __slots__ = ("base", "chain", "cache", "gen")
+    __slots__ = ("base", "chain", "cache", "gen", "layout")
 
     def __init__(self, base, chain, cache, gen):
         self.base, self.chain, self.cache, self.gen = base, chain, cache, gen
+        self.layout = None  # (sizes, strides, offset), computed when first asked (_strides.py)
 
 
 _view_kernels: dict = {}
@@ -327,8 +328,43 @@ class Tensor:
     def is_complex(self) -> bool:
         return self.dtype.is_complex
 
+    def _layout(self):
+        """(sizes, strides, storage offset) as PyTorch would have them (``_strides.py``)."""
+        vi = self._viewinfo
+        if vi is None:
+            shape = self._value.shape
+            return shape, _strides.contiguous_strides(shape), 0
+        if vi.layout is None:
+            vi.layout = _strides.of_chain(self._cell.value.shape, vi.chain)
+        return vi.layout
+
+    def stride(self, dim: int | None = None):
+        """Elements to step in storage per index of each dim (PyTorch's strides of this view).
+
+        >>> import funcgrad
+        >>> x = funcgrad.zeros(2, 3)
+        >>> x.stride(), x.t().stride(), x[:, ::2].stride(1)
+        ((3, 1), (1, 3), 2)
+        """
+        st = self._layout()[1]
+        return st if dim is None else st[_wrap_dim(dim, len(st))]
+
+    def storage_offset(self) -> int:
+        """Where this view starts in its base's storage, in elements."""
+        return self._layout()[2]
+
     def is_contiguous(self, memory_format=None) -> bool:
-        return True
+        """Whether the elements lie in storage in row-major order without gaps (PyTorch's rule).
+
+        >>> import funcgrad
+        >>> x = funcgrad.zeros(2, 3)
+        >>> x.is_contiguous(), x.t().is_contiguous(), x.t().contiguous().is_contiguous()
+        (True, False, True)
+        """
+        if self._viewinfo is None:
+            return True
+        sz, st, _ = self._layout()
+        return _strides.is_contiguous(sz, st)
 
     def is_inference(self) -> bool:
         """True for tensors made under ``inference_mode`` (they have no version counter)."""
@@ -663,7 +699,10 @@ class Tensor:
         return self.to(other.dtype)
 
     def contiguous(self, memory_format=None) -> "Tensor":
-        return self
+        """``self`` if contiguous, else a contiguous copy (``CloneBackward0``), as PyTorch."""
+        if self.is_contiguous():
+            return self
+        return self.clone()
 
     def pin_memory(self) -> "Tensor":
         return self

@@ -8,6 +8,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from .. import _strides
 from .._tensor import Size, _wrap_dim
 from ._registry import Tensor, apply, defop, export, inplace_method
 
@@ -68,18 +69,48 @@ def view(self, *shape) -> Tensor:
     """
     if len(shape) == 1 and not isinstance(shape[0], (int, tuple, list, Size)):
         return self.to(shape[0])  # view(dtype): reinterpretation is not supported, cast instead
-    return apply(_view, self, shape=_infer_shape(_shape_arg(shape), self.numel()))
+    shape = _infer_shape(_shape_arg(shape), self.numel())
+    if self._viewinfo is not None and not _viewable(self, shape):
+        raise RuntimeError(_strides.VIEW_ERROR)
+    return apply(_view, self, shape=shape)
+
+
+def _viewable(t, shape) -> bool:
+    """Whether PyTorch can view ``t`` (a view, with its strides) as ``shape`` without a copy."""
+    sz, st, _ = t._layout()
+    if any(_is_symbolic(d) for d in sz + tuple(shape)):
+        return True  # jax.export's symbolic batch dim: no strides to reason about
+    return _strides.compute_stride(sz, st, shape) is not None
+
+
+_unsafe_view = defop("unsafe_view", lambda x, shape: jnp.reshape(x, shape), "UnsafeViewBackward0",
+                     linear=True)
 
 
 @export("reshape")
 def reshape(input, *shape) -> Tensor:
-    """Same as ``view`` (XLA arrays are always contiguous); node ``ViewBackward0``."""
-    return apply(_view, input, shape=_infer_shape(_shape_arg(shape), input.numel()))
+    """A view with another shape when PyTorch's strides allow one (``ViewBackward0``), else a
+    copy (``CloneBackward0`` then ``UnsafeViewBackward0``), as PyTorch.
+
+    >>> import funcgrad
+    >>> x = funcgrad.zeros(2, 3)
+    >>> x.reshape(3, 2).is_contiguous(), x.t().reshape(6).is_contiguous()
+    (True, True)
+    """
+    shape = _infer_shape(_shape_arg(shape), input.numel())
+    if input._viewinfo is None or _viewable(input, shape):
+        return apply(_view, input, shape=shape)
+    return apply(_unsafe_view, clone(input), shape=shape)
 
 
-@export("view_as", "reshape_as", function=False)
+@export("view_as", function=False)
 def view_as(self, other) -> Tensor:
     return view(self, other.shape)
+
+
+@export("reshape_as", function=False)
+def reshape_as(self, other) -> Tensor:
+    return reshape(self, other.shape)
 
 
 @export("transpose", "swapaxes", "swapdims")
