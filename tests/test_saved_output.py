@@ -82,3 +82,27 @@ def test_unmodified_output_backward_still_works(key):
     x = (lib.rand(3, 4, dtype=lib.float64) + 0.5).requires_grad_()
     ROWS[key](lib, x).sum().backward()
     assert x.grad is not None
+
+
+INPLACE = {  # an in-place op on a non-leaf that requires grad, from a source that does not
+    "copy_": lambda lib, y: y.copy_(lib.zeros(2, 3, dtype=y.dtype)),
+    "copy_ broadcast": lambda lib, y: y.copy_(lib.ones(3, dtype=y.dtype)),
+    "zero_": lambda lib, y: y.zero_(),
+    "fill_": lambda lib, y: y.fill_(2.0),
+    "setitem": lambda lib, y: y.__setitem__(0, 5.0),
+}
+
+
+@pytest.mark.torch
+@pytest.mark.parametrize("key", list(INPLACE))
+def test_inplace_rebase_gradient_matches_torch(key):
+    """The overwritten elements get no gradient: the tensor's node is rebased as in PyTorch."""
+    torch = pytest.importorskip("torch")
+
+    def run(lib):
+        x = lib.ones(2, 3, dtype=lib.float64, requires_grad=True)
+        y = x * 3
+        INPLACE[key](lib, y)
+        (y * y).sum().backward()
+        return x.grad.tolist()
+    assert run(funcgrad) == run(torch)

@@ -242,8 +242,10 @@ def to_device(x: Tensor, device) -> Tensor:
 
 
 # ---- copy_ / zero_ / fill_ ---------------------------------------------------------------------
+# dst is differentiable too (its gradient is zero), so copy_ into a tensor that requires grad
+# rebases it onto CopyBackwards even from a source that does not, as PyTorch
 _copy = defop("copy", lambda dst, src: jnp.broadcast_to(jnp.asarray(src, dst.dtype), dst.shape),
-              "CopyBackwards", diff=(1,), linear=True)
+              "CopyBackwards", linear=True)
 _zero = defop("zero", lambda x: jnp.zeros_like(x), "ZeroBackward0", linear=True)
 _fill = defop("fill", lambda x, v: jnp.full_like(x, v), "FillBackward0", diff=(0,), linear=True)
 _fill_t = defop("fill_tensor", lambda x, v: jnp.broadcast_to(v.astype(x.dtype), x.shape),
