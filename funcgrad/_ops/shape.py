@@ -494,10 +494,23 @@ def _parse_index(x, index):
                 continue
             if not jnp.issubdtype(v.dtype, jnp.integer):
                 raise IndexError("tensors used as indices must be long, int, byte or bool tensors")
+            _check_index_bounds(v, shape[dim], template.count("T"))
             template.append("T")
             arrays.append(v)
             dim += 1
     return tuple(template), arrays, basic, kind
+
+
+def _check_index_bounds(v, size, nr) -> None:
+    """PyTorch's error for an out-of-range index tensor (XLA would clamp it silently); it counts
+    the dimension among the tensor indices only. Traced indices cannot be checked."""
+    from .._tensor import _is_tracer
+    if _is_tracer(v) or not v.size:
+        return
+    a = np.asarray(v).ravel()
+    bad = np.flatnonzero((a < -size) | (a >= size))
+    if bad.size:
+        raise IndexError(f"index {a[bad[0]]} is out of bounds for dimension {nr} with size {size}")
 
 
 def _getitem_fn(self, index) -> Tensor:
