@@ -11,6 +11,7 @@ The frontends (argument checks, PyTorch's messages) live in ``funcgrad/nn/_funct
 
 from __future__ import annotations
 
+import collections
 import math
 
 import jax
@@ -266,7 +267,7 @@ def cross_entropy_indices(x, t, w, reduction, ignore_index):
         if _dispatch._state.inference:
             out._ver = None  # an inference tensor, as apply makes them
         return out
-    aval = jax.ShapeDtypeStruct(vals[0].shape, vals[0].dtype if cast is None else cast.np)
+    aval = _Aval(vals[0].shape, vals[0].dtype if cast is None else cast.np)
     lp = _dispatch._record(_log_softmax, (x,), aval, _DIM1, cast, (True,))
     lazy = Tensor._make_view(x, aval, _log_softmax, _DIM1)
     lp._cell, lp._viewinfo = lazy._cell, lazy._viewinfo  # the shape is all nll_loss's node reads
@@ -277,3 +278,4 @@ def cross_entropy_indices(x, t, w, reduction, ignore_index):
 
 
 _DIM1 = (("dim", 1),)
+_Aval = collections.namedtuple("_Aval", "shape dtype")  # cheaper than jax.ShapeDtypeStruct
