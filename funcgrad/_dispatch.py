@@ -35,15 +35,18 @@ class Op:
         linear: the vjp needs only shapes, not values, so nothing is saved (``add``, ``view``).
         diff_outputs: for tuple-valued fns, which outputs carry gradients.
         view: the result shares storage with input 0 (writes through it reach the base).
+        saves_result: PyTorch's derivative reads the result, so changing the result in place
+            before backward is an error there; its version is recorded and checked here too.
     """
 
     __slots__ = ("name", "fn", "grad_name", "promote", "diff", "linear", "diff_outputs",
-                 "view", "_fwd", "_bwd", "_bwd_ops", "_node_cls", "doc")
+                 "view", "saves_result", "_fwd", "_bwd", "_bwd_ops", "_node_cls", "doc")
 
     def __init__(self, name, fn, grad_name=None, promote="none", diff=None, linear=False,
-                 diff_outputs=None, view=False, doc=None):
+                 diff_outputs=None, view=False, doc=None, saves_result=False):
         self.name, self.fn, self.grad_name, self.promote = name, fn, grad_name, promote
         self.diff, self.linear, self.diff_outputs, self.view = diff, linear, diff_outputs, view
+        self.saves_result = saves_result
         self.doc = doc
         self._fwd, self._bwd, self._bwd_ops = {}, {}, {}
         self._node_cls = node_class(grad_name, OpNode) if grad_name else None
@@ -204,11 +207,25 @@ def apply(op: Op, *args, **static):
                 if True in mask and _inexact(out, op.diff_outputs):
                     return _record(op, args, out, skey, cast, mask)
                 break
+    elif _state.inference:
+        return _inference_result(op, args, out, skey)
     if op.view and isinstance(args[0], T):
         return T._make_view(args[0], out, op, skey, args[1:])
     if type(out) is tuple:
         return tuple(T._wrap(o) for o in out)
     return T._wrap(out)
+
+
+def _inference_result(op, args, out, skey):
+    """Results computed under ``inference_mode`` are inference tensors: no version counter."""
+    T = _Tensor
+    if op.view and isinstance(args[0], T):
+        res = (T._make_view(args[0], out, op, skey, args[1:]),)
+    else:
+        res = tuple(T._wrap(o) for o in out) if type(out) is tuple else (T._wrap(out),)
+    for t in res:
+        t._ver = None
+    return res if type(out) is tuple else res[0]
 
 
 def _raise_broadcast_error(vals, exc):
@@ -227,6 +244,11 @@ def _raise_broadcast_error(vals, exc):
                                        f"({y}) at non-singleton dimension {d}") from None
 
 
+INFERENCE_SAVED_MSG = (
+    "Inference tensors cannot be saved for backward. Please do not use Tensors created in inference "
+    "mode in computation tracked by autograd. To work around this, you can make a clone to get a "
+    "normal tensor and use it in autograd, or use `funcgrad.no_grad()` instead of "
+    "`funcgrad.inference_mode()`.")
 _INEXACT = frozenset(d.np for d in _dtype.ALL if d._kind in "fc")
 
 
@@ -242,7 +264,10 @@ def _record(op, args, out, skey, cast, mask):
     saved, avals, versions = [], [], []
     if op.diff is None and not op.linear:  # the common case: every input saved as it is
         saved = list(args)
-        versions = [(a, a._ver[0]) for a in args if isinstance(a, _Tensor)]
+        try:
+            versions = [(a, a._ver[0]) for a in args if isinstance(a, _Tensor)]
+        except TypeError:  # an inference tensor (no version counter) cannot be saved
+            raise RuntimeError(INFERENCE_SAVED_MSG) from None
         args_iter = ()
     else:
         args_iter = enumerate(args)
@@ -255,6 +280,8 @@ def _record(op, args, out, skey, cast, mask):
             elif op.diff is not None and i not in op.diff:
                 saved.append(a._value)  # non-differentiable operand (e.g. an index): its value
             else:
+                if a._ver is None:
+                    raise RuntimeError(INFERENCE_SAVED_MSG)
                 saved.append(a)
                 versions.append((a, a._ver[0]))
         else:
@@ -281,7 +308,22 @@ def _record(op, args, out, skey, cast, mask):
     else:
         t = _Tensor._wrap(out)
     t._set_grad_fn(node, 0)
+    if op.saves_result:  # checked at backward like a saved input (PyTorch saves this output)
+        versions.append((SavedOutput(t._ver, out.shape, out.dtype, op.grad_name), 0))
     return t
+
+
+class SavedOutput:
+    """What the version check needs of a saved output: its version counter, shape and dtype,
+    and the name of the node that made it (not the tensor or node: that would be a cycle)."""
+
+    __slots__ = ("_ver", "shape", "dtype", "node_name")
+
+    def __init__(self, ver, shape, dtype, node_name):
+        self._ver, self.shape, self.dtype, self.node_name = ver, shape, dtype, node_name
+
+    def _type_name(self):
+        return _Tensor._wrap(jnp.zeros((), self.dtype))._type_name()
 
 
 class OpNode(Node):
@@ -332,12 +374,33 @@ class OpNode(Node):
 
 def _version_msg(t, expected):
     desc = f"[{t._type_name()} [{', '.join(map(str, t.shape))}]]"
-    if t._grad_fn is not None:
-        desc += f", which is output {t._output_nr} of {t._grad_fn.name()},"
+    if type(t) is SavedOutput:  # PyTorch names the node that saved it
+        desc += f", which is output 0 of {_short_name(t.node_name)},"
+    elif t._grad_fn is not None:
+        desc += f", which is output {t._output_nr} of {_short_node_name(t)},"
     return (f"one of the variables needed for gradient computation has been modified by an "
             f"inplace operation: {desc} is at version {t._ver[0]}; expected version {expected} "
             f"instead. Hint: enable anomaly detection to find the operation that failed to "
-            f"compute its gradient, with funcgrad.autograd.set_detect_anomaly(True).")
+            f"compute its gradient, with funcgrad.autograd.set_detect_anomaly(True, check_nan=False).")
+
+
+def _short_node_name(t):
+    """The node name PyTorch's version error prints: its C++ class name, where generated nodes
+    drop ``Backward`` and a trailing overload ``0`` (``MulBackward0`` -> ``Mul``, ``ClampBackward1``
+    -> ``Clamp1``) and the hand-written ones keep their namespace. A modified view's node is the
+    ``AsStridedBackward0`` PyTorch regenerates for it."""
+    if t._viewinfo is not None:
+        return "AsStrided"
+    return _short_name(t._grad_fn.name())
+
+
+def _short_name(name):
+    if name in ("CopySlices", "CopyBackwards"):
+        return "torch::autograd::" + name
+    head, sep, nr = name.rpartition("Backward")
+    if sep and nr.isdigit():
+        return head + ("" if nr == "0" else nr)
+    return name
 
 
 _Tensor = None  # set by _tensor.py (avoids an import cycle)

@@ -12,6 +12,7 @@ from . import _dtype, _numpy_share
 from ._random import _multinomial, _sample
 from ._device import jax_device
 from ._tensor import Size, Tensor
+from .autograd.grad_mode import _state as _inference_mode
 
 
 def _finish(value, requires_grad=False, device=None) -> Tensor:
@@ -20,6 +21,8 @@ def _finish(value, requires_grad=False, device=None) -> Tensor:
         if not isinstance(value, jax.core.Tracer) and jd not in value.devices():
             value = jax.device_put(value, jd)
     t = Tensor._wrap(value)
+    if _inference_mode.inference:  # made under inference_mode: an inference tensor
+        t._ver = None
     if requires_grad:
         if not (t.dtype.is_floating_point or t.dtype.is_complex):  # factories' capitalised wording
             raise RuntimeError("Only Tensors of floating point and complex dtype can require gradients")

@@ -17,7 +17,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from . import _dispatch, _dtype
+from . import _dispatch, _dtype, _strides
 from ._device import device as _device_cls
 from ._device import from_jax as _from_jax_device
 from ._device import jax_device
@@ -38,6 +38,10 @@ LEAF_FLAG_MSG = "you can only change requires_grad flags of leaf variables."
 LEAF_FLAG_HINT = (" If you want to use a computed variable in a subgraph that doesn't require "
                   "differentiation use var_no_grad = var.detach().")
 LEAF_INPLACE_MSG = "a leaf Variable that requires grad is being used in an in-place operation."
+INFERENCE_INPLACE_MSG = (
+    "Inplace update to inference tensor outside InferenceMode is not allowed.You can make a clone "
+    "to get a normal tensor before doing inplace update.See https://github.com/pytorch/rfcs/pull/17 "
+    "for more details.")
 
 
 class Size(tuple):
@@ -107,10 +111,11 @@ class _View:
     """How a view derives from its base's cell: ``chain`` of (op, static, dynamic-ints) steps,
     and a cache."""
 
-    __slots__ = ("base", "chain", "cache", "gen")
+    __slots__ = ("base", "chain", "cache", "gen", "layout")
 
     def __init__(self, base, chain, cache, gen):
         self.base, self.chain, self.cache, self.gen = base, chain, cache, gen
+        self.layout = None  # (sizes, strides, offset), computed when first asked (_strides.py)
 
 
 _view_kernels: dict = {}
@@ -319,11 +324,54 @@ class Tensor:
     def is_complex(self) -> bool:
         return self.dtype.is_complex
 
+    def _layout(self):
+        """(sizes, strides, storage offset) as PyTorch would have them (``_strides.py``)."""
+        vi = self._viewinfo
+        if vi is None:
+            shape = self._value.shape
+            return shape, _strides.contiguous_strides(shape), 0
+        if vi.layout is None:
+            vi.layout = _strides.of_chain(self._cell.value.shape, vi.chain)
+        return vi.layout
+
+    def stride(self, dim: int | None = None):
+        """Elements to step in storage per index of each dim (PyTorch's strides of this view).
+
+        >>> import funcgrad
+        >>> x = funcgrad.zeros(2, 3)
+        >>> x.stride(), x.t().stride(), x[:, ::2].stride(1)
+        ((3, 1), (1, 3), 2)
+        """
+        st = self._layout()[1]
+        return st if dim is None else st[_wrap_dim(dim, len(st))]
+
+    def storage_offset(self) -> int:
+        """Where this view starts in its base's storage, in elements."""
+        return self._layout()[2]
+
     def is_contiguous(self, memory_format=None) -> bool:
-        return True
+        """Whether the elements lie in storage in row-major order without gaps (PyTorch's rule).
+
+        >>> import funcgrad
+        >>> x = funcgrad.zeros(2, 3)
+        >>> x.is_contiguous(), x.t().is_contiguous(), x.t().contiguous().is_contiguous()
+        (True, False, True)
+        """
+        if self._viewinfo is None:
+            return True
+        sz, st, _ = self._layout()
+        return _strides.is_contiguous(sz, st)
 
     def is_inference(self) -> bool:
-        return False
+        """True for tensors made under ``inference_mode`` (they have no version counter)."""
+        return self._ver is None
+
+    @property
+    def _version(self) -> int:
+        """How many in-place changes this tensor's storage has seen (PyTorch's version counter)."""
+        if self._ver is None:
+            raise RuntimeError("Inference tensors do not track version counter.")
+        return self._ver[0]
 
     def get_device(self) -> int:
         d = self.device
@@ -349,6 +397,9 @@ class Tensor:
         flag = bool(flag)
         if self._grad_fn is not None:
             raise RuntimeError(LEAF_FLAG_MSG + ("" if flag else LEAF_FLAG_HINT))
+        if flag and self._ver is None and not _state.inference:
+            raise RuntimeError("Setting requires_grad=True on inference tensor outside InferenceMode "
+                               "is not allowed.")
         if flag and not (self.dtype.is_floating_point or self.dtype.is_complex):
             raise RuntimeError("only Tensors of floating point and complex dtype can require gradients")
         self._requires_grad = flag
@@ -636,7 +687,10 @@ class Tensor:
         return self.to(other.dtype)
 
     def contiguous(self, memory_format=None) -> "Tensor":
-        return self
+        """``self`` if contiguous, else a contiguous copy (``CloneBackward0``), as PyTorch."""
+        if self.is_contiguous():
+            return self
+        return self.clone()
 
     def pin_memory(self) -> "Tensor":
         return self
@@ -669,6 +723,8 @@ class Tensor:
 
     # ---- in-place machinery ----------------------------------------------------------------
     def _check_inplace(self) -> None:
+        if self._ver is None and not _state.inference:
+            raise RuntimeError(INFERENCE_INPLACE_MSG)
         if _state.enabled and self._requires_grad:
             if self._grad_fn is None and self._viewinfo is None:
                 raise RuntimeError(LEAF_INPLACE_MSG)
@@ -698,7 +754,8 @@ class Tensor:
             from ._ops.shape import expand
             out = expand(out, self.shape)
         self._set_value(out._value)
-        self._ver[0] += 1
+        if self._ver is not None:  # inference tensors have no version counter
+            self._ver[0] += 1
         if out._requires_grad and _state.enabled:
             vi = self._viewinfo
             if vi is not None:

@@ -90,7 +90,7 @@ def test_double_backward_and_retain_graph():
 def test_shape_and_dtype_errors_are_pytorchs():
     with pytest.raises(RuntimeError, match=r"mat1 and mat2 shapes cannot be multiplied \(2x4 and 5x3\)"):
         F.linear(funcgrad.randn(2, 4), funcgrad.randn(3, 5), funcgrad.randn(3))
-    with pytest.raises(RuntimeError, match="mat1 and mat2 must have the same dtype"):
+    with pytest.raises(RuntimeError, match="self and mat2 must have the same dtype, but got Float and Double"):
         F.linear(funcgrad.randn(2, 4), funcgrad.randn(3, 4, dtype=funcgrad.float64), funcgrad.randn(3))
 
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import math
+
 import jax
 import jax.numpy as jnp
 
@@ -33,9 +35,15 @@ def matmul(input, other, *, out=None) -> Tensor:
     a, b = input.ndim, other.ndim
     if a == 0 or b == 0:
         raise RuntimeError(f"both arguments to matmul need to be at least 1D, but they are {a}D and {b}D")
+    if a == 1 and b == 1 and input.dtype is not other.dtype:  # dot checks dtypes before sizes
+        _dtype_mismatch(input, other)
     ka = input.shape[-1]
     kb = other.shape[0] if b == 1 else other.shape[-2]
     if ka != kb:
+        if b > 2:  # the batched case runs as bmm on the broadcast batch
+            batch = math.prod(jnp.broadcast_shapes(tuple(input.shape[:-2]), tuple(other.shape[:-2])))
+            raise RuntimeError(f"Expected size for first two dimensions of batch2 tensor to be: "
+                               f"[{batch}, {ka}] but got: [{batch}, {kb}].")
         if a == 1 and b == 1:
             raise RuntimeError(f"inconsistent tensor size, expected tensor [{ka}] and src [{kb}] to have "
                                f"the same number of elements, but got {ka} and {kb} elements respectively")
@@ -44,9 +52,41 @@ def matmul(input, other, *, out=None) -> Tensor:
                                f"vec ({kb})")
         raise RuntimeError(f"mat1 and mat2 shapes cannot be multiplied ({_shape_str(input.reshape(-1, ka))} "
                            f"and {kb}x{other.shape[-1] if b > 1 else 1})")
+    if input.dtype is not other.dtype and _dispatch._amp_hook[0] is None:  # PyTorch does not promote
+        # in products (under autocast the operands are cast to one dtype first)
+        _dtype_mismatch(input, other)
     op = {(2, 2): _mm, (1, 1): _dot, (2, 1): _mv, (1, 2): _vm}.get((a, b), _matmul)
     r = apply(op, input, other)
     return r if out is None else out.copy_(r)
+
+
+def _dtype_mismatch(input, other):
+    """PyTorch's error for ``input @ other`` of two dtypes: the kernel the product lowers to
+    (dot, addmv, mm, or bmm for the batched case) words it."""
+    from .._tensor import _dtype_cname
+    a, b = input.ndim, other.ndim
+    if a == 1 and b == 1:
+        raise RuntimeError(f"dot : expected both vectors to have same dtype, but found "
+                           f"{_scalar_name(input)} and {_scalar_name(other)}")
+    if b == 1:  # addmv's result takes the vector's dtype
+        raise RuntimeError(f"addmv input tensors must have the same dtype, but got {_scalar_name(other)}, "
+                           f"{_scalar_name(input)}, and {_scalar_name(other)}")
+    if b == 2:
+        raise RuntimeError(f"expected m1 and m2 to have the same dtype, but got: "
+                           f"{_dtype_cname(input.dtype)} != {_dtype_cname(other.dtype)}")
+    raise RuntimeError(f"expected scalar type {_scalar_name(input)} but found {_scalar_name(other)}")
+
+
+def check_addmm_dtypes(input, mat1, mat2):
+    """addmm's dtype checks, in PyTorch's order (before any size check); none under autocast."""
+    if _dispatch._amp_hook[0] is not None:
+        return
+    if input.dtype is not mat2.dtype:
+        raise RuntimeError(f"self and mat2 must have the same dtype, but got {_scalar_name(input)} and "
+                           f"{_scalar_name(mat2)}")
+    if mat1.dtype is not mat2.dtype:
+        raise RuntimeError(f"mat1 and mat2 must have the same dtype, but got {_scalar_name(mat1)} and "
+                           f"{_scalar_name(mat2)}")
 
 
 @export("__rmatmul__", function=False)
@@ -68,6 +108,8 @@ def bmm(input, mat2, *, out=None) -> Tensor:
     if input.shape[0] != mat2.shape[0] or input.shape[2] != mat2.shape[1]:
         raise RuntimeError(f"Expected size for first two dimensions of batch2 tensor to be: "
                            f"[{input.shape[0]}, {input.shape[2]}] but got: [{mat2.shape[0]}, {mat2.shape[1]}].")
+    if input.dtype is not mat2.dtype and _dispatch._amp_hook[0] is None:
+        _dtype_mismatch(input, mat2)
     r = apply(_bmm, input, mat2)
     return r if out is None else out.copy_(r)
 
@@ -180,7 +222,10 @@ def linear_2d(input, weight, bias):
     out = k(*vals)
     mask = (bias._requires_grad, input._requires_grad, weight._requires_grad)
     if not (_dispatch._state.enabled and True in mask and _dispatch._inexact(out, None)):
-        return Tensor._wrap(out)
+        r = Tensor._wrap(out)
+        if _dispatch._state.inference:
+            r._ver = None  # an inference tensor, as apply makes them
+        return r
     if weight._requires_grad:
         wt = _dispatch._record(_t, (weight,), None, (), None, (True,))
     else:
@@ -192,6 +237,7 @@ def linear_2d(input, weight, bias):
 @export("addmm")
 def addmm(input, mat1, mat2, *, beta=1, alpha=1, out=None) -> Tensor:
     """``beta * input + alpha * (mat1 @ mat2)`` (``AddmmBackward0``, the node of ``nn.Linear``)."""
+    check_addmm_dtypes(input, mat1, mat2)
     if mat1.ndim != 2 or mat2.ndim != 2:
         raise RuntimeError(f"mat1 must be a matrix, got {mat1.ndim}-D tensor" if mat1.ndim != 2
                            else f"mat2 must be a matrix, got {mat2.ndim}-D tensor")
@@ -209,6 +255,9 @@ def addmv(input, mat, vec, *, beta=1, alpha=1, out=None) -> Tensor:
     if mat.shape[1] != vec.shape[0]:
         raise RuntimeError(f"size mismatch, got input ({mat.shape[0]}), mat ({mat.shape[0]}x{mat.shape[1]}), "
                            f"vec ({vec.shape[0]})")
+    if not input.dtype is mat.dtype is vec.dtype:
+        raise RuntimeError(f"addmv input tensors must have the same dtype, but got {_scalar_name(input)}, "
+                           f"{_scalar_name(mat)}, and {_scalar_name(vec)}")
     return _add_product("addmv", input, mat, vec, beta, alpha, out)
 
 

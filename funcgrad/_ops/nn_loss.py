@@ -11,12 +11,15 @@ The frontends (argument checks, PyTorch's messages) live in ``funcgrad/nn/_funct
 
 from __future__ import annotations
 
+import collections
 import math
 
 import jax
 import jax.numpy as jnp
 
-from ._registry import defop
+from .. import _dispatch
+from ._registry import Tensor, defop
+from .nn import _log_softmax
 
 
 def _reduce(x, reduction):
@@ -140,9 +143,9 @@ def _cross_entropy_prob(x, p, w, *, reduction, label_smoothing):
     return -jnp.sum(prod, axis=1)
 
 
-nll_loss = defop("nll_loss", _nll, "NllLossBackward0", diff=(0,))
-# One fused kernel (log_softmax + nll) instead of PyTorch's two nodes; named like its root node.
-cross_entropy = defop("cross_entropy", _cross_entropy, "NllLossBackward0", diff=(0,))
+nll_loss = defop("nll_loss", _nll, "NllLossBackward0", diff=(0,), linear=True)  # linear in logp
+# cross_entropy on class indices is log_softmax then nll_loss (PyTorch's two nodes); with label
+# smoothing one kernel, named like PyTorch's root node.
 cross_entropy_smooth = defop("cross_entropy_smooth", _cross_entropy, "AddBackward0", diff=(0,))
 cross_entropy_prob = defop("cross_entropy_prob", _cross_entropy_prob, "NegBackward0",
                            promote="binary", diff=(0, 1))
@@ -235,3 +238,44 @@ margin_ranking_loss = defop("margin_ranking_loss", _margin_ranking, "ClampMinBac
 triplet_margin_loss = defop("triplet_margin_loss", _triplet, "ClampMinBackward0")
 gaussian_nll_loss = defop("gaussian_nll_loss", _gaussian_nll, "MulBackward0", promote="binary")
 poisson_nll_loss = defop("poisson_nll_loss", _poisson_nll, "SubBackward0", promote="binary")
+
+
+_ce_kernels: dict = {}
+
+
+def cross_entropy_indices(x, t, w, reduction, ignore_index):
+    """``nll_loss(log_softmax(x, 1), t, w)`` with PyTorch's two nodes (``NllLossBackward0`` over
+    ``LogSoftmaxBackward0``) from ONE forward kernel that returns only the loss.
+
+    ``nll_loss`` is linear in the log-probabilities, so its node saves only their shape and
+    nothing ever needs their value: the intermediate tensor is a lazy view of ``x`` through
+    ``log_softmax`` (computed only if something reads it, as ``linear_2d``'s ``weight.t()``),
+    which spares the forward a second output array. The fused backward replays both vjps.
+    """
+    args = (x, t, w)
+    vals = [a._value if isinstance(a, Tensor) else a for a in args]
+    cast = _dispatch.result_dtype(_log_softmax, (x,), vals[:1])
+    key = (reduction, ignore_index, cast)
+    k = _ce_kernels.get(key)
+    if k is None:
+        ls = _log_softmax.traced(_DIM1, cast, 1)
+        k = _ce_kernels[key] = jax.jit(
+            lambda x, t, w: _nll(ls(x), t, w, reduction=reduction, ignore_index=ignore_index))
+    loss = k(*vals)
+    if not (_dispatch._state.enabled and isinstance(x, Tensor) and x._requires_grad):
+        out = Tensor._wrap(loss)
+        if _dispatch._state.inference:
+            out._ver = None  # an inference tensor, as apply makes them
+        return out
+    aval = _Aval(vals[0].shape, vals[0].dtype if cast is None else cast.np)
+    lp = _dispatch._record(_log_softmax, (x,), aval, _DIM1, cast, (True,))
+    lazy = Tensor._make_view(x, aval, _log_softmax, _DIM1)
+    lp._cell, lp._viewinfo = lazy._cell, lazy._viewinfo  # the shape is all nll_loss's node reads
+    out = _dispatch._record(nll_loss, (lp, t, w), loss, (("reduction", reduction),
+                            ("ignore_index", ignore_index)), None, (True, False, False))
+    lp._viewinfo.cache, lp._viewinfo.gen = None, -1  # the value: from x, if ever read
+    return out
+
+
+_DIM1 = (("dim", 1),)
+_Aval = collections.namedtuple("_Aval", "shape dtype")  # cheaper than jax.ShapeDtypeStruct

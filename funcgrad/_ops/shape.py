@@ -8,6 +8,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from .. import _strides
 from .._tensor import Size, _wrap_dim
 from ._registry import Tensor, apply, defop, export, inplace_method
 
@@ -68,18 +69,48 @@ def view(self, *shape) -> Tensor:
     """
     if len(shape) == 1 and not isinstance(shape[0], (int, tuple, list, Size)):
         return self.to(shape[0])  # view(dtype): reinterpretation is not supported, cast instead
-    return apply(_view, self, shape=_infer_shape(_shape_arg(shape), self.numel()))
+    shape = _infer_shape(_shape_arg(shape), self.numel())
+    if self._viewinfo is not None and not _viewable(self, shape):
+        raise RuntimeError(_strides.VIEW_ERROR)
+    return apply(_view, self, shape=shape)
+
+
+def _viewable(t, shape) -> bool:
+    """Whether PyTorch can view ``t`` (a view, with its strides) as ``shape`` without a copy."""
+    sz, st, _ = t._layout()
+    if any(_is_symbolic(d) for d in sz + tuple(shape)):
+        return True  # jax.export's symbolic batch dim: no strides to reason about
+    return _strides.compute_stride(sz, st, shape) is not None
+
+
+_unsafe_view = defop("unsafe_view", lambda x, shape: jnp.reshape(x, shape), "UnsafeViewBackward0",
+                     linear=True)
 
 
 @export("reshape")
 def reshape(input, *shape) -> Tensor:
-    """Same as ``view`` (XLA arrays are always contiguous); node ``ViewBackward0``."""
-    return apply(_view, input, shape=_infer_shape(_shape_arg(shape), input.numel()))
+    """A view with another shape when PyTorch's strides allow one (``ViewBackward0``), else a
+    copy (``CloneBackward0`` then ``UnsafeViewBackward0``), as PyTorch.
+
+    >>> import funcgrad
+    >>> x = funcgrad.zeros(2, 3)
+    >>> x.reshape(3, 2).is_contiguous(), x.t().reshape(6).is_contiguous()
+    (True, True)
+    """
+    shape = _infer_shape(_shape_arg(shape), input.numel())
+    if input._viewinfo is None or _viewable(input, shape):
+        return apply(_view, input, shape=shape)
+    return apply(_unsafe_view, clone(input), shape=shape)
 
 
-@export("view_as", "reshape_as", function=False)
+@export("view_as", function=False)
 def view_as(self, other) -> Tensor:
     return view(self, other.shape)
+
+
+@export("reshape_as", function=False)
+def reshape_as(self, other) -> Tensor:
+    return reshape(self, other.shape)
 
 
 @export("transpose", "swapaxes", "swapdims")
@@ -211,8 +242,10 @@ def to_device(x: Tensor, device) -> Tensor:
 
 
 # ---- copy_ / zero_ / fill_ ---------------------------------------------------------------------
+# dst is differentiable too (its gradient is zero), so copy_ into a tensor that requires grad
+# rebases it onto CopyBackwards even from a source that does not, as PyTorch
 _copy = defop("copy", lambda dst, src: jnp.broadcast_to(jnp.asarray(src, dst.dtype), dst.shape),
-              "CopyBackwards", diff=(1,), linear=True)
+              "CopyBackwards", linear=True)
 _zero = defop("zero", lambda x: jnp.zeros_like(x), "ZeroBackward0", linear=True)
 _fill = defop("fill", lambda x, v: jnp.full_like(x, v), "FillBackward0", diff=(0,), linear=True)
 _fill_t = defop("fill_tensor", lambda x, v: jnp.broadcast_to(v.astype(x.dtype), x.shape),
@@ -465,10 +498,23 @@ def _parse_index(x, index):
                 continue
             if not jnp.issubdtype(v.dtype, jnp.integer):
                 raise IndexError("tensors used as indices must be long, int, byte or bool tensors")
+            _check_index_bounds(v, shape[dim], template.count("T"))
             template.append("T")
             arrays.append(v)
             dim += 1
     return tuple(template), arrays, basic, kind
+
+
+def _check_index_bounds(v, size, nr) -> None:
+    """PyTorch's error for an out-of-range index tensor (XLA would clamp it silently); it counts
+    the dimension among the tensor indices only. Traced indices cannot be checked."""
+    from .._tensor import _is_tracer
+    if _is_tracer(v) or not v.size:
+        return
+    a = np.asarray(v).ravel()
+    bad = np.flatnonzero((a < -size) | (a >= size))
+    if bad.size:
+        raise IndexError(f"index {a[bad[0]]} is out of bounds for dimension {nr} with size {size}")
 
 
 def _getitem_fn(self, index) -> Tensor:

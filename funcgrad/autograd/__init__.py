@@ -140,11 +140,12 @@ def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph=Fal
     res = engine.execute(roots, grads, retain_graph, create_graph,
                          capture=[t._edge() for t in inputs], accumulate=False)
     out = []
-    for t, g in zip(inputs, res):
+    for i, (t, g) in enumerate(zip(inputs, res)):
         if g is None:
-            if not allow_unused:
-                raise RuntimeError("One of the differentiated Tensors appears to not have been used in "
-                                   "the graph. Set allow_unused=True if this is the desired behavior.")
+            if not allow_unused:  # PyTorch 2.13's wording, naming the first unused input
+                raise RuntimeError(f"The differentiated Tensor at index {i} appears to not have been "
+                                   f"used in the graph. Set allow_unused=True if this is the desired "
+                                   f"behavior.")
             if materialize_grads:
                 from .._factories import zeros_like
                 g = zeros_like(t)

@@ -122,7 +122,16 @@ class set_grad_enabled(_GradModeBase):
 
 
 class inference_mode(_GradModeBase):
-    """Like ``no_grad`` (funcgrad has no separate inference tensors); ``inference_mode(False)`` is a no-op."""
+    """Like ``no_grad``, and tensors made inside are inference tensors (``is_inference()``): they
+    have no version counter, cannot be saved for backward, and cannot be changed in place outside
+    the mode. ``inference_mode(False)`` is a no-op.
+
+    >>> import funcgrad
+    >>> with funcgrad.inference_mode():
+    ...     x = funcgrad.ones(2) * 2
+    >>> x.is_inference(), x.requires_grad
+    (True, False)
+    """
 
     def __init__(self, mode: bool = True):
         self.mode = mode if isinstance(mode, bool) else True

@@ -275,7 +275,8 @@ def cross_entropy(input: Tensor, target: Tensor, weight: Tensor | None = None, s
                   label_smoothing: float = 0.0) -> Tensor:
     """Cross entropy of logits ``(N, C, d1, ...)`` against class indices ``(N, d1, ...)`` or class
     probabilities (same shape as the input), PyTorch's formulas incl. ``weight``, ``ignore_index``
-    and ``label_smoothing``. The result's node is ``NllLossBackward0`` as in PyTorch.
+    and ``label_smoothing``. The graph is PyTorch's: ``NllLossBackward0`` over
+    ``LogSoftmaxBackward0`` for class indices.
 
     >>> import funcgrad
     >>> import funcgrad.nn.functional as F
@@ -283,6 +284,8 @@ def cross_entropy(input: Tensor, target: Tensor, weight: Tensor | None = None, s
     >>> loss = F.cross_entropy(x, funcgrad.tensor([0]))
     >>> loss
     tensor(0.2395, grad_fn=<NllLossBackward0>)
+    >>> loss.grad_fn.next_functions[0][0].name()
+    'LogSoftmaxBackward0'
     """
     reduction = _reduction(size_average, reduce, reduction)
     ls = float(label_smoothing)
@@ -300,9 +303,11 @@ def cross_entropy(input: Tensor, target: Tensor, weight: Tensor | None = None, s
         return out.squeeze(0) if input.ndim == 1 and reduction == "none" else out
     _check_class_target(input, target, weight, ignore_index, "nll_loss_forward")
     x, t, unb = _batched(input, target)
-    op = _k.cross_entropy_smooth if ls > 0 else _k.cross_entropy
-    out = apply(op, x, t, weight, reduction=reduction, ignore_index=int(ignore_index),
-                label_smoothing=ls)
+    if ls > 0:
+        out = apply(_k.cross_entropy_smooth, x, t, weight, reduction=reduction,
+                    ignore_index=int(ignore_index), label_smoothing=ls)
+    else:  # PyTorch's graph: NllLossBackward0 -> LogSoftmaxBackward0, from one forward kernel
+        out = _k.cross_entropy_indices(x, t, weight, reduction, int(ignore_index))
     return out.squeeze(0) if unb and reduction == "none" else out
 
 

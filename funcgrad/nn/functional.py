@@ -15,13 +15,13 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from .. import _dispatch
 from .._random import _sample
 from .._ops import nn as _nn
 from .._ops.linalg import addmm as _addmm, linear_2d as _linear_2d, matmul as _matmul
+from .._ops.linalg import check_addmm_dtypes as _check_addmm_dtypes
 from .._ops.nn import log_softmax as _log_softmax, softmax as _softmax
 from .._ops.pointwise import relu as _relu, sigmoid as _sigmoid, tanh as _tanh
-from .._tensor import Tensor, _scalar_type_name
+from .._tensor import Tensor
 from ..autograd import grad_mode
 from ._functional_conv import (adaptive_avg_pool1d, adaptive_avg_pool2d, adaptive_avg_pool3d,  # noqa: F401
                                adaptive_max_pool1d, adaptive_max_pool2d, avg_pool1d, avg_pool2d,
@@ -40,10 +40,8 @@ def linear(input: Tensor, weight: Tensor, bias: Tensor | None = None) -> Tensor:
     >>> F.linear(funcgrad.ones(1, 2), funcgrad.ones(3, 2), funcgrad.zeros(3))
     tensor([[2., 2., 2.]])
     """
-    if input.dtype is not weight.dtype and _dispatch._amp_hook[0] is None:  # PyTorch does not promote
-        # here (under autocast the operands are cast to one dtype first)
-        raise RuntimeError(f"mat1 and mat2 must have the same dtype, but got "
-                           f"{_scalar_type_name(input.dtype)} and {_scalar_type_name(weight.dtype)}")
+    if bias is not None:  # addmm's dtype checks (PyTorch does not promote); without bias, mm's
+        _check_addmm_dtypes(bias, input, weight)
     if input.ndim == 2 and bias is not None:
         out = _linear_2d(input, weight, bias)  # the same graph, no transposed weight copy
         return _addmm(bias, input, weight.t()) if out is None else out

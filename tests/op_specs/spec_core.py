@@ -68,6 +68,8 @@ SPECS = [
     Spec("view", lambda x: x.view(2, 6), lambda x: x.reshape(2, 6), [S], grad_fn="ViewBackward0"),
     Spec("transpose", lambda x: x.transpose(0, -1), lambda x: jnp.swapaxes(x, 0, -1), [(2, 3, 4)], grad_fn="TransposeBackward0"),
     Spec("t", lambda x: x.t(), lambda x: x.T, [S], grad_fn="TBackward0"),
+    Spec("unsafe_view", lambda x: x.t().reshape(12), lambda x: x.T.reshape(12), [S],
+         grad_fn="UnsafeViewBackward0"),  # reshape of a non-viewable layout copies
     Spec("permute", lambda x: x.permute(2, 0, 1), lambda x: jnp.transpose(x, (2, 0, 1)), [(2, 3, 4)], grad_fn="PermuteBackward0"),
     Spec("squeeze", lambda x: x.squeeze(), jnp.squeeze, [(1, 3, 1)], grad_fn="SqueezeBackward0"),
     Spec("squeeze_dim", lambda x: x.squeeze(-1), lambda x: jnp.squeeze(x, -1), [(1, 3, 1)], grad_fn="SqueezeBackward1"),

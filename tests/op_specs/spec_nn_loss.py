@@ -77,7 +77,7 @@ for r in ("mean", "sum", "none"):
         Spec("nll_loss", lambda x, t, w, r=r: F.nll_loss(x, t, w, reduction=r),
              lambda x, t, w, r=r: _ce_ref(x, t, w, r, logits=False),
              [S, _T, _W], grad=(0,), grad_fn="NllLossBackward0", id=f"nll_{r}"),
-        Spec("cross_entropy", lambda x, t, w, r=r: F.cross_entropy(x, t, w, reduction=r),
+        Spec("nll_loss", lambda x, t, w, r=r: F.cross_entropy(x, t, w, reduction=r),
              lambda x, t, w, r=r: _ce_ref(x, t, w, r), [S, _T, _W], grad=(0,),
              grad_fn="NllLossBackward0", id=f"ce_{r}"),
         Spec("cross_entropy_smooth",
