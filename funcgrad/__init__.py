@@ -215,3 +215,10 @@ from . import distributed as distributed, parallel as parallel  # noqa: E402
 from ._export import export as export, load_exported as load_exported  # noqa: E402
 
 __version__ = "0.1.0"
+
+# ---- persistent compilation cache: on by default (config only; see funcgrad/_compile_cache.py) ---
+from ._compile_cache import compilation_cache_dir as compilation_cache_dir  # noqa: E402
+from ._compile_cache import set_compilation_cache as set_compilation_cache  # noqa: E402
+from ._compile_cache import setup as _setup_compile_cache  # noqa: E402
+
+_setup_compile_cache()

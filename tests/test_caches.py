@@ -1,6 +1,7 @@
 """Compile-cost behaviour: linear-cost cat/stack fan-in, bounded kernel caches, the persistent
 compilation cache. Nothing here is timed: costs are counted (XLA compilations, cache entries)."""
 
+import json
 import os
 import subprocess
 import sys
@@ -11,7 +12,7 @@ import numpy as np
 import pytest
 
 import funcgrad
-from funcgrad import _cache
+from funcgrad import _cache, _compile_cache
 from funcgrad._ops import _fanin
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -117,3 +118,95 @@ def test_fanin_double_backward():
     for x, g, h in zip(xs, gs, g2):
         v = float(x)
         assert float(g) == pytest.approx(6 * v ** 5) and float(h) == pytest.approx(30 * v ** 4)
+
+
+# ---- persistent compilation cache --------------------------------------------------------------
+_SCRIPT = textwrap.dedent("""
+    import json, os, sys, warnings
+    import jax
+    ev = {}
+    jax.monitoring.register_event_listener(lambda name, **kw: ev.__setitem__(name, ev.get(name, 0) + 1))
+    import funcgrad
+    out = {"dir": funcgrad.compilation_cache_dir(),
+           "min_time": jax.config.jax_persistent_cache_min_compile_time_secs}
+    x = funcgrad.tensor([[1.0, 2.0], [3.0, 4.0]], requires_grad=True)
+    (x * x).sum().backward()
+    assert x.grad.tolist() == [[2.0, 4.0], [6.0, 8.0]]
+    out["hits"] = ev.get("/jax/compilation_cache/cache_hits", 0)
+    out["writes"] = ev.get("/jax/compilation_cache/cache_misses", 0)
+    out["requests"] = ev.get("/jax/compilation_cache/compile_requests_use_cache", 0)
+    if len(sys.argv) > 1:  # the runtime API: an unwritable dir (twice), then a good one
+        with warnings.catch_warnings(record=True) as w:
+            warnings.simplefilter("always")
+            out["bad"] = [funcgrad.set_compilation_cache(sys.argv[1]) for _ in range(2)]
+        out["warnings"] = [str(m.message) for m in w]
+        out["good"] = funcgrad.set_compilation_cache(sys.argv[2])
+        (x * 3.0).sum().backward()
+        out["writes_after"] = ev.get("/jax/compilation_cache/cache_misses", 0)
+        from funcgrad import _compile_cache as cc
+        for _ in range(cc._REJECT_AFTER):  # hits that load as slowly as compiling: jax issue 38445
+            cc._note_hit(0.0, 0.05)
+        out["after_reject"] = funcgrad.compilation_cache_dir()
+        out["marker"] = os.path.exists(os.path.join(sys.argv[2], cc.REJECTED_MARKER))
+        out["again"] = funcgrad.set_compilation_cache(sys.argv[2])
+    print(json.dumps(out))
+""")
+
+
+def _run(env, *args):
+    e = {k: v for k, v in os.environ.items() if not k.startswith(("FUNCGRAD_CACHE", "JAX_COMPILATION"))}
+    e.update(env, PYTHONPATH=ROOT, JAX_PLATFORMS="cpu")
+    r = subprocess.run([sys.executable, "-W", "error", "-c", _SCRIPT, *args], env=e, capture_output=True,
+                       text=True, timeout=300)
+    assert r.returncode == 0, r.stderr
+    return json.loads(r.stdout.strip().splitlines()[-1])
+
+
+def _entries(d):
+    return sorted(f for f in os.listdir(d) if f.endswith("-cache")) if os.path.isdir(d) else []
+
+
+def test_persistent_cache_cold_then_warm(tmp_path):
+    d = str(tmp_path / "c")
+    cold = _run({"FUNCGRAD_CACHE_DIR": d})
+    assert cold["dir"] == d and cold["min_time"] == 0.0
+    assert cold["hits"] == 0 and cold["writes"] == cold["requests"] > 0
+    assert len(_entries(d)) == cold["writes"]
+    warm = _run({"FUNCGRAD_CACHE_DIR": d})
+    assert warm["hits"] == warm["requests"] == cold["requests"] and warm["writes"] == 0
+
+
+def test_persistent_cache_off_unwritable_rejected(tmp_path):
+    (tmp_path / "file").write_text("")
+    bad, good = str(tmp_path / "file" / "sub"), str(tmp_path / "good")
+    r = _run({"FUNCGRAD_CACHE": "0", "XDG_CACHE_HOME": str(tmp_path / "xdg")}, bad, good)
+    assert r["dir"] is None and r["hits"] == r["writes"] == 0 and not (tmp_path / "xdg").exists()
+    assert r["bad"] == [None, None] and len(r["warnings"]) == 1 and "not writable" in r["warnings"][0]
+    assert r["good"] == good and r["writes_after"] > 0 and _entries(good)
+    assert r["after_reject"] is None and r["marker"] and r["again"] is None
+
+
+def test_persistent_cache_leaves_users_jax_config(tmp_path):
+    d = str(tmp_path / "mine")
+    r = _run({"JAX_COMPILATION_CACHE_DIR": d})
+    assert r["dir"] is None and r["min_time"] == 1.0  # jax's own defaults: not funcgrad's
+
+
+def test_default_dir_is_per_version_and_machine(monkeypatch, tmp_path):
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+    d = _compile_cache.default_dir()
+    assert os.path.dirname(d) == str(tmp_path / "funcgrad")
+    assert os.path.basename(d).startswith(f"jax-{jax.__version__}-jaxlib-")
+
+
+def test_file_cache_trims_least_recently_read(tmp_path):
+    c = _compile_cache._FileCache(str(tmp_path), max_bytes=1000)
+    for i in range(8):
+        c.put(f"k{i}", bytes(200))
+        os.utime(tmp_path / f"k{i}-cache", ns=(i * 10**9, i * 10**9))
+    os.utime(tmp_path / "k0-cache", ns=(100 * 10**9,) * 2)  # k0 read last: kept
+    assert c.get("k0") == bytes(200) and c.get("missing") is None
+    assert c.trim() == 4  # 1600 bytes -> at most 800
+    assert _entries(str(tmp_path)) == ["k0-cache", "k5-cache", "k6-cache", "k7-cache"]
+    c.put("k0", b"other")  # an existing entry is never rewritten
+    assert c.get("k0") == bytes(200)
