@@ -6,6 +6,7 @@ import os
 import subprocess
 import sys
 import textwrap
+import warnings
 
 import jax
 import numpy as np
@@ -210,3 +211,39 @@ def test_file_cache_trims_least_recently_read(tmp_path):
     assert _entries(str(tmp_path)) == ["k0-cache", "k5-cache", "k6-cache", "k7-cache"]
     c.put("k0", b"other")  # an existing entry is never rewritten
     assert c.get("k0") == bytes(200)
+
+
+# ---- bounded kernel caches ---------------------------------------------------------------------
+def _step(w, b):
+    x = funcgrad.ones(b, 3) * 0.5
+    (x @ w).tanh().sum().backward()
+
+
+def test_kernel_bound_sweeps_with_one_warning(monkeypatch):
+    """Counting entries, not memory: past the bound the next backward() clears the kernels'
+    executables (once warned, naming the kernels compiled for most shapes); they stay bounded."""
+    monkeypatch.setattr(_cache, "SWEEP_EVERY", 4)
+    monkeypatch.setattr(_cache, "MAX_EXECUTABLES", 12)
+    monkeypatch.setitem(_cache._sweep, "warned", False)
+    w = funcgrad.ones(3, 2, requires_grad=True)
+    sweeps0 = _cache._sweep["sweeps"]
+    held = []
+    with pytest.warns(UserWarning, match=r"compiled kernels are held .*most input shapes are: \w+"):
+        for b in range(1, 16):  # 15 batch sizes: every op compiles for each
+            _step(w, b)
+            held.append(sum(n for n, _ in _cache.executables()))
+    assert _cache._sweep["sweeps"] > sweeps0
+    # between sweeps at most SWEEP_EVERY more compilations than the bound, never growing with b
+    assert max(held[-6:]) <= 12 + 4 * 3, held
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # the warning came once
+        for b in range(16, 22):
+            _step(w, b)
+    assert w.grad is not None and np.allclose(w.grad.numpy()[0], w.grad.numpy()[0][0])
+
+
+def test_sweep_below_bound_keeps_kernels():
+    _step(funcgrad.ones(3, 2, requires_grad=True), 2)
+    before = _cache.executables()
+    assert before and not _cache.sweep(limit=10**9)
+    assert _cache.executables() == before

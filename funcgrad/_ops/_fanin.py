@@ -20,8 +20,9 @@ import jax
 import jax.numpy as jnp
 from jax import lax
 
-from .._cache import LRU
+from .._cache import LRU, register_kernels
 from .._dispatch import Op
+from ._registry import OPS
 
 CHUNK = 64  # operands per kernel: compiles in ~0.1 s, and N/64 dispatches stay cheap
 
@@ -102,3 +103,22 @@ def _slicer(gshape, gdt, out_dt, dim, shape, dt, new_axis):
         k = jax.jit(f)
         _SLICERS.put(key, k)
     return k
+
+
+def _eager_kernels():
+    """Every jitted eager kernel of the op table (forward, backward) and the slice kernels."""
+    for op in list(OPS.values()):
+        for d in (op._fwd, op._bwd):
+            for key, k in list(d.items()):
+                if hasattr(k, "_cache_size"):
+                    yield f"{op.name}{'' if d is op._fwd else ' backward'} {_short_key(key)}", k
+    for key, k in _SLICERS._d.items():
+        yield f"cat/stack backward slice {key[:2]}", k
+
+
+def _short_key(key):
+    s = repr(key[0]) if key and key[0] else ""
+    return s if len(s) < 80 else s[:80] + "…"
+
+
+register_kernels(_eager_kernels)
