@@ -273,3 +273,10 @@ from ._ops.more import (bincount as bincount, bucketize as bucketize, cdist as c
                         diff as diff, dist as dist, histc as histc, index_put as index_put, put as put,
                         searchsorted as searchsorted, trapezoid as trapezoid, trapz as trapz)
 from ._ops.fft import imag as imag, real as real  # noqa: E402
+
+# ---- persistent compilation cache: on by default (config only; see funcgrad/_compile_cache.py) ---
+from ._compile_cache import compilation_cache_dir as compilation_cache_dir  # noqa: E402
+from ._compile_cache import set_compilation_cache as set_compilation_cache  # noqa: E402
+from ._compile_cache import setup as _setup_compile_cache  # noqa: E402
+
+_setup_compile_cache()

@@ -10,7 +10,8 @@ import numpy as np
 
 from .. import _strides
 from .._tensor import Size, _wrap_dim
-from ._registry import Tensor, apply, defop, export, inplace_method
+from ._fanin import FanInOp
+from ._registry import OPS, Tensor, apply, defop, export, inplace_method
 
 
 def _shape_arg(shape):
@@ -279,10 +280,17 @@ def _copy_slices(base, new, *, chain):
 COPY_SLICES = defop("copy_slices", _copy_slices, "CopySlices", promote="none")
 
 # ================================ cat / stack =====================================================
-_cat = defop("cat", lambda *xs, dim: jnp.concatenate(xs, axis=dim), "CatBackward0", promote="binary",
-             linear=True)
-_stack = defop("stack", lambda *xs, dim: jnp.stack(xs, axis=dim), "StackBackward0", promote="binary",
-               linear=True)
+# FanInOp: linear cost in the number of operands (see _fanin.py); registered like defop does
+def _def_fanin(key, fn, grad_name, **kw) -> FanInOp:
+    if key in OPS:
+        raise ValueError(f"op {key!r} declared twice")
+    op = OPS[key] = FanInOp(key, fn, grad_name, promote="binary", linear=True, **kw)
+    return op
+
+
+_cat = _def_fanin("cat", lambda *xs, dim: jnp.concatenate(xs, axis=dim), "CatBackward0", new_axis=False)
+_stack = _def_fanin("stack", lambda *xs, dim: jnp.stack(xs, axis=dim), "StackBackward0", new_axis=True,
+                    merge=_cat)
 
 
 @export("cat", "concat", "concatenate", method=False)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from . import engine
+from .. import _cache
 from .grad_mode import (enable_grad as enable_grad, inference_mode as inference_mode,
                         is_grad_enabled as is_grad_enabled, no_grad as no_grad,
                         set_grad_enabled as set_grad_enabled)
@@ -82,6 +83,7 @@ def _ones(out):
 def backward(tensors, grad_tensors=None, retain_graph=None, create_graph=False, inputs=None,
              grad_variables=None) -> None:
     """Accumulate d(tensors)/d(leaves) into the leaves' ``.grad`` (see ``Tensor.backward``)."""
+    _cache.maybe_sweep()  # bounded compile caches: a safe point once per backward
     if grad_tensors is None and grad_variables is None and inputs is None and not create_graph \
             and getattr(tensors, "_grad_fn", None) is not None:
         # the common `loss.backward()`: a scalar non-leaf root, implicit gradient 1

@@ -12,10 +12,10 @@ import jax
 
 def main(argv=None) -> None:
     p = argparse.ArgumentParser(prog="python -m funcgrad.bench", description=__doc__)
-    p.add_argument("--only", nargs="*", help="benchmark modules to run (core, train, jit, parallel, hardening, random)")
+    p.add_argument("--only", nargs="*",
+                   help="benchmark modules to run (core, train, jit, parallel, hardening, random, cache)")
     args = p.parse_args(argv)
-    mods = args.only or ["core", "train", "jit", "parallel", "hardening"]
-    mods = mods + ["random"] if not args.only else mods
+    mods = args.only or ["core", "train", "jit", "parallel", "hardening", "random", "cache"]
     print(f"# funcgrad benchmarks — {datetime.date.today()} — {platform.processor() or platform.machine()}, "
           f"jax {jax.__version__} on {jax.default_backend()} ({jax.device_count()} device(s))")
     try:

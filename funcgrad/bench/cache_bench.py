@@ -1,0 +1,149 @@
+"""Compile costs, side by side with PyTorch in one run (ratios, not absolute times):
+
+* a whole small training script (import, build, first step) as a fresh process: cold (empty
+  persistent compilation cache), warm (the same cache, second run), and PyTorch; the note gives
+  the first step's time and the XLA compile count;
+* memory (RSS growth) of an eager training loop through ``n`` distinct batch sizes;
+* ``cat``/``stack`` fan-in of 1 000 / 10 000 tensors: forward + backward.
+
+``python -m funcgrad.bench --only cache``.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+
+_SCRIPT = r"""
+import json, os, sys, time
+t0 = time.perf_counter()
+lib = sys.argv[1]
+if lib == "torch":
+    import torch
+    from torch import nn
+    compiles = lambda: 0
+else:
+    import jax
+    n = [0]
+    jax.monitoring.register_event_listener(
+        lambda name, **kw: n.__setitem__(0, n[0] + (name == "/jax/compilation_cache/cache_misses")))
+    import funcgrad as torch
+    from funcgrad import nn
+    compiles = lambda: n[0]
+torch.manual_seed(0)
+model = nn.Sequential(nn.Conv2d(1, 8, 3, padding=1), nn.BatchNorm2d(8), nn.ReLU(), nn.MaxPool2d(2),
+                      nn.Flatten(), nn.Linear(8 * 14 * 14, 10))
+opt = torch.optim.Adam(model.parameters(), lr=1e-3)
+x, y = torch.randn(32, 1, 28, 28), torch.randint(0, 10, (32,))
+t1 = time.perf_counter()
+opt.zero_grad()
+loss = nn.functional.cross_entropy(model(x), y)
+loss.backward()
+opt.step()
+float(loss)
+t2 = time.perf_counter()
+print(json.dumps({"first_step": t2 - t1, "process": t2 - t0, "writes": compiles()}))
+"""
+
+_RSS = r"""
+import sys, warnings
+lib, n = sys.argv[1], int(sys.argv[2])
+if lib == "torch":
+    import torch
+    from torch import nn
+else:
+    import funcgrad as torch
+    from funcgrad import nn
+warnings.simplefilter("ignore")
+def rss():
+    return int(open("/proc/self/statm").read().split()[1]) * 4096 / (1 << 20)
+model = nn.Sequential(nn.Linear(20, 32), nn.ReLU(), nn.Linear(32, 4))
+opt = torch.optim.SGD(model.parameters(), lr=0.1)
+def step(b):
+    x, y = torch.randn(b, 20), torch.randint(0, 4, (b,))
+    opt.zero_grad(); nn.functional.cross_entropy(model(x), y).backward(); opt.step()
+step(1)
+r0 = rss()
+for b in range(2, n + 2):
+    step(b)
+print(rss() - r0)
+"""
+
+
+def _proc(code, *args, env=None):
+    e = dict(os.environ, **(env or {}))
+    t0 = time.perf_counter()
+    r = subprocess.run([sys.executable, "-c", code, *args], capture_output=True, text=True, env=e,
+                       timeout=1800)
+    wall = time.perf_counter() - t0
+    if r.returncode:
+        raise RuntimeError(r.stderr[-2000:])
+    return wall, r.stdout.strip().splitlines()[-1]
+
+
+def _has_torch():
+    try:
+        import torch  # noqa: F401
+        return True
+    except Exception:
+        return False
+
+
+def _first_step(rows):
+    bench = "whole script (import, CNN build, first Adam step) as a new process"
+    if _has_torch():
+        wall, out = _proc(_SCRIPT, "torch")
+        r = json.loads(out)
+        rows.append(dict(bench=bench, impl="PyTorch", us=wall * 1e6,
+                         note=f"first step {r['first_step']:.2f} s"))
+    with tempfile.TemporaryDirectory() as d:
+        env = {"FUNCGRAD_CACHE_DIR": d, "FUNCGRAD_CACHE": "1"}
+        for impl in ("funcgrad cold (empty cache)", "funcgrad warm (second run)"):
+            wall, out = _proc(_SCRIPT, "funcgrad", env=env)
+            r = json.loads(out)
+            rows.append(dict(bench=bench, impl=impl, us=wall * 1e6,
+                             note=f"first step {r['first_step']:.2f} s, {r['writes']} XLA compiles"))
+    wall, out = _proc(_SCRIPT, "funcgrad", env={"FUNCGRAD_CACHE": "0"})
+    r = json.loads(out)
+    rows.append(dict(bench=bench, impl="funcgrad, cache off", us=wall * 1e6,
+                     note=f"first step {r['first_step']:.2f} s"))
+
+
+def _rss(rows, n):
+    bench = f"RSS growth over {n} distinct batch sizes (eager MLP step; 'µs' column is MiB)"
+    libs = (["torch"] if _has_torch() else []) + ["funcgrad"]
+    for lib in libs:
+        _, out = _proc(_RSS, lib, str(n), env={"FUNCGRAD_CACHE": "0"} if lib == "funcgrad" else None)
+        rows.append(dict(bench=bench, impl="PyTorch" if lib == "torch" else "funcgrad",
+                         us=max(float(out), 0.1), note=f"{float(out):.0f} MiB"))
+
+
+def _fanin(rows, sizes):
+    import funcgrad as fg
+    try:
+        import torch
+    except Exception:
+        torch = None
+    for op in ("cat", "stack"):
+        for n in sizes:
+            bench = f"{op} of {n:,} tensors of 4: forward + backward (first call)"
+            for name, lib in (("PyTorch", torch), ("funcgrad", fg)):
+                if lib is None:
+                    continue
+                xs = [lib.randn(4, requires_grad=True) for _ in range(n)]
+                t0 = time.perf_counter()
+                getattr(lib, op)(xs).sum().backward()
+                float(xs[-1].grad[0])
+                rows.append(dict(bench=bench, impl=name, us=(time.perf_counter() - t0) * 1e6))
+
+
+def run(rss_sizes: int = 500, fanin_sizes=(1_000, 10_000)) -> list[dict]:
+    rows: list[dict] = []
+    _first_step(rows)
+    _fanin(rows, fanin_sizes)
+    _rss(rows, rss_sizes)
+    return rows
