@@ -232,7 +232,15 @@ def equal(input: Tensor, other: Tensor) -> bool:
 
 # ================================ binary math ====================================================
 _atan2 = defop("atan2", jnp.arctan2, "Atan2Backward0", promote="binary_float")
-_hypot = defop("hypot", jnp.hypot, "HypotBackward0", promote="binary")
+
+
+def _hypot_jvp(primals, tangents, out):
+    # PyTorch: grad * self / result (nan at (0, 0), where jax.vjp of jnp.hypot gives 0.5)
+    (x, y), (tx, ty) = primals, tangents
+    return (tx * x + ty * y) / out
+
+
+_hypot = defop("hypot", jnp.hypot, "HypotBackward0", promote="binary", jvp=_hypot_jvp)
 # scalar operands stay in ``diff`` so that they take part in the dtype promotion
 _fmod_s = defop("fmod", jnp.fmod, "FmodBackward0", promote="binary")
 _fmod_t = defop("fmod_tensor", jnp.fmod, "FmodBackward1", promote="binary")
@@ -241,14 +249,16 @@ _logaddexp2 = defop("logaddexp2", jnp.logaddexp2, "Logaddexp2Backward0", promote
 _xlogy_t = defop("xlogy", jsp.xlogy, "XlogyBackward0", promote="binary_float")
 _xlogy_s = defop("xlogy_scalar_other", jsp.xlogy, "XlogyBackward2", promote="binary_float")
 _xlogy_self = defop("xlogy_scalar_self", jsp.xlogy, "XlogyBackward1", promote="binary_float")
-def _copysign(x, y):
-    # |x| written as sign(x) * x so that the gradient at x == 0 is 0, as PyTorch's
-    s = jnp.where(jnp.signbit(y), -jnp.ones((), x.dtype), jnp.ones((), x.dtype))
-    return s * (jnp.sign(x) * x)
+def _copysign_jvp(primals, tangents, out):
+    # PyTorch: grad * result / self, masked to 0 where self == 0; no gradient for ``other``
+    (x, _), (tx, _) = primals, tangents
+    return tx * jnp.where(x == 0, 0, out / jnp.where(x == 0, 1, x))
 
 
-_copysign_t = defop("copysign", _copysign, "CopysignBackward0", promote="binary_float")
-_copysign_s = defop("copysign_scalar", _copysign, "CopysignBackward1", promote="binary_float")
+_copysign_t = defop("copysign", jnp.copysign, "CopysignBackward0", promote="binary_float",
+                    jvp=_copysign_jvp)
+_copysign_s = defop("copysign_scalar", jnp.copysign, "CopysignBackward1", promote="binary_float",
+                    jvp=_copysign_jvp)
 _heaviside = defop("heaviside", jnp.heaviside, None, promote="binary")
 _clamp_min_t = defop("clamp_min_tensor", lambda x, lo: jnp.where(x >= lo, x, lo),
                      "ClampMinBackward1", promote="binary")

@@ -18,18 +18,22 @@ _UNARY = [
     ("tanh", jnp.tanh, "TanhBackward0", "float"),
     ("sigmoid", jax.nn.sigmoid, "SigmoidBackward0", "float"),
     ("neg", jnp.negative, "NegBackward0", "none"),
-    ("abs", lambda x: _abs(x), "AbsBackward0", "none"),
+    ("abs", jnp.abs, "AbsBackward0", "none"),
     # jax.nn.relu has PyTorch's subgradient at 0 (0), unlike jnp.maximum(x, 0) (0.5)
     ("relu", jax.nn.relu, "ReluBackward0", "none"),
 ]
 UNARY_OPS = {}
 
 
-def _abs(x):
-    # PyTorch's subgradient of |x| at 0 is 0 (jnp.abs gives 1), and abs(-0.) prints 0.
-    if jnp.iscomplexobj(x) or x.dtype == jnp.bool_ or jnp.issubdtype(x.dtype, jnp.unsignedinteger):
-        return jnp.abs(x)
-    return jnp.where(x == 0, jnp.zeros_like(x), jnp.abs(x))
+def _abs_jvp(primals, tangents, out):
+    # PyTorch: grad * self.sgn() (subgradient 0 at 0, where jax.vjp of jnp.abs gives 1)
+    (x,), (t,) = primals, tangents
+    if jnp.iscomplexobj(x) or not jnp.issubdtype(x.dtype, jnp.floating):
+        return jax.jvp(jnp.abs, primals, tangents)[1]
+    return t * jnp.sign(x)
+
+
+_JVP = {"abs": _abs_jvp}
 
 
 def _make_unary(name, op):
@@ -42,12 +46,15 @@ def _make_unary(name, op):
 
 
 for _name, _fn, _grad, _promote in _UNARY:
-    UNARY_OPS[_name] = defop(_name, _fn, _grad, promote=_promote, linear=_name == "neg")
+    UNARY_OPS[_name] = defop(_name, _fn, _grad, promote=_promote, linear=_name == "neg",
+                             jvp=_JVP.get(_name))
     _f = _make_unary(_name, UNARY_OPS[_name])
     export(_name)(_f)
     inplace_method(_name + "_", _f)
     globals()[_name] = _f
 
+# |x| with PyTorch's derivative, for composite kernels (vector_norm): the abs op's own function
+_abs = UNARY_OPS["abs"].traced((), None, 1)
 negative = export("negative")(globals()["neg"])
 absolute = export("absolute")(globals()["abs"])
 inplace_method("negative_", negative)

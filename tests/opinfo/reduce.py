@@ -1,0 +1,2 @@
+"""Edge-value samples for pointwise ops (filled in below)."""
+SAMPLES = []
