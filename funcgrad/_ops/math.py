@@ -37,12 +37,16 @@ def _keep_int(f):
 
 
 def _sign(x):
-    return x if x.dtype == jnp.bool_ else jnp.sign(x)
+    if x.dtype == jnp.bool_:
+        return x
+    # PyTorch's (0 < x) - (x < 0): 0 at nan
+    return jnp.where(jnp.isnan(x), jnp.zeros((), x.dtype), jnp.sign(x)) if jnp.issubdtype(
+        x.dtype, jnp.floating) else jnp.sign(x)
 
 
 def _sgn(x):
     # complex: x / |x| (0 at 0); real: sign
-    return jnp.sign(x) if x.dtype != jnp.bool_ else x
+    return _sign(x) if not jnp.iscomplexobj(x) else jnp.sign(x)
 
 
 # ================================ unary ==========================================================

@@ -19,7 +19,6 @@ _UNARY = [
     ("sigmoid", jax.nn.sigmoid, "SigmoidBackward0", "float"),
     ("neg", jnp.negative, "NegBackward0", "none"),
     ("abs", jnp.abs, "AbsBackward0", "none"),
-    # jax.nn.relu has PyTorch's subgradient at 0 (0), unlike jnp.maximum(x, 0) (0.5)
     ("relu", jax.nn.relu, "ReluBackward0", "none"),
 ]
 UNARY_OPS = {}
@@ -33,7 +32,13 @@ def _abs_jvp(primals, tangents, out):
     return t * jnp.sign(x)
 
 
-_JVP = {"abs": _abs_jvp}
+def _relu_jvp(primals, tangents, out):
+    # PyTorch: threshold_backward(grad, result, 0): zero where result <= 0 (nan passes)
+    (t,) = tangents
+    return jnp.where(out <= 0, jnp.zeros_like(t), t)
+
+
+_JVP = {"abs": _abs_jvp, "relu": _relu_jvp}
 
 
 def _make_unary(name, op):
@@ -87,8 +92,27 @@ _remainder = defop("remainder", jnp.remainder, "RemainderBackward0", promote="bi
 _pow_scalar = defop("pow_scalar", lambda x, e: jnp.power(x, e), "PowBackward0", promote="binary")
 _pow_tensor = defop("pow_tensor", jnp.power, "PowBackward1", promote="binary")
 _rpow = defop("rpow", lambda x, b: jnp.power(b, x), "PowBackward2", promote="binary")
-_maximum = defop("maximum", jnp.maximum, "MaximumBackward0", promote="binary")
-_minimum = defop("minimum", jnp.minimum, "MinimumBackward0", promote="binary")
+def _extremum_jvp(loses):
+    # PyTorch: where(self == other, grad / 2, grad), zeroed where that operand loses (nan: both
+    # operands keep the whole gradient, as neither comparison holds)
+    def jvp(primals, tangents, out):
+        (x, y), (tx, ty) = primals, tangents
+        half = jnp.asarray(0.5, out.dtype)
+        fx = jnp.where(x == y, half, jnp.where(loses(x, y), 0, 1).astype(out.dtype))
+        fy = jnp.where(x == y, half, jnp.where(loses(y, x), 0, 1).astype(out.dtype))
+        return _tan(tx, fx) * fx + _tan(ty, fy) * fy
+    return jvp
+
+
+def _tan(t, like):
+    # the tangent of an integer operand is a float0 zero: it contributes nothing
+    return jnp.zeros((), like.dtype) if t.dtype == jax.dtypes.float0 else t.astype(like.dtype)
+
+
+_maximum = defop("maximum", jnp.maximum, "MaximumBackward0", promote="binary",
+                 jvp=_extremum_jvp(jnp.less))
+_minimum = defop("minimum", jnp.minimum, "MinimumBackward0", promote="binary",
+                 jvp=_extremum_jvp(jnp.greater))
 
 
 def _is_one(a) -> bool:
@@ -286,11 +310,22 @@ def _clamp(x, lo, hi):
     return x
 
 
-_clamp_s = defop("clamp", _clamp, "ClampBackward1", promote="binary", diff=(0,))
+def _clamp_jvp(primals, tangents, out):
+    # PyTorch: grad * ((self >= min) & (self <= max)): the bounds pass it, nan does not
+    x, lo, hi = (list(primals) + [None, None])[:3]
+    keep = jnp.ones(x.shape, bool)
+    if lo is not None:
+        keep = keep & (x >= lo)
+    if hi is not None:
+        keep = keep & (x <= hi)
+    return jnp.where(keep, tangents[0], jnp.zeros_like(tangents[0]))
+
+
+_clamp_s = defop("clamp", _clamp, "ClampBackward1", promote="binary", diff=(0,), jvp=_clamp_jvp)
 _clamp_min_s = defop("clamp_min", lambda x, lo: _clamp(x, lo, None), "ClampMinBackward0",
-                     promote="binary", diff=(0,))
+                     promote="binary", diff=(0,), jvp=_clamp_jvp)
 _clamp_max_s = defop("clamp_max", lambda x, hi: _clamp(x, None, hi), "ClampMaxBackward0",
-                     promote="binary", diff=(0,))
+                     promote="binary", diff=(0,), jvp=lambda p, t, o: _clamp_jvp((p[0], None, p[1]), t, o))
 _clamp_t = defop("clamp_tensor",
                  lambda x, lo, hi: jnp.minimum(jnp.maximum(x, lo), hi) if lo is not None else
                  jnp.minimum(x, hi), "ClampBackward0", promote="binary")
