@@ -29,7 +29,7 @@ def _abs_jvp(primals, tangents, out):
     (x,), (t,) = primals, tangents
     if jnp.iscomplexobj(x) or not jnp.issubdtype(x.dtype, jnp.floating):
         return jax.jvp(jnp.abs, primals, tangents)[1]
-    return t * jnp.sign(x)
+    return t * jnp.where(x > 0, 1, jnp.where(x < 0, -1, 0)).astype(x.dtype)  # sgn(nan) = 0
 
 
 def _relu_jvp(primals, tangents, out):
@@ -88,10 +88,45 @@ _div_trunc = defop("div_trunc", lambda x, y: jnp.trunc(x / y).astype(jnp.result_
                    "DivBackward2", promote="binary")
 # scalar / tensor: PyTorch computes reciprocal * scalar, hence its node name
 _rdiv = defop("rdiv", lambda x, y: y / x, "MulBackward0", promote="binary_float")
-_remainder = defop("remainder", jnp.remainder, "RemainderBackward0", promote="binary")
-_pow_scalar = defop("pow_scalar", lambda x, e: jnp.power(x, e), "PowBackward0", promote="binary")
-_pow_tensor = defop("pow_tensor", jnp.power, "PowBackward1", promote="binary")
-_rpow = defop("rpow", lambda x, b: jnp.power(b, x), "PowBackward2", promote="binary")
+_remainder = defop("remainder", jnp.remainder, "RemainderBackward1", promote="binary")
+_remainder_s = defop("remainder_scalar", jnp.remainder, "RemainderBackward0", promote="binary")
+
+
+# PyTorch's pow derivatives (pow_backward_self / pow_backward_exponent): zero for exponent 0
+# (jax.vjp: 0 * x ** -1 = nan at x = 0), and for base 0 with exponent >= 0
+def _power(x, e):
+    # PyTorch's pow takes sqrt / rsqrt for the exponents ±0.5 (nan at -inf, not inf)
+    if not jnp.issubdtype(jnp.result_type(x), jnp.floating):
+        return jnp.power(x, e)
+    return jnp.where(e == 0.5, jnp.sqrt(x), jnp.where(e == -0.5, jax.lax.rsqrt(x), jnp.power(x, e)))
+
+
+def _pow_self(x, e, t):
+    return t * jnp.where(e == 0, 0, e * _power(x, e - 1))
+
+
+def _pow_exp(b, e, out, t):
+    return t * jnp.where((b == 0) & (e >= 0), 0, out * jnp.log(jnp.where(b == 0, 0, b)))
+
+
+def _pow_scalar_jvp(primals, tangents, out):
+    return _pow_self(primals[0], primals[1], tangents[0])
+
+
+def _pow_tensor_jvp(primals, tangents, out):
+    (x, e), (tx, te) = primals, tangents
+    return _pow_self(x, e, tx) + _pow_exp(x, e, out, _tan(te, out))
+
+
+def _rpow_jvp(primals, tangents, out):
+    (e, b), (te, _) = primals, tangents
+    return _pow_exp(b, e, out, te)
+
+
+_pow_scalar = defop("pow_scalar", lambda x, e: _power(x, e), "PowBackward0", promote="binary",
+                    jvp=_pow_scalar_jvp)
+_pow_tensor = defop("pow_tensor", jnp.power, "PowBackward1", promote="binary", jvp=_pow_tensor_jvp)
+_rpow = defop("rpow", lambda x, b: jnp.power(b, x), "PowBackward2", promote="binary", jvp=_rpow_jvp)
 def _extremum_jvp(loses):
     # PyTorch: where(self == other, grad / 2, grad), zeroed where that operand loses (nan: both
     # operands keep the whole gradient, as neither comparison holds)
@@ -195,7 +230,7 @@ def remainder(input, other, *, out=None) -> Tensor:
     if not isinstance(input, Tensor):
         from .._factories import tensor
         input = tensor(input)
-    return _out(apply(_remainder, input, other), out)
+    return _out(apply(_remainder if isinstance(other, Tensor) else _remainder_s, input, other), out)
 
 
 @export("pow")

@@ -10,7 +10,7 @@ the op table's ``jvp`` slot, so the backward kernel is still the cached jitted v
 from __future__ import annotations
 
 import collections
-import functools
+import math
 
 import jax
 import jax.numpy as jnp
@@ -92,7 +92,12 @@ _UNARY = {
     "erfcx": (jsp.erfcx, "SpecialErfcxBackward0"),
     "entr": (jsp.entr, "SpecialEntrBackward0"),
 }
-SPECIAL_OPS = {k: defop("special_" + k, f, g, promote="float") for k, (f, g) in _UNARY.items()}
+_SPECIAL_JVP = {
+    # PyTorch: grad * sqrt(2 pi) * exp(result ** 2 / 2) (inf at 0 and 1, where jax.vjp gives 0)
+    "ndtri": lambda p, t, out: t[0] * math.sqrt(2 * math.pi) * jnp.exp(out * out / 2),
+}
+SPECIAL_OPS = {k: defop("special_" + k, f, g, promote="float", jvp=_SPECIAL_JVP.get(k))
+               for k, (f, g) in _UNARY.items()}
 _xlog1py_t = defop("special_xlog1py", jsp.xlog1py, "SpecialXlog1PyBackward0", promote="binary_float",
                    jvp=_xlog1py_jvp)
 _xlog1py_self = defop("special_xlog1py_self_scalar", jsp.xlog1py, "SpecialXlog1PyBackward1",
