@@ -298,8 +298,9 @@ def _heaviside_jvp(primals, tangents, out):
     raise RuntimeError("derivative for aten::heaviside is not implemented")
 
 
-# PyTorch records a node (its backward raises): the slot raises when the backward is traced
-_heaviside = defop("heaviside", _heaviside, "HeavisideBackward0", promote="binary", jvp=_heaviside_jvp)
+# PyTorch records a ``NotImplemented`` node whose backward raises: the slot raises when the
+# backward is traced
+_heaviside = defop("heaviside", _heaviside, "NotImplemented", promote="binary", jvp=_heaviside_jvp)
 
 
 def _clamp_bound_jvp(keep, other):

@@ -146,8 +146,10 @@ def run(lib, sample):
         res["outs"] = [(_np(lib, o), str(o.dtype).split(".")[-1]) if _is_tensor(lib, o) else ("py", o)
                        for o in outs]
         diff = [o for o in outs if _is_tensor(lib, o) and o.requires_grad]
-        res["grad_fn"] = [None if o.grad_fn is None else o.grad_fn.name() for o in outs
-                          if _is_tensor(lib, o)]
+        # torch's name() of its C++-only nodes carries the namespace (torch::autograd::CopySlices);
+        # the class name users see in reprs is the bare one
+        res["grad_fn"] = [None if o.grad_fn is None else o.grad_fn.name().replace("torch::autograd::", "")
+                          for o in outs if _is_tensor(lib, o)]
         res["requires_grad"] = [o.requires_grad for o in outs if _is_tensor(lib, o)]
         ins = [t for t in leaves if t is not None]
         if not sample.grad_check or not diff or not ins:
