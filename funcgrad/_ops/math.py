@@ -269,10 +269,11 @@ _logaddexp2 = defop("logaddexp2", jnp.logaddexp2, "Logaddexp2Backward0", promote
 
 
 def _xlogy_jvp(primals, tangents, out):
-    # PyTorch: self: grad * xlogy(self != 0, other) (0 where self == 0, even at other == 0);
-    # other: grad * self / other
+    # PyTorch: self: grad * log(other), 0 where self == 0 and other <= 0 (jax: 0 wherever
+    # self == 0); other: grad * self / other
     (x, y), (tx, ty) = primals, tangents
-    return tx * jsp.xlogy((x != 0).astype(out.dtype), y) + ty * x / y
+    dx = jnp.where((x == 0) & (y <= 0), 0, jnp.log(jnp.where((x == 0) & (y <= 0), 1, y)))
+    return tx * dx.astype(out.dtype) + ty * x / y
 
 
 _xlogy_t = defop("xlogy", jsp.xlogy, "XlogyBackward0", promote="binary_float", jvp=_xlogy_jvp)

@@ -77,9 +77,10 @@ def _hardsigmoid(x):
 
 
 def _hardsigmoid_jvp(primals, tangents, out):
-    # PyTorch: grad / 6 strictly inside (-3, 3), else (nan too) 0
+    # PyTorch: grad * one_sixth strictly inside (-3, 3), else (nan too) 0; its kernel's constant
+    # is the float literal 1.0f / 6.0f, also for float64
     (x,), (t,) = primals, tangents
-    return jnp.where((x > -3) & (x < 3), t / 6, jnp.zeros_like(t))
+    return jnp.where((x > -3) & (x < 3), t * jnp.asarray(jnp.float32(1 / 6), t.dtype), jnp.zeros_like(t))
 
 
 def _mish(x):

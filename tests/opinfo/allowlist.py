@@ -25,6 +25,9 @@ _F32_HUGE = ("PyTorch's vectorized float32 CPU kernel overflows differently at Â
 _FMOD_EXACT = ("PyTorch computes fmod/remainder as a - b * trunc(a / b), so a / b overflowing to inf "
                "(-1e300 by 1e-300) gives nan; XLA's fmod is exact (IEEE fmod)")
 
+_TIES = ("which of tied elements kthvalue/topk return is unspecified in PyTorch (its CPU kernel's "
+         "partial sort decides); funcgrad returns the first, so the index and the gradient's position differ")
+
 ALLOWED: dict[str, str] = {
     # ---- dtype / operand-type errors (item 5 of issue 14)
     **{f"{op}/{sid}:raises": _DTYPE_ERR for op, sid in [
@@ -78,6 +81,46 @@ ALLOWED: dict[str, str] = {
     "div_trunc/edge-grid:value": BUG + "trunc(1e-300 / 1e-300) is 1 in PyTorch; funcgrad gives 0",
     "clamp_tensor/edge-grid:grad": BUG + "PyTorch's backward of clamp(min=T, max=T) raises where min > max "
                                          "broadcast; funcgrad computes a gradient",
+    # ---- reductions
+    **{f"{op}/0d:raises": BUG + "dim=-1 on a 0-d tensor: PyTorch wraps it to dim 0, funcgrad raises"
+       for op in ["sum_dim", "mean_dim", "amax", "amin", "max_dim", "min_dim", "argmax", "vector_norm",
+                  "softmax", "log_softmax", "aminmax", "median_dim", "nanmedian_dim", "mode", "kthvalue",
+                  "topk", "cumsum", "cumprod", "cummax", "cummin", "logcumsumexp", "all", "count_nonzero",
+                  "var", "std", "var_mean", "logsumexp", "sort", "argsort", "prod_dim"]},
+    **{f"{op}/{sid}:raises": _DTYPE_ERR for op, sid in [
+        ("argmax", "bool"), ("argmin", "bool"), ("argmin", "empty"), ("median", "bool"), ("median_dim", "bool"),
+        ("nanmedian", "bool"), ("nanmedian_dim", "bool"), ("kthvalue", "bool"), ("topk", "bool"),
+        ("logcumsumexp", "int64"), ("logcumsumexp", "bool"), ("softmax", "int64"), ("softmax", "bool"),
+        ("log_softmax", "int64"), ("log_softmax", "bool"), ("sort", "bool"), ("argsort", "bool")]},
+    "median/int64:dtype": BUG + "median of int64 is int64 in PyTorch (an element); funcgrad gives float64",
+    "nanmedian/int64:dtype": BUG + "as median/int64",
+    "mode/special:*": BUG + "mode of a row with nan/inf: PyTorch counts nan as a value (returns it)",
+    "kthvalue/ties:*": _TIES,
+    "kthvalue/special:*": _TIES,
+    "topk/ties:*": _TIES,
+    "topk/special:*": _TIES,
+    "var_mean/special:value": ("PyTorch's var_mean computes the mean with Welford's update, which gives nan "
+                               "for a row of -inf (-inf - -inf); torch.mean gives -inf, as funcgrad"),
+    "cumprod/special:grad": BUG + "cumprod's gradient with nan/inf elements (PyTorch: nan)",
+    "logcumsumexp/special:grad": BUG + "logcumsumexp's gradient with nan/-inf elements",
+    # ---- the spec table's calls (mirror)
+    "clamp_min/spec:*:grad_fn": BUG + "x.clamp(min=v) is ClampBackward1 in PyTorch (clamp with max=None); "
+                                      "funcgrad records ClampMinBackward0 (right for x.clamp_min(v))",
+    "clamp_max/spec:*:grad_fn": BUG + "as clamp_min: x.clamp(max=v) is ClampBackward1",
+    "svd/spec:*:value": ("singular vectors are defined up to sign: LAPACK (PyTorch) and XLA pick different "
+                         "signs; U diag(S) Vh agree (tests/test_ops_shape / linalg tests)"),
+    "svd/spec:*:grad": BUG + "svd gradient through sign-ambiguous U/V (follows the sign choice) to check",
+    "eigh/spec:*:grad": BUG + "eigh gradient on a non-symmetric input: PyTorch reads only the lower "
+                              "triangle, funcgrad symmetrizes",
+    "eigvalsh/spec:*:grad": BUG + "as eigh (which triangle gets the gradient)",
+    "pinv/spec:pinv_hermitian*:grad": BUG + "as eigh (hermitian=True reads one triangle in PyTorch)",
+    "mv/spec:multi_dot*:grad_fn": BUG + "multi_dot(matrix, vector)'s node is ViewBackward0 in PyTorch",
+    "cosine_similarity/spec:*:grad_fn": BUG + "PyTorch's composite ends in SumBackward1",
+    "bilinear/spec:*:grad_fn": BUG + "PyTorch's composite ends in ViewBackward0",
+    "poisson_nll_loss/spec:*:grad_fn": BUG + "PyTorch's composite ends in AddBackward0",
+    "scaled_dot_product_attention/spec:*:grad_fn": BUG + "PyTorch's math path (with an additive mask) ends in "
+                                                         "UnsafeViewBackward0, not the flash-attention node",
+    "scatter/spec:*:grad": BUG + "PyTorch's scatter backward raises for this index/src; funcgrad computes one",
 }
 
 EXCLUDED: dict[str, str] = {
