@@ -37,17 +37,24 @@ class Op:
         view: the result shares storage with input 0 (writes through it reach the base).
         saves_result: PyTorch's derivative reads the result, so changing the result in place
             before backward is an error there; its version is recorded and checked here too.
+        jvp: the derivative slot, PyTorch's formula where it differs from what ``jax.vjp`` of
+            ``fn`` gives (a ``derivatives.yaml`` entry): ``jvp(primals, tangents, out, **static)
+            -> tangent of out``, linear in the tangents (jax transposes it into the vjp, and
+            differentiates it again for double backward). Tangents of integer operands arrive
+            as ``float0`` zeros. It is attached to ``fn`` as a ``jax.custom_jvp``, so the
+            eager backward kernel, ``create_graph``, ``funcgrad.jit`` and ``jax.grad`` of a
+            functional call all use the same formula.
     """
 
     __slots__ = ("name", "fn", "grad_name", "promote", "diff", "linear", "diff_outputs",
-                 "view", "saves_result", "_fwd", "_bwd", "_bwd_ops", "_node_cls", "doc")
+                 "view", "saves_result", "jvp", "_fwd", "_bwd", "_bwd_ops", "_node_cls", "doc")
 
     def __init__(self, name, fn, grad_name=None, promote="none", diff=None, linear=False,
-                 diff_outputs=None, view=False, doc=None, saves_result=False):
+                 diff_outputs=None, view=False, doc=None, saves_result=False, jvp=None):
         self.name, self.fn, self.grad_name, self.promote = name, fn, grad_name, promote
         self.diff, self.linear, self.diff_outputs, self.view = diff, linear, diff_outputs, view
         self.saves_result = saves_result
-        self.doc = doc
+        self.doc, self.jvp = doc, jvp
         self._fwd, self._bwd, self._bwd_ops = {}, {}, {}
         self._node_cls = node_class(grad_name, OpNode) if grad_name else None
 
@@ -61,6 +68,8 @@ class Op:
     def traced(self, static, cast, nargs):
         """The pure function with the dtype cast applied to the operands."""
         fn, kw = self.fn, dict(static)
+        if self.jvp is not None:
+            fn, kw = _with_jvp(fn, self.jvp, kw), {}
         if cast is None:
             return lambda *a: fn(*a, **kw)
         pos = frozenset(self.positions(nargs))
@@ -128,6 +137,17 @@ class Op:
                 return tuple(bwd(args, tuple(a[j:])))
             op = self._bwd_ops[key] = Op(self.grad_name + "Backward", fn, self.grad_name + "Backward")
         return op
+
+
+def _with_jvp(fn, rule, kw):
+    """``fn(*a, **kw)`` whose derivative is the op's stated formula ``rule`` (see ``Op.jvp``)."""
+    f = jax.custom_jvp(lambda *a: fn(*a, **kw))
+
+    @f.defjvp
+    def _jvp(primals, tangents):
+        out = f(*primals)
+        return out, rule(primals, tangents, out, **kw)
+    return f
 
 
 # ---- dtype of an op's result ------------------------------------------------------------------

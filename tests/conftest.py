@@ -36,3 +36,20 @@ def _clean_state():
 def pytest_sessionfinish(session):
     if not hasattr(session.config, "workerinput"):  # the controller (or a run without xdist)
         shutil.rmtree(_CACHE_DIR, ignore_errors=True)
+
+
+def pytest_terminal_summary(terminalreporter):
+    """The OpInfo sweep's totals (tests/test_opinfo_torch.py records them per family; the
+    numbers travel with the reports, so this also works with pytest-xdist workers)."""
+    import json
+
+    rows = [json.loads(v) for reps in terminalreporter.stats.values() for r in reps
+            if getattr(r, "when", None) == "call"
+            for k, v in getattr(r, "user_properties", ()) if k == "opinfo_totals"]
+    if not rows:
+        return
+    tot = {k: sum(r[k] for r in rows) for k in ("ops", "samples", "mismatches", "allowlisted", "failing")}
+    terminalreporter.write_line(
+        f"OpInfo sweep vs PyTorch: {len(rows)} families, {tot['ops']} op keys swept, {tot['samples']} "
+        f"samples, {tot['mismatches']} mismatches ({tot['allowlisted']} allowlisted, "
+        f"{tot['failing']} failing)")

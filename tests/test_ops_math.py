@@ -127,7 +127,11 @@ def test_nondifferentiable_results_have_no_grad_fn():
               fg.isclose(x, x), x.any(), (x > 0).all(), x.count_nonzero(),
               fg.logical_and(x, x), x.sort().indices, x.topk(1).indices):
         assert r.grad_fn is None and not r.requires_grad
-    assert fg.heaviside(x, fg.tensor([0.5, 0.5])).requires_grad is False
+    # PyTorch records a NotImplemented node for heaviside (its backward raises)
+    h = fg.heaviside(x, fg.tensor([0.5, 0.5]))
+    assert h.requires_grad and h.grad_fn.name() == "NotImplemented"
+    with pytest.raises(RuntimeError, match="derivative for aten::heaviside is not implemented"):
+        h.sum().backward()
 
 
 # ---- sorting-family semantics ----------------------------------------------------------------

@@ -88,8 +88,8 @@ def _vector_norm(x, *, ord, dim, keepdim, dtype):
         m = jax.lax.stop_gradient(jnp.max(a, axis=dim, keepdims=True)) if a.size else 1
         m = jnp.where(jnp.isfinite(m) & (m > 0), m, 1)
         s = jnp.sum((a / m) ** 2, axis=dim, keepdims=True)
-        pos = s > 0
-        r = jnp.where(pos, m * jnp.sqrt(jnp.where(pos, s, 1)), 0).astype(a.dtype)
+        zero = s == 0  # (not s > 0: a nan element gives a nan norm, as PyTorch)
+        r = jnp.where(zero, 0, m * jnp.sqrt(jnp.where(zero, 1, s))).astype(a.dtype)
         return r if keepdim else _squeeze_dims(r, dim)
     if ord == math.inf:
         return jnp.max(a, axis=dim, keepdims=keepdim)

@@ -37,12 +37,16 @@ def _keep_int(f):
 
 
 def _sign(x):
-    return x if x.dtype == jnp.bool_ else jnp.sign(x)
+    if x.dtype == jnp.bool_:
+        return x
+    # PyTorch's (0 < x) - (x < 0): 0 at nan
+    return jnp.where(jnp.isnan(x), jnp.zeros((), x.dtype), jnp.sign(x)) if jnp.issubdtype(
+        x.dtype, jnp.floating) else jnp.sign(x)
 
 
 def _sgn(x):
     # complex: x / |x| (0 at 0); real: sign
-    return jnp.sign(x) if x.dtype != jnp.bool_ else x
+    return _sign(x) if not jnp.iscomplexobj(x) else jnp.sign(x)
 
 
 # ================================ unary ==========================================================
@@ -55,7 +59,9 @@ _UNARY = [
     ("log1p", jnp.log1p, "Log1PBackward0", "float", ()),
     ("rsqrt", jax.lax.rsqrt, "RsqrtBackward0", "float", ()),
     ("reciprocal", jnp.reciprocal, "ReciprocalBackward0", "float", ()),
-    ("square", jnp.square, "PowBackward0", "none", ()),
+    # bool squares to int64, as PyTorch (jnp.square gives int32)
+    ("square", lambda x: jnp.square(x.astype(jnp.int64) if x.dtype == jnp.bool_ else x), "PowBackward0",
+     "none", ()),
     ("sign", _sign, "SignBackward0", "none", ()),
     ("sgn", _sgn, "SgnBackward0", "none", ()),
     ("floor", _keep_int(jnp.floor), "FloorBackward0", "none", ()),
@@ -75,14 +81,28 @@ _UNARY = [
     ("erfc", jsp.erfc, "ErfcBackward0", "float", ()),
     ("erfinv", jsp.erfinv, "ErfinvBackward0", "float", ()),
     ("lgamma", jax.lax.lgamma, "LgammaBackward0", "float", ()),
-    ("digamma", jax.lax.digamma, "DigammaBackward0", "float", ("psi",)),
+    ("digamma", lambda x: _digamma(x), "DigammaBackward0", "float", ("psi",)),
     ("deg2rad", jnp.deg2rad, "Deg2RadBackward0", "float", ()),
     ("rad2deg", jnp.rad2deg, "Rad2DegBackward0", "float", ()),
     # normalised sinc, sin(pi x) / (pi x); jnp.sinc's derivative at 0 is 0, as PyTorch's
     ("sinc", jnp.sinc, "SincBackward0", "float", ()),
 ]
 MATH_OPS = {}
-_NO_INT = {"frac"}  # PyTorch has no integer kernel for these
+_NO_INT = {"frac"}
+
+
+def _digamma(x):
+    # PyTorch's calc_digamma: copysign(inf, -x) at ±0 (jax: nan)
+    return jnp.where(x == 0, jnp.copysign(jnp.asarray(jnp.inf, x.dtype), -x), jax.lax.digamma(x))
+
+
+# PyTorch's derivative formulas where jax.vjp of the forward differs (the op table's jvp slot)
+_JVP = {
+    # -0.5 * grad * result ** 3 (the sign of inf at -0 follows the result's, as PyTorch)
+    "rsqrt": lambda p, t, out: -0.5 * t[0] * out ** 3,
+    # grad * digamma(self), with PyTorch's digamma at 0
+    "lgamma": lambda p, t, out: t[0] * _digamma(p[0]),
+}  # PyTorch has no integer kernel for these
 
 
 def _make_unary(name, op):
@@ -102,7 +122,7 @@ def _scalar_name(d):
 
 
 for _name, _fn, _grad, _promote, _aliases in _UNARY:
-    MATH_OPS[_name] = defop(_name, _fn, _grad, promote=_promote)
+    MATH_OPS[_name] = defop(_name, _fn, _grad, promote=_promote, jvp=_JVP.get(_name))
     _f = _make_unary(_name, MATH_OPS[_name])
     export(_name, *_aliases)(_f)
     for _n in (_name, *_aliases):
@@ -232,28 +252,72 @@ def equal(input: Tensor, other: Tensor) -> bool:
 
 # ================================ binary math ====================================================
 _atan2 = defop("atan2", jnp.arctan2, "Atan2Backward0", promote="binary_float")
-_hypot = defop("hypot", jnp.hypot, "HypotBackward0", promote="binary")
+
+
+def _hypot_jvp(primals, tangents, out):
+    # PyTorch: grad * self / result (nan at (0, 0), where jax.vjp of jnp.hypot gives 0.5)
+    (x, y), (tx, ty) = primals, tangents
+    return (tx * x + ty * y) / out
+
+
+_hypot = defop("hypot", jnp.hypot, "HypotBackward0", promote="binary", jvp=_hypot_jvp)
 # scalar operands stay in ``diff`` so that they take part in the dtype promotion
 _fmod_s = defop("fmod", jnp.fmod, "FmodBackward0", promote="binary")
 _fmod_t = defop("fmod_tensor", jnp.fmod, "FmodBackward1", promote="binary")
 _logaddexp = defop("logaddexp", jnp.logaddexp, "LogaddexpBackward0", promote="binary_float")
 _logaddexp2 = defop("logaddexp2", jnp.logaddexp2, "Logaddexp2Backward0", promote="binary_float")
-_xlogy_t = defop("xlogy", jsp.xlogy, "XlogyBackward0", promote="binary_float")
-_xlogy_s = defop("xlogy_scalar_other", jsp.xlogy, "XlogyBackward2", promote="binary_float")
-_xlogy_self = defop("xlogy_scalar_self", jsp.xlogy, "XlogyBackward1", promote="binary_float")
-def _copysign(x, y):
-    # |x| written as sign(x) * x so that the gradient at x == 0 is 0, as PyTorch's
-    s = jnp.where(jnp.signbit(y), -jnp.ones((), x.dtype), jnp.ones((), x.dtype))
-    return s * (jnp.sign(x) * x)
 
 
-_copysign_t = defop("copysign", _copysign, "CopysignBackward0", promote="binary_float")
-_copysign_s = defop("copysign_scalar", _copysign, "CopysignBackward1", promote="binary_float")
-_heaviside = defop("heaviside", jnp.heaviside, None, promote="binary")
-_clamp_min_t = defop("clamp_min_tensor", lambda x, lo: jnp.where(x >= lo, x, lo),
-                     "ClampMinBackward1", promote="binary")
-_clamp_max_t = defop("clamp_max_tensor", lambda x, hi: jnp.where(x <= hi, x, hi),
-                     "ClampMaxBackward1", promote="binary")
+def _xlogy_jvp(primals, tangents, out):
+    # PyTorch: self: grad * log(other), 0 where self == 0 and other <= 0 (jax: 0 wherever
+    # self == 0); other: grad * self / other
+    (x, y), (tx, ty) = primals, tangents
+    dx = jnp.where((x == 0) & (y <= 0), 0, jnp.log(jnp.where((x == 0) & (y <= 0), 1, y)))
+    return tx * dx.astype(out.dtype) + ty * x / y
+
+
+_xlogy_t = defop("xlogy", jsp.xlogy, "XlogyBackward0", promote="binary_float", jvp=_xlogy_jvp)
+_xlogy_s = defop("xlogy_scalar_other", jsp.xlogy, "XlogyBackward2", promote="binary_float", jvp=_xlogy_jvp)
+_xlogy_self = defop("xlogy_scalar_self", jsp.xlogy, "XlogyBackward1", promote="binary_float",
+                    jvp=_xlogy_jvp)
+def _copysign_jvp(primals, tangents, out):
+    # PyTorch: grad * result / self, masked to 0 where self == 0; no gradient for ``other``
+    (x, _), (tx, _) = primals, tangents
+    return tx * jnp.where(x == 0, 0, out / jnp.where(x == 0, 1, x))
+
+
+_copysign_t = defop("copysign", jnp.copysign, "CopysignBackward0", promote="binary_float",
+                    jvp=_copysign_jvp)
+_copysign_s = defop("copysign_scalar", jnp.copysign, "CopysignBackward1", promote="binary_float",
+                    jvp=_copysign_jvp)
+def _heaviside(x, v):
+    # PyTorch: x == 0 ? values : x > 0 (nan: 0), in the operands' common dtype
+    return jnp.where(x == 0, v, x > 0).astype(jnp.result_type(x, v))
+
+
+def _heaviside_jvp(primals, tangents, out):
+    raise RuntimeError("derivative for aten::heaviside is not implemented")
+
+
+# PyTorch records a ``NotImplemented`` node whose backward raises: the slot raises when the
+# backward is traced
+_heaviside = defop("heaviside", _heaviside, "NotImplemented", promote="binary", jvp=_heaviside_jvp)
+
+
+def _clamp_bound_jvp(keep, other):
+    # PyTorch (clamp_min.Tensor): self: where(self >= min, grad, 0); min: where(self < min, grad, 0)
+    # (a nan on either side passes neither)
+    def jvp(primals, tangents, out):
+        (x, b), (tx, tb) = primals, tangents
+        return jnp.where(keep(x, b), tx, 0) + jnp.where(other(x, b), tb, 0)
+    return jvp
+
+
+# jnp.maximum / minimum propagate a nan bound, as PyTorch's clamp_min / clamp_max
+_clamp_min_t = defop("clamp_min_tensor", jnp.maximum, "ClampMinBackward1", promote="binary",
+                     jvp=_clamp_bound_jvp(jnp.greater_equal, jnp.less))
+_clamp_max_t = defop("clamp_max_tensor", jnp.minimum, "ClampMaxBackward1", promote="binary",
+                     jvp=_clamp_bound_jvp(jnp.less_equal, jnp.greater))
 
 
 def _check_float(name, *xs):

@@ -30,12 +30,29 @@ def _elu(x, *, alpha, scale, input_scale):
     return jnp.where(x > 0, x * scale, neg)
 
 
+def _elu_jvp(primals, tangents, out, *, alpha, scale, input_scale):
+    # PyTorch's elu_backward: x <= 0 takes the exponential branch (x == 0 included; nan not)
+    (x,), (t,) = primals, tangents
+    neg = (input_scale * alpha * scale) * jnp.exp(jnp.minimum(x, 0) * input_scale)
+    return t * jnp.where(x <= 0, neg, scale).astype(x.dtype)
+
+
 def _celu(x, *, alpha):
     return jnp.where(x > 0, x, alpha * jnp.expm1(jnp.minimum(x, 0) / alpha))
 
 
+def _celu_jvp(primals, tangents, out, *, alpha):
+    return _elu_jvp(primals, tangents, out, alpha=alpha, scale=1.0, input_scale=1.0 / alpha)
+
+
 def _hardtanh(x, *, lo, hi):
     return jnp.where(x <= lo, jnp.asarray(lo, x.dtype), jnp.where(x >= hi, jnp.asarray(hi, x.dtype), x))
+
+
+def _hardtanh_jvp(primals, tangents, out, *, lo, hi):
+    # PyTorch: the gradient passes strictly inside (lo, hi) only (not at the bounds, not nan)
+    (x,), (t,) = primals, tangents
+    return jnp.where((x > lo) & (x < hi), t, jnp.zeros_like(t))
 
 
 def _softplus(x, *, beta, threshold):
@@ -45,11 +62,25 @@ def _softplus(x, *, beta, threshold):
 
 
 def _hardswish(x):
-    return jnp.where(x <= -3, jnp.zeros((), x.dtype), jnp.where(x >= 3, x, x * (x + 3) / 6))
+    # PyTorch's formula: nan at nan and at -inf (-inf * 0)
+    return x * jnp.clip(x + 3, 0, 6) / 6
+
+
+def _hardswish_jvp(primals, tangents, out):
+    # PyTorch: 0 up to -3, x / 3 + 0.5 inside (-3, 3), 1 from 3 (nan: 1)
+    (x,), (t,) = primals, tangents
+    return t * jnp.where(x <= -3, 0, jnp.where(x < 3, x / 3 + 0.5, 1)).astype(x.dtype)
 
 
 def _hardsigmoid(x):
     return jnp.where(x <= -3, jnp.zeros((), x.dtype), jnp.where(x >= 3, jnp.ones((), x.dtype), x / 6 + 0.5))
+
+
+def _hardsigmoid_jvp(primals, tangents, out):
+    # PyTorch: grad * one_sixth strictly inside (-3, 3), else (nan too) 0; its kernel's constant
+    # is the float literal 1.0f / 6.0f, also for float64
+    (x,), (t,) = primals, tangents
+    return jnp.where((x > -3) & (x < 3), t * jnp.asarray(jnp.float32(1 / 6), t.dtype), jnp.zeros_like(t))
 
 
 def _mish(x):
@@ -68,7 +99,24 @@ def _prelu(x, w):
 
 
 def _threshold(x, *, threshold, value):
-    return jnp.where(x > threshold, x, jnp.asarray(value, x.dtype))
+    # PyTorch: x <= threshold ? value : x (nan keeps x)
+    return jnp.where(x <= threshold, jnp.asarray(value, x.dtype), x)
+
+
+def _hardshrink(x, *, lambd):
+    return jnp.where((x >= -lambd) & (x <= lambd), 0, x).astype(x.dtype)
+
+
+def _softshrink(x, *, lambd):
+    # nan stays nan (and passes the gradient), as PyTorch's kernel
+    inner = jnp.where(jnp.isnan(x), x, 0)
+    return jnp.where(x > lambd, x - lambd, jnp.where(x < -lambd, x + lambd, inner)).astype(x.dtype)
+
+
+def _shrink_jvp(primals, tangents, out, *, lambd):
+    # PyTorch: the gradient passes only outside [-lambd, lambd] (not at nan)
+    (x,), (t,) = primals, tangents
+    return jnp.where((x > lambd) | (x < -lambd), t, jnp.zeros_like(t))
 
 
 _ACT = {
@@ -77,20 +125,19 @@ _ACT = {
     "silu": defop("silu", jax.nn.silu, "SiluBackward0", promote="float"),
     "mish": defop("mish", _mish, "MishBackward0", promote="float"),
     "leaky_relu": defop("leaky_relu", _leaky_relu, "LeakyReluBackward0"),
-    "elu": defop("elu", _elu, "EluBackward0", promote="float"),
-    "celu": defop("celu", _celu, "CeluBackward0", promote="float"),
-    "hardtanh": defop("hardtanh", _hardtanh, "HardtanhBackward0"),
+    "elu": defop("elu", _elu, "EluBackward0", promote="float", jvp=_elu_jvp),
+    "celu": defop("celu", _celu, "CeluBackward0", promote="float", jvp=_celu_jvp),
+    "hardtanh": defop("hardtanh", _hardtanh, "HardtanhBackward0", jvp=_hardtanh_jvp),
     "softplus": defop("softplus", _softplus, "SoftplusBackward0", promote="float"),
-    "hardswish": defop("hardswish", _hardswish, "HardswishBackward0", promote="float"),
-    "hardsigmoid": defop("hardsigmoid", _hardsigmoid, "HardsigmoidBackward0", promote="float"),
+    "hardswish": defop("hardswish", _hardswish, "HardswishBackward0", promote="float", jvp=_hardswish_jvp),
+    "hardsigmoid": defop("hardsigmoid", _hardsigmoid, "HardsigmoidBackward0", promote="float",
+                         jvp=_hardsigmoid_jvp),
     "log_sigmoid": defop("log_sigmoid", jax.nn.log_sigmoid, "LogSigmoidBackward0", promote="float"),
     "threshold": defop("threshold", _threshold, "ThresholdBackward0"),
     "glu": defop("glu", _glu, "GluBackward0", promote="float"),
     "prelu": defop("prelu", _prelu, "PreluKernelBackward0", promote="binary"),
-    "hardshrink": defop("hardshrink", lambda x, lambd: jnp.where(jnp.abs(x) > lambd, x, 0).astype(x.dtype),
-                        "HardshrinkBackward0"),
-    "softshrink": defop("softshrink", lambda x, lambd: jnp.where(
-        x > lambd, x - lambd, jnp.where(x < -lambd, x + lambd, 0)).astype(x.dtype), "SoftshrinkBackward0"),
+    "hardshrink": defop("hardshrink", _hardshrink, "HardshrinkBackward0", jvp=_shrink_jvp),
+    "softshrink": defop("softshrink", _softshrink, "SoftshrinkBackward0", jvp=_shrink_jvp),
 }
 
 

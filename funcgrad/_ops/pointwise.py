@@ -18,18 +18,27 @@ _UNARY = [
     ("tanh", jnp.tanh, "TanhBackward0", "float"),
     ("sigmoid", jax.nn.sigmoid, "SigmoidBackward0", "float"),
     ("neg", jnp.negative, "NegBackward0", "none"),
-    ("abs", lambda x: _abs(x), "AbsBackward0", "none"),
-    # jax.nn.relu has PyTorch's subgradient at 0 (0), unlike jnp.maximum(x, 0) (0.5)
+    ("abs", jnp.abs, "AbsBackward0", "none"),
     ("relu", jax.nn.relu, "ReluBackward0", "none"),
 ]
 UNARY_OPS = {}
 
 
-def _abs(x):
-    # PyTorch's subgradient of |x| at 0 is 0 (jnp.abs gives 1), and abs(-0.) prints 0.
-    if jnp.iscomplexobj(x) or x.dtype == jnp.bool_ or jnp.issubdtype(x.dtype, jnp.unsignedinteger):
-        return jnp.abs(x)
-    return jnp.where(x == 0, jnp.zeros_like(x), jnp.abs(x))
+def _abs_jvp(primals, tangents, out):
+    # PyTorch: grad * self.sgn() (subgradient 0 at 0, where jax.vjp of jnp.abs gives 1)
+    (x,), (t,) = primals, tangents
+    if jnp.iscomplexobj(x) or not jnp.issubdtype(x.dtype, jnp.floating):
+        return jax.jvp(jnp.abs, primals, tangents)[1]
+    return t * jnp.where(x > 0, 1, jnp.where(x < 0, -1, 0)).astype(x.dtype)  # sgn(nan) = 0
+
+
+def _relu_jvp(primals, tangents, out):
+    # PyTorch: threshold_backward(grad, result, 0): zero where result <= 0 (nan passes)
+    (t,) = tangents
+    return jnp.where(out <= 0, jnp.zeros_like(t), t)
+
+
+_JVP = {"abs": _abs_jvp, "relu": _relu_jvp}
 
 
 def _make_unary(name, op):
@@ -42,12 +51,15 @@ def _make_unary(name, op):
 
 
 for _name, _fn, _grad, _promote in _UNARY:
-    UNARY_OPS[_name] = defop(_name, _fn, _grad, promote=_promote, linear=_name == "neg")
+    UNARY_OPS[_name] = defop(_name, _fn, _grad, promote=_promote, linear=_name == "neg",
+                             jvp=_JVP.get(_name))
     _f = _make_unary(_name, UNARY_OPS[_name])
     export(_name)(_f)
     inplace_method(_name + "_", _f)
     globals()[_name] = _f
 
+# |x| with PyTorch's derivative, for composite kernels (vector_norm): the abs op's own function
+_abs = UNARY_OPS["abs"].traced((), None, 1)
 negative = export("negative")(globals()["neg"])
 absolute = export("absolute")(globals()["abs"])
 inplace_method("negative_", negative)
@@ -76,12 +88,66 @@ _div_trunc = defop("div_trunc", lambda x, y: jnp.trunc(x / y).astype(jnp.result_
                    "DivBackward2", promote="binary")
 # scalar / tensor: PyTorch computes reciprocal * scalar, hence its node name
 _rdiv = defop("rdiv", lambda x, y: y / x, "MulBackward0", promote="binary_float")
-_remainder = defop("remainder", jnp.remainder, "RemainderBackward0", promote="binary")
-_pow_scalar = defop("pow_scalar", lambda x, e: jnp.power(x, e), "PowBackward0", promote="binary")
-_pow_tensor = defop("pow_tensor", jnp.power, "PowBackward1", promote="binary")
-_rpow = defop("rpow", lambda x, b: jnp.power(b, x), "PowBackward2", promote="binary")
-_maximum = defop("maximum", jnp.maximum, "MaximumBackward0", promote="binary")
-_minimum = defop("minimum", jnp.minimum, "MinimumBackward0", promote="binary")
+_remainder = defop("remainder", jnp.remainder, "RemainderBackward1", promote="binary")
+_remainder_s = defop("remainder_scalar", jnp.remainder, "RemainderBackward0", promote="binary")
+
+
+# PyTorch's pow derivatives (pow_backward_self / pow_backward_exponent): zero for exponent 0
+# (jax.vjp: 0 * x ** -1 = nan at x = 0), and for base 0 with exponent >= 0
+def _power(x, e):
+    # PyTorch's pow takes sqrt / rsqrt for the exponents ±0.5 (nan at -inf, not inf)
+    if not jnp.issubdtype(jnp.result_type(x), jnp.floating):
+        return jnp.power(x, e)
+    return jnp.where(e == 0.5, jnp.sqrt(x), jnp.where(e == -0.5, jax.lax.rsqrt(x), jnp.power(x, e)))
+
+
+def _pow_self(x, e, t):
+    return t * jnp.where(e == 0, 0, e * _power(x, e - 1))
+
+
+def _pow_exp(b, e, out, t):
+    return t * jnp.where((b == 0) & (e >= 0), 0, out * jnp.log(jnp.where(b == 0, 0, b)))
+
+
+def _pow_scalar_jvp(primals, tangents, out):
+    return _pow_self(primals[0], primals[1], tangents[0])
+
+
+def _pow_tensor_jvp(primals, tangents, out):
+    (x, e), (tx, te) = primals, tangents
+    return _pow_self(x, e, tx) + _pow_exp(x, e, out, _tan(te, out))
+
+
+def _rpow_jvp(primals, tangents, out):
+    (e, b), (te, _) = primals, tangents
+    return _pow_exp(b, e, out, te)
+
+
+_pow_scalar = defop("pow_scalar", lambda x, e: _power(x, e), "PowBackward0", promote="binary",
+                    jvp=_pow_scalar_jvp)
+_pow_tensor = defop("pow_tensor", jnp.power, "PowBackward1", promote="binary", jvp=_pow_tensor_jvp)
+_rpow = defop("rpow", lambda x, b: jnp.power(b, x), "PowBackward2", promote="binary", jvp=_rpow_jvp)
+def _extremum_jvp(loses):
+    # PyTorch: where(self == other, grad / 2, grad), zeroed where that operand loses (nan: both
+    # operands keep the whole gradient, as neither comparison holds)
+    def jvp(primals, tangents, out):
+        (x, y), (tx, ty) = primals, tangents
+        half = jnp.asarray(0.5, out.dtype)
+        fx = jnp.where(x == y, half, jnp.where(loses(x, y), 0, 1).astype(out.dtype))
+        fy = jnp.where(x == y, half, jnp.where(loses(y, x), 0, 1).astype(out.dtype))
+        return _tan(tx, fx) * fx + _tan(ty, fy) * fy
+    return jvp
+
+
+def _tan(t, like):
+    # the tangent of an integer operand is a float0 zero: it contributes nothing
+    return jnp.zeros((), like.dtype) if t.dtype == jax.dtypes.float0 else t.astype(like.dtype)
+
+
+_maximum = defop("maximum", jnp.maximum, "MaximumBackward0", promote="binary",
+                 jvp=_extremum_jvp(jnp.less))
+_minimum = defop("minimum", jnp.minimum, "MinimumBackward0", promote="binary",
+                 jvp=_extremum_jvp(jnp.greater))
 
 
 def _is_one(a) -> bool:
@@ -164,7 +230,7 @@ def remainder(input, other, *, out=None) -> Tensor:
     if not isinstance(input, Tensor):
         from .._factories import tensor
         input = tensor(input)
-    return _out(apply(_remainder, input, other), out)
+    return _out(apply(_remainder if isinstance(other, Tensor) else _remainder_s, input, other), out)
 
 
 @export("pow")
@@ -279,11 +345,22 @@ def _clamp(x, lo, hi):
     return x
 
 
-_clamp_s = defop("clamp", _clamp, "ClampBackward1", promote="binary", diff=(0,))
+def _clamp_jvp(primals, tangents, out):
+    # PyTorch: grad * ((self >= min) & (self <= max)): the bounds pass it, nan does not
+    x, lo, hi = (list(primals) + [None, None])[:3]
+    keep = jnp.ones(x.shape, bool)
+    if lo is not None:
+        keep = keep & (x >= lo)
+    if hi is not None:
+        keep = keep & (x <= hi)
+    return jnp.where(keep, tangents[0], jnp.zeros_like(tangents[0]))
+
+
+_clamp_s = defop("clamp", _clamp, "ClampBackward1", promote="binary", diff=(0,), jvp=_clamp_jvp)
 _clamp_min_s = defop("clamp_min", lambda x, lo: _clamp(x, lo, None), "ClampMinBackward0",
-                     promote="binary", diff=(0,))
+                     promote="binary", diff=(0,), jvp=_clamp_jvp)
 _clamp_max_s = defop("clamp_max", lambda x, hi: _clamp(x, None, hi), "ClampMaxBackward0",
-                     promote="binary", diff=(0,))
+                     promote="binary", diff=(0,), jvp=lambda p, t, o: _clamp_jvp((p[0], None, p[1]), t, o))
 _clamp_t = defop("clamp_tensor",
                  lambda x, lo, hi: jnp.minimum(jnp.maximum(x, lo), hi) if lo is not None else
                  jnp.minimum(x, hi), "ClampBackward0", promote="binary")

@@ -90,14 +90,36 @@ def _max_dim(x, *, dim, keepdim, largest):
     return vals, idx.astype(jnp.int64)
 
 
-_max_all = defop("max", lambda x: jnp.max(x), "MaxBackward1")
-_min_all = defop("min", lambda x: jnp.min(x), "MinBackward1")
+def _even_jvp(primals, tangents, out):
+    # PyTorch's evenly_distribute_backward: the gradient is shared by the elements equal to the
+    # result (by the nan elements when the result is nan; jax.vjp gives them nothing)
+    (x,), (t,) = primals, tangents
+    mask = jnp.where(jnp.isnan(out), jnp.isnan(x), x == out).astype(out.dtype)
+    return jnp.sum(t * mask) / jnp.sum(mask)
+
+
+def _amax_jvp(primals, tangents, out, *, dim, keepdim):
+    # PyTorch: grad / count * (self == result) per reduced slice (a nan slice: 0 / 0 = nan)
+    (x,), (t,) = primals, tangents
+    o = out if keepdim or dim is None else jnp.expand_dims(out, dim)
+    mask = (x == o).astype(out.dtype)
+    n = jnp.sum(mask, axis=dim, keepdims=True)
+    # the factor is built with where (XLA folds t * float(compare) into a select, which would
+    # turn PyTorch's 0 / 0 = nan back into 0)
+    f = jnp.where(n == 0, jnp.nan, mask / jnp.where(n == 0, 1, n)).astype(out.dtype)
+    return jnp.sum(t * f, axis=dim, keepdims=keepdim)
+
+
+_max_all = defop("max", lambda x: jnp.max(x), "MaxBackward1", jvp=_even_jvp)
+_min_all = defop("min", lambda x: jnp.min(x), "MinBackward1", jvp=_even_jvp)
 _max_d = defop("max_dim", lambda x, dim, keepdim: _max_dim(x, dim=dim, keepdim=keepdim, largest=True),
                "MaxBackward0", diff_outputs=(0,))
 _min_d = defop("min_dim", lambda x, dim, keepdim: _max_dim(x, dim=dim, keepdim=keepdim, largest=False),
                "MinBackward0", diff_outputs=(0,))
-_amax = defop("amax", lambda x, dim, keepdim: jnp.max(x, axis=dim, keepdims=keepdim), "AmaxBackward0")
-_amin = defop("amin", lambda x, dim, keepdim: jnp.min(x, axis=dim, keepdims=keepdim), "AminBackward0")
+_amax = defop("amax", lambda x, dim, keepdim: jnp.max(x, axis=dim, keepdims=keepdim), "AmaxBackward0",
+               jvp=_amax_jvp)
+_amin = defop("amin", lambda x, dim, keepdim: jnp.min(x, axis=dim, keepdims=keepdim), "AminBackward0",
+               jvp=_amax_jvp)
 _argmax = defop("argmax", lambda x, dim, keepdim: jnp.argmax(x, axis=dim, keepdims=keepdim).astype(jnp.int64))
 _argmin = defop("argmin", lambda x, dim, keepdim: jnp.argmin(x, axis=dim, keepdims=keepdim).astype(jnp.int64))
 

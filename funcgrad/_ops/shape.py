@@ -248,9 +248,10 @@ def to_device(x: Tensor, device) -> Tensor:
 _copy = defop("copy", lambda dst, src: jnp.broadcast_to(jnp.asarray(src, dst.dtype), dst.shape),
               "CopyBackwards", linear=True)
 _zero = defop("zero", lambda x: jnp.zeros_like(x), "ZeroBackward0", linear=True)
-_fill = defop("fill", lambda x, v: jnp.full_like(x, v), "FillBackward0", diff=(0,), linear=True)
+# only fill_ uses these: PyTorch's in-place overloads are FillBackward2 (scalar) / 3 (tensor)
+_fill = defop("fill", lambda x, v: jnp.full_like(x, v), "FillBackward2", diff=(0,), linear=True)
 _fill_t = defop("fill_tensor", lambda x, v: jnp.broadcast_to(v.astype(x.dtype), x.shape),
-                "FillBackward1", linear=True)
+                "FillBackward3", linear=True)
 
 
 def _copy_fn(dst, src, non_blocking=False):

@@ -3,14 +3,14 @@
 xlog1py, Hurwitz zeta, frexp and ldexp.
 
 Where PyTorch's derivative differs from what ``jax.vjp`` of the forward would give (logit outside
-[0, 1], i0 at 0, xlog1py at ``self == 0, other <= -1``) the forward carries a ``jax.custom_jvp``
-with PyTorch's formula, so the backward kernel is still the cached jitted vjp of the op.
+[0, 1], i0 at 0, xlog1py at ``self == 0, other <= -1``) the op states PyTorch's formula in
+the op table's ``jvp`` slot, so the backward kernel is still the cached jitted vjp of the op.
 """
 
 from __future__ import annotations
 
 import collections
-import functools
+import math
 
 import jax
 import jax.numpy as jnp
@@ -23,8 +23,7 @@ def _out(r, out):
     return r if out is None else out.copy_(r)
 
 
-# ---- pure kernels with PyTorch's derivatives -----------------------------------------------------
-@functools.partial(jax.custom_jvp, nondiff_argnums=(1,))
+# ---- pure kernels and PyTorch's derivatives (the op table's ``jvp`` slot) -------------------------
 def _logit_fn(x, eps=None):
     if eps is not None:
         lo = jnp.asarray(eps, x.dtype)
@@ -32,8 +31,7 @@ def _logit_fn(x, eps=None):
     return jnp.log(x / (1 - x))
 
 
-@_logit_fn.defjvp
-def _logit_jvp(eps, primals, tangents):
+def _logit_jvp(primals, tangents, out, eps=None):
     (x,), (t,) = primals, tangents
     # the factor multiplies the tangent (a constant picked by ``where`` would vanish in the vjp)
     g = 1 / (x * (1 - x))
@@ -41,31 +39,19 @@ def _logit_jvp(eps, primals, tangents):
         g = jnp.where((x < 0) | (x > 1), jnp.nan, g)
     else:  # zero where clamped (the bounds themselves pass the gradient)
         g = jnp.where((x < eps) | (x > 1 - eps), 0, g)
-    return _logit_fn(x, eps), t * g
+    return t * g
 
 
-@jax.custom_jvp
-def _i0_fn(x):
-    return jsp.i0(x)
-
-
-@_i0_fn.defjvp
-def _i0_jvp(primals, tangents):
+def _i0_jvp(primals, tangents, out):
     # jax.scipy's i0 goes through |x| and has derivative 1 at 0; i0' = i1 (0 at 0)
     (x,), (t,) = primals, tangents
-    return jsp.i0(x), t * jsp.i1(x)
+    return t * jsp.i1(x)
 
 
-@jax.custom_jvp
-def _xlog1py_fn(x, y):
-    return jsp.xlog1py(x, y)
-
-
-@_xlog1py_fn.defjvp
-def _xlog1py_jvp(primals, tangents):
+def _xlog1py_jvp(primals, tangents, out):
     (x, y), (tx, ty) = primals, tangents
     dx = jnp.where((x == 0) & (y <= -1), 0, jnp.log1p(y))
-    return jsp.xlog1py(x, y), dx * tx + x / (y + 1) * ty
+    return dx * tx + x / (y + 1) * ty
 
 
 def _polygamma_fn(x, *, n):
@@ -91,10 +77,10 @@ def _ndtr_fn(x):
 
 
 # (key, fn, PyTorch node name)
-_logit = defop("logit", lambda x, eps: _logit_fn(x, eps), "LogitBackward0", promote="float")
+_logit = defop("logit", _logit_fn, "LogitBackward0", promote="float", jvp=_logit_jvp)
 _polygamma = defop("polygamma", _polygamma_fn, "PolygammaBackward0", promote="float")
 _mvlgamma = defop("mvlgamma", _mvlgamma_fn, "MvlgammaBackward0", promote="float")
-_i0 = defop("i0", _i0_fn, "I0Backward0", promote="float")
+_i0 = defop("i0", jsp.i0, "I0Backward0", promote="float", jvp=_i0_jvp)
 _UNARY = {
     "i0e": (jsp.i0e, "SpecialI0EBackward0"),
     "i1": (jsp.i1, "SpecialI1Backward0"),
@@ -106,12 +92,18 @@ _UNARY = {
     "erfcx": (jsp.erfcx, "SpecialErfcxBackward0"),
     "entr": (jsp.entr, "SpecialEntrBackward0"),
 }
-SPECIAL_OPS = {k: defop("special_" + k, f, g, promote="float") for k, (f, g) in _UNARY.items()}
-_xlog1py_t = defop("special_xlog1py", _xlog1py_fn, "SpecialXlog1PyBackward0", promote="binary_float")
-_xlog1py_self = defop("special_xlog1py_self_scalar", _xlog1py_fn, "SpecialXlog1PyBackward1",
-                      promote="binary_float")
-_xlog1py_other = defop("special_xlog1py_other_scalar", _xlog1py_fn, "SpecialXlog1PyBackward2",
-                       promote="binary_float")
+_SPECIAL_JVP = {
+    # PyTorch: grad * sqrt(2 pi) * exp(result ** 2 / 2) (inf at 0 and 1, where jax.vjp gives 0)
+    "ndtri": lambda p, t, out: t[0] * math.sqrt(2 * math.pi) * jnp.exp(out * out / 2),
+}
+SPECIAL_OPS = {k: defop("special_" + k, f, g, promote="float", jvp=_SPECIAL_JVP.get(k))
+               for k, (f, g) in _UNARY.items()}
+_xlog1py_t = defop("special_xlog1py", jsp.xlog1py, "SpecialXlog1PyBackward0", promote="binary_float",
+                   jvp=_xlog1py_jvp)
+_xlog1py_self = defop("special_xlog1py_self_scalar", jsp.xlog1py, "SpecialXlog1PyBackward1",
+                      promote="binary_float", jvp=_xlog1py_jvp)
+_xlog1py_other = defop("special_xlog1py_other_scalar", jsp.xlog1py, "SpecialXlog1PyBackward2",
+                       promote="binary_float", jvp=_xlog1py_jvp)
 # PyTorch has no derivative of zeta wrt x ("the derivative for 'zeta' is not implemented"): only q
 _zeta_t = defop("special_zeta", jsp.zeta, "SpecialZetaBackward0", promote="binary_float", diff=(1,))
 _zeta_self = defop("special_zeta_self_scalar", jsp.zeta, "SpecialZetaBackward1",

@@ -81,7 +81,7 @@ def execute(roots, grads, retain_graph, create_graph, capture=None, accumulate=T
             state.enabled = prev
     # 1. dependency counts (and parents, to prune when capturing)
     deps, parents = {}, {}
-    stack = [n for n, _ in roots]
+    stack = list(dict.fromkeys(n for n, _ in roots))  # two roots on one node: count its edges once
     seen = set(stack)
     while stack:
         node = stack.pop()
