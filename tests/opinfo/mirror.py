@@ -66,12 +66,13 @@ def _torch_value(name, v, memo):
 
 def _torch_function(f):
     for path, ns in _NAMESPACES:
-        for n in (getattr(f, "__name__", None),):
+        names = [getattr(f, "__name__", None)] + [n for n, g in vars(ns).items() if g is f]
+        for n in names:
             if n and getattr(ns, n, None) is f:
-                return _resolve(f"{_MODULES[path]}.{n}")
-        for n, g in vars(ns).items():
-            if g is f:
-                return _resolve(f"{_MODULES[path]}.{n}")
+                try:
+                    return _resolve(f"{_MODULES[path]}.{n}")
+                except AttributeError:  # a helper the namespace imported (e.g. apply), not torch's
+                    continue
     raise Untranslatable(f"{getattr(f, '__module__', '?')}.{getattr(f, '__name__', f)}")
 
 
