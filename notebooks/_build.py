@@ -731,7 +731,8 @@ def _nb4():
         ax.set_title("digits MLP")
         ax.legend()
         plt.show()
-        print("largest loss difference:", max(abs(a - b) for a, b in zip(eager["losses"], compiled["losses"])))
+        diff = max(abs(a - b) for a, b in zip(eager["losses"], compiled["losses"]))
+        print("largest loss difference below 1e-6:", diff < 1e-6)   # the last bits vary with the CPU
         """),
         ("md", """
         The speed-up depends on the machine and the model size: on a small MLP and a CPU, each
@@ -784,7 +785,7 @@ def _nb5():
         loss.backward()
         for name, p in model.named_parameters():
             err = np.abs(np.asarray(grads[name]) - p.grad.numpy()).max()
-            print(f"{name:9} {str(tuple(p.shape)):8} max |jax.grad - backward| = {err:.1e}")
+            print(f"{name:9} {str(tuple(p.shape)):8} max |jax.grad - backward| < 1e-6: {err < 1e-6}")
         """),
         ("md", """
         ## Per-example gradients with `jax.vmap`

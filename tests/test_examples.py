@@ -77,12 +77,16 @@ def test_compiled_run_writes_the_graph_it_is_asked_for(tmp_path, capsys, monkeyp
 
 def test_default_run_writes_no_file_and_reports_both_times(tmp_path, capsys, monkeypatch):
     monkeypatch.chdir(tmp_path)
-    train.main(["--eager", "--no-pytorch", "--epochs", "1", "--batch-size", "500"])  # 2 steps
+    train.main(["--eager", "--no-pytorch", "--epochs", "1"])  # one epoch: 22 steps
     out = capsys.readouterr().out
     assert os.listdir(tmp_path) == []
-    # one epoch of 2 steps: no steady state to measure, and the output says so
-    assert _rows(out) == {"eager": (2, "steady-state rate n/a (needs more than 3 steps)")}
+    # the steady state starts after the warm-up steps, not after a first epoch that may not exist
+    assert _rows(out)["eager"][0] == 22 and re.fullmatch(r"\d+ steps/s steady state", _rows(out)["eager"][1])
     assert "after the first epoch" not in out and "speed-up" not in out
+    train.main(["--eager", "--no-pytorch", "--epochs", "1", "--steps", "2"])
+    out = capsys.readouterr().out  # too few steps for a steady state: the output says so
+    assert _rows(out) == {"eager": (2, "steady-state rate n/a (needs more than 3 steps)")}
+    assert os.listdir(tmp_path) == []
 
 
 @pytest.mark.torch

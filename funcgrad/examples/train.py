@@ -45,8 +45,8 @@ def load_digits(seed: int):
     return (x[idx[:cut]], y[idx[:cut]]), (x[idx[cut:]], y[idx[cut:]])
 
 
-def make_model(lib, kind: str):
-    """The model in ``lib`` (``funcgrad`` or ``torch``: the code is the same)."""
+def make_model(kind: str, lib=funcgrad):
+    """The ``mlp`` or ``cnn`` model, built with ``lib`` (``funcgrad`` or ``torch``: the same code)."""
     nn = lib.nn
     if kind == "mlp":
         return nn.Sequential(nn.Flatten(), nn.Linear(64, 128), nn.ReLU(), nn.Dropout(0.1),
@@ -75,7 +75,7 @@ def run(lib, mode: str, kind: str, epochs: int, batch_size: int, seed: int, data
     from_data = importlib.import_module(lib.__name__ + ".utils.data")
     (xtr, ytr), (xte, yte) = data
     lib.manual_seed(seed)
-    model = make_model(lib, kind)
+    model = make_model(kind, lib)
     xtr_t, xte_t = lib.tensor(xtr.reshape(len(xtr), -1)), lib.tensor(xte.reshape(len(xte), -1))
     loader = from_data.DataLoader(from_data.TensorDataset(xtr_t, lib.tensor(ytr)),
                                   batch_size=batch_size, shuffle=True, drop_last=True)
