@@ -113,7 +113,7 @@ def test_piped_output_has_no_bar_frames_and_ctrl_c_exits_130():
     finally:
         if proc.poll() is None:
             proc.kill()
-    assert proc.returncode == 130
+    assert proc.returncode == 130, (proc.returncode, err[-2000:])
     assert err.strip().splitlines()[-1] == "interrupted" and "Traceback" not in err
     assert "\r" not in first + out and "it/s" not in first + out + err  # no tqdm frames in a pipe
 

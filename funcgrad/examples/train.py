@@ -179,6 +179,15 @@ def _row(r) -> str:
 
 
 def main(argv=None) -> None:
+    """The command line; Ctrl-C anywhere exits with status 130 and a one-line message."""
+    try:
+        _main(argv)
+    except KeyboardInterrupt:
+        print("\ninterrupted", file=sys.stderr)
+        sys.exit(130)  # what Python itself exits with on Ctrl-C (128 + SIGINT)
+
+
+def _main(argv) -> None:
     p = _parser()
     a = p.parse_args(argv)
     data = load_digits(a.seed)
@@ -197,23 +206,19 @@ def main(argv=None) -> None:
     print(f"digits: {len(data[0][0])} train / {len(data[1][0])} test images, model={a.model}, "
           f"epochs={a.epochs}, batch={a.batch_size} ({steps_per_epoch} steps/epoch)", flush=True)
     results = {}
-    try:
-        for lib, mode in libs:
-            r = run(lib, mode, a.model, a.epochs, a.batch_size, a.seed, data, max_steps=a.steps)
-            results[mode] = r
-            print(_row(r), flush=True)
-        if "eager" in results and "compiled" in results:
-            e, c = results["eager"], results["compiled"]
-            steady = f"{c['steps_per_s'] / e['steps_per_s']:.1f}x steady state, " \
-                if e["steps_per_s"] and c["steps_per_s"] else ""
-            print(f"compiled vs eager: {steady}{e['seconds'] / c['seconds']:.1f}x in total time "
-                  f"(compilation included)")
-        if a.graph:
-            _write_graph(results[libs[0][1]], a.graph)
-            print(f"graph of one step written to {a.graph}")
-    except KeyboardInterrupt:
-        print("\ninterrupted", file=sys.stderr)
-        sys.exit(130)  # what Python itself exits with on Ctrl-C (128 + SIGINT)
+    for lib, mode in libs:
+        r = run(lib, mode, a.model, a.epochs, a.batch_size, a.seed, data, max_steps=a.steps)
+        results[mode] = r
+        print(_row(r), flush=True)
+    if "eager" in results and "compiled" in results:
+        e, c = results["eager"], results["compiled"]
+        steady = f"{c['steps_per_s'] / e['steps_per_s']:.1f}x steady state, " \
+            if e["steps_per_s"] and c["steps_per_s"] else ""
+        print(f"compiled vs eager: {steady}{e['seconds'] / c['seconds']:.1f}x in total time "
+              f"(compilation included)")
+    if a.graph:
+        _write_graph(results[libs[0][1]], a.graph)
+        print(f"graph of one step written to {a.graph}")
 
 
 def _write_graph(r, path: str) -> None:
