@@ -124,3 +124,36 @@ def test_png_graph_with_graphviz(tmp_path, capsys, monkeypatch):
     train.main(["--eager", "--no-pytorch", "--steps", "1", "--graph", "g.png"])
     with open(tmp_path / "g.png", "rb") as f:
         assert f.read(8) == b"\x89PNG\r\n\x1a\n"
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="needs a Linux pseudo-terminal")
+def test_terminal_gets_a_bar_whose_rate_is_the_steady_state_one():
+    pytest.importorskip("tqdm")
+    import fcntl
+    import struct
+    import termios
+
+    main_fd, tty_fd = os.openpty()
+    # a real terminal has a size; tqdm draws nothing on a 0-column one
+    fcntl.ioctl(tty_fd, termios.TIOCSWINSZ, struct.pack("HHHH", 24, 160, 0, 0))
+    env = dict(os.environ, PYTHONPATH=ROOT + os.pathsep + os.environ.get("PYTHONPATH", ""))
+    proc = subprocess.Popen([sys.executable, "-m", "funcgrad.examples.train", "--eager", "--no-pytorch",
+                             "--steps", "21"], cwd=ROOT, env=env, stdout=tty_fd, stderr=subprocess.PIPE)
+    os.close(tty_fd)
+    chunks = []
+    while True:
+        try:
+            data = os.read(main_fd, 65536)
+        except OSError:  # the child closed the terminal
+            break
+        if not data:
+            break
+        chunks.append(data)
+    _, err = proc.communicate(timeout=120)
+    os.close(main_fd)
+    out = b"".join(chunks).decode(errors="replace")
+    assert proc.returncode == 0, (out, err)
+    assert "eager epoch 1/15" in out and "\r" in out  # tqdm frames
+    rates = [int(r) for r in re.findall(r"steady_steps_s=(\d+)", out)]
+    assert len(rates) >= 1 and "steps_s=" not in out.replace("steady_steps_s=", "")
+    assert re.search(r"21 steps in [\d.]+ s total .*; \d+ steps/s steady state", out)
