@@ -2,9 +2,11 @@
 
 ``make_dot(root, params=dict(model.named_parameters()))`` walks ``grad_fn.next_functions`` (the
 graph ``backward()`` runs) and returns a ``Graph``: its ``.source`` is Graphviz DOT; ``.svg()``
-renders with the ``dot`` program when it is installed and otherwise with a small built-in
-layered layout, so pictures work on a fresh machine; ``.render(path)`` writes ``.svg``/``.dot``
-(``.png`` needs ``dot``); in Jupyter the graph displays inline.
+renders with Graphviz's layout when the ``dot`` program is installed (through the optional
+``graphviz`` package when present) and otherwise with a built-in layered (Sugiyama-style)
+layout whose edges are routed around boxes through dummy nodes, each arrow at its own port,
+labels whole, so pictures work on a fresh machine; ``.render(path)`` writes ``.svg``/``.dot``
+(``.png``/``.pdf`` need ``dot``); in Jupyter the graph displays inline.
 
 >>> import funcgrad
 >>> x = funcgrad.ones(2, requires_grad=True)

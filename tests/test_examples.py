@@ -157,3 +157,24 @@ def test_terminal_gets_a_bar_whose_rate_is_the_steady_state_one():
     rates = [int(r) for r in re.findall(r"steady_steps_s=(\d+)", out)]
     assert len(rates) >= 1 and "steps_s=" not in out.replace("steady_steps_s=", "")
     assert re.search(r"21 steps in [\d.]+ s total .*; \d+ steps/s steady state", out)
+
+
+def test_bench_quick_is_accepted_and_its_subset_exists(monkeypatch, capsys):
+    import importlib
+    import inspect
+    import types
+
+    from funcgrad.bench import __main__ as bench
+
+    for m, kwargs in bench.QUICK.items():  # every quick module exists and takes its arguments
+        inspect.signature(importlib.import_module(f"funcgrad.bench.{m}_bench").run).bind(**kwargs)
+    calls = []
+
+    def fake_module(name):  # record what --quick runs, without running the benchmarks
+        m = name.rsplit(".", 1)[1].removesuffix("_bench")
+        return types.SimpleNamespace(run=lambda **kw: calls.append((m, kw)) or [])
+
+    monkeypatch.setattr(bench.importlib, "import_module", fake_module)
+    bench.main(["--quick"])
+    assert calls == list(bench.QUICK.items())
+    assert capsys.readouterr().out.startswith("# funcgrad benchmarks")
