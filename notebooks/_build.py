@@ -707,14 +707,16 @@ def _nb4():
             model.eval()
             with torch.no_grad():
                 acc = (model(torch.tensor(xte)).argmax(1) == torch.tensor(yte)).float().mean().item()
-            return dict(losses=losses, acc=acc, warmup_s=sum(seconds[:WARMUP]), steps_per_s=steps_per_s)
+            return dict(losses=losses, acc=acc, warmup_s=sum(seconds[:WARMUP]), total_s=sum(seconds),
+                        steps_per_s=steps_per_s)
 
         eager = train(compiled=False)
         compiled = train(compiled=True)
         for name, r in [("eager", eager), ("compiled", compiled)]:
-            print(f"{name:>8}: test accuracy {100 * r['acc']:.1f}%, first {WARMUP} steps {r['warmup_s']:.1f} s, "
-                  f"then {r['steps_per_s']:.0f} steps/s")
-        print(f"speed-up of the compiled step: {compiled['steps_per_s'] / eager['steps_per_s']:.1f}x")
+            print(f"{name:>8}: test accuracy {100 * r['acc']:.1f}%, {r['total_s']:.1f} s in total "
+                  f"(first {WARMUP} steps {r['warmup_s']:.1f} s), then {r['steps_per_s']:.0f} steps/s")
+        print(f"speed-up of the compiled step: {compiled['steps_per_s'] / eager['steps_per_s']:.1f}x steady state, "
+              f"{eager['total_s'] / compiled['total_s']:.1f}x in total time (compilation included)")
         """),
         ("md", """
         Same seed, same data order, same numbers: the two loss curves lie on top of each other
@@ -729,7 +731,8 @@ def _nb4():
         ax.set_title("digits MLP")
         ax.legend()
         plt.show()
-        print("largest loss difference:", max(abs(a - b) for a, b in zip(eager["losses"], compiled["losses"])))
+        diff = max(abs(a - b) for a, b in zip(eager["losses"], compiled["losses"]))
+        print("largest loss difference below 1e-6:", diff < 1e-6)   # the last bits vary with the CPU
         """),
         ("md", """
         The speed-up depends on the machine and the model size: on a small MLP and a CPU, each
@@ -782,7 +785,7 @@ def _nb5():
         loss.backward()
         for name, p in model.named_parameters():
             err = np.abs(np.asarray(grads[name]) - p.grad.numpy()).max()
-            print(f"{name:9} {str(tuple(p.shape)):8} max |jax.grad - backward| = {err:.1e}")
+            print(f"{name:9} {str(tuple(p.shape)):8} max |jax.grad - backward| < 1e-6: {err < 1e-6}")
         """),
         ("md", """
         ## Per-example gradients with `jax.vmap`

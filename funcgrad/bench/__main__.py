@@ -1,4 +1,8 @@
-"""``python -m funcgrad.bench [--quick]``: every benchmark, side by side, as one table."""
+"""``python -m funcgrad.bench [--quick] [--only M ...]``: every benchmark, side by side, as one table.
+
+``--quick`` runs a short subset (fewer repetitions, the smallest sizes, no parallel block): a
+smoke test of the benchmarks, not numbers to quote.
+"""
 
 from __future__ import annotations
 
@@ -10,12 +14,18 @@ import platform
 import jax
 
 
+# --quick: the modules it runs and the arguments of their run()
+QUICK = {"core": {}, "train": {"n": 3}, "jit": {"n": 3}, "hardening": {"sizes": (1_000,), "fan_in": 1_000}}
+
+
 def main(argv=None) -> None:
     p = argparse.ArgumentParser(prog="python -m funcgrad.bench", description=__doc__)
     p.add_argument("--only", nargs="*",
                    help="benchmark modules to run (core, train, jit, parallel, hardening, random, cache)")
+    p.add_argument("--quick", action="store_true", help="a short subset with few repetitions (smoke test)")
     args = p.parse_args(argv)
-    mods = args.only or ["core", "train", "jit", "parallel", "hardening", "random", "cache"]
+    full = ["core", "train", "jit", "parallel", "hardening", "random", "cache"]
+    mods = args.only or (list(QUICK) if args.quick else full)
     print(f"# funcgrad benchmarks — {datetime.date.today()} — {platform.processor() or platform.machine()}, "
           f"jax {jax.__version__} on {jax.default_backend()} ({jax.device_count()} device(s))")
     try:
@@ -28,7 +38,7 @@ def main(argv=None) -> None:
             mod = importlib.import_module(f"funcgrad.bench.{m}_bench")
         except ModuleNotFoundError:
             continue
-        rows = mod.run()
+        rows = mod.run(**QUICK.get(m, {})) if args.quick else mod.run()
         _print(rows)
 
 
