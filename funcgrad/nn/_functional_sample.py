@@ -40,16 +40,17 @@ def grid_sample(input: Tensor, grid: Tensor, mode: str = "bilinear", padding_mod
     if align_corners is None:
         warnings.warn(_ALIGN_MSG, UserWarning, stacklevel=2)
         align_corners = False
+    # PyTorch's order: batch size, grid's last dim, then the ranks
+    if input.shape[0] != grid.shape[0]:
+        raise RuntimeError(f"grid_sampler(): expected grid and input to have same batch size, but got input "
+                           f"with sizes {list(input.shape)} and grid with sizes {list(grid.shape)}")
+    if grid.shape[-1] != input.ndim - 2:
+        raise RuntimeError(f"grid_sampler(): expected grid to have size {input.ndim - 2} in last dimension, "
+                           f"but got grid with sizes {list(grid.shape)}")
     if input.ndim != grid.ndim or input.ndim not in (4, 5):
         raise RuntimeError(f"grid_sampler(): expected 4D or 5D input and grid with same number of "
                            f"dimensions, but got input with sizes {list(input.shape)} and grid with sizes "
                            f"{list(grid.shape)}")
-    if grid.shape[-1] != input.ndim - 2:
-        raise RuntimeError(f"grid_sampler(): expected grid to have size {input.ndim - 2} in last dimension, "
-                           f"but got grid with sizes {list(grid.shape)}")
-    if input.shape[0] != grid.shape[0]:
-        raise RuntimeError(f"grid_sampler(): expected grid and input to have same batch size, but got input "
-                           f"with sizes {list(input.shape)} and grid with sizes {list(grid.shape)}")
     if input.ndim == 5 or mode == "bicubic":
         raise NotImplementedError(f"funcgrad's grid_sample supports 4-D input with mode 'bilinear' or "
                                   f"'nearest' (got {input.ndim}-D, mode '{mode}')")
