@@ -127,9 +127,11 @@ TARGETS = np.array([[1, 2, 2], [3, 1, 0], [4, 4, 4]])   # repeats need a blank b
 IN_LEN, TGT_LEN = [7, 6, 4], [3, 2, 3]                   # sample 2 is impossible: 4 frames < 3+2 needed
 
 
-@pytest.mark.parametrize("reduction", ["none", "mean", "sum"])
-@pytest.mark.parametrize("zero_infinity", [False, True])
-@pytest.mark.parametrize("blank", [0, 4])
+CTC_CASES = [("none", False, 0), ("mean", False, 4), ("sum", False, 0), ("none", True, 4), ("mean", True, 0),
+             ("sum", True, 4)]  # (reduction, zero_infinity, blank)
+
+
+@pytest.mark.parametrize("reduction,zero_infinity,blank", CTC_CASES)
 def test_ctc_loss_matches_torch(reduction, zero_infinity, blank):
     targets = np.where(TARGETS == blank, 2, TARGETS)
     in_len = IN_LEN if zero_infinity else [7, 6, 6]  # finite losses unless they are zeroed
@@ -171,3 +173,67 @@ def test_ctc_loss_errors():
     for (il, tl), kw in cases:
         _raises(lambda: F.ctc_loss(funcgrad.tensor(lp), funcgrad.tensor(t), il, tl, **kw),
                 lambda: TF.ctc_loss(torch.tensor(lp), torch.tensor(t), il, tl, **kw))
+
+
+# ================================ nn.utils.parametrize / parametrizations.weight_norm =============
+def _linear_pair(cls_f, cls_t, *args):
+    tm = cls_t(*args)
+    fm = cls_f(*args)
+    fm.load_state_dict({k: funcgrad.tensor(v.detach().numpy()) for k, v in tm.state_dict().items()})
+    return fm, tm
+
+
+@pytest.mark.parametrize("dim", [0, 1, None])
+def test_parametrizations_weight_norm_matches_torch(dim):
+    fm, tm = _linear_pair(funcgrad.nn.Linear, torch.nn.Linear, 4, 3)
+    fm = funcgrad.nn.utils.parametrizations.weight_norm(fm, dim=dim)
+    tm = torch.nn.utils.parametrizations.weight_norm(tm, dim=dim)
+    assert type(fm).__name__ == type(tm).__name__ == "ParametrizedLinear"
+    assert repr(fm) == repr(tm)
+    assert list(fm.state_dict()) == list(tm.state_dict())
+    assert [n for n, _ in fm.named_parameters()] == [n for n, _ in tm.named_parameters()]
+    for k, v in tm.state_dict().items():
+        _close(fm.state_dict()[k], v)
+    assert type(fm.weight.grad_fn).__name__ == type(tm.weight.grad_fn).__name__
+    x = rng.normal(size=(5, 4)).astype(np.float32)
+    fo, to = fm(funcgrad.tensor(x)), tm(torch.tensor(x))
+    _close(fo, to)
+    fo.square().sum().backward()
+    to.square().sum().backward()
+    for (n, fp), (_, tp) in zip(fm.named_parameters(), tm.named_parameters()):
+        _close(fp.grad, tp.grad, 1e-5, 1e-5)
+    # a torch state_dict loads as is; the setter goes through right_inverse
+    fm.load_state_dict({k: funcgrad.tensor(v.detach().numpy() * 2) for k, v in tm.state_dict().items()})
+    tm.load_state_dict({k: v * 2 for k, v in tm.state_dict().items()})
+    _close(fm.weight, tm.weight)
+    w = np.ones((3, 4), np.float32)
+    fm.weight = funcgrad.tensor(w)
+    tm.weight = torch.tensor(w)
+    _close(fm.parametrizations.weight.original0, tm.parametrizations.weight.original0)
+    funcgrad.nn.utils.parametrize.remove_parametrizations(fm, "weight")
+    torch.nn.utils.parametrize.remove_parametrizations(tm, "weight")
+    assert type(fm) is funcgrad.nn.Linear and list(fm.state_dict()) == list(tm.state_dict())
+    _close(fm.weight, tm.weight)
+
+
+def test_register_parametrization_custom_and_errors():
+    def forward(self, X):
+        return X.triu() + X.triu(1).transpose(-1, -2)
+    FSym = type("Sym", (funcgrad.nn.Module,), {"forward": forward})  # one name: the reprs agree
+    TSym = type("Sym", (torch.nn.Module,), {"forward": forward})
+
+    fm, tm = _linear_pair(funcgrad.nn.Linear, torch.nn.Linear, 3, 3)
+    fP, tP = funcgrad.nn.utils.parametrize, torch.nn.utils.parametrize
+    fP.register_parametrization(fm, "weight", FSym())
+    tP.register_parametrization(tm, "weight", TSym())
+    assert list(fm.state_dict()) == list(tm.state_dict()) == ["bias", "parametrizations.weight.original"]
+    assert type(fm.weight.grad_fn).__name__ == type(tm.weight.grad_fn).__name__
+    _close(fm.weight, tm.weight)
+    assert fP.is_parametrized(fm) and not fP.is_parametrized(fm, "bias")
+    assert fP.type_before_parametrizations(fm) is funcgrad.nn.Linear
+    _raises(lambda: fP.register_parametrization(fm, "foo", FSym()),
+            lambda: tP.register_parametrization(tm, "foo", TSym()))
+    fP.remove_parametrizations(fm, "weight", leave_parametrized=False)
+    tP.remove_parametrizations(tm, "weight", leave_parametrized=False)
+    _close(fm.weight, tm.weight)
+    _raises(lambda: fP.remove_parametrizations(fm, "weight"), lambda: tP.remove_parametrizations(tm, "weight"))
