@@ -236,4 +236,5 @@ def test_register_parametrization_custom_and_errors():
     fP.remove_parametrizations(fm, "weight", leave_parametrized=False)
     tP.remove_parametrizations(tm, "weight", leave_parametrized=False)
     _close(fm.weight, tm.weight)
-    _raises(lambda: fP.remove_parametrizations(fm, "weight"), lambda: tP.remove_parametrizations(tm, "weight"))
+    _raises(lambda: fP.remove_parametrizations(fm, "weight"),
+            lambda: tP.remove_parametrizations(tm, "weight"))

@@ -35,7 +35,8 @@ class ParametrizationList(ModuleList):
         if self.is_tensor:
             if not unsafe and (new.dtype is not original.dtype or tuple(new.shape) != tuple(original.shape)):
                 raise ValueError(f"When `right_inverse` outputs one tensor, it may not change the dtype.\n"
-                                 f"original.dtype: {original.dtype}\nright_inverse(original).dtype: {new.dtype}")
+                                 f"original.dtype: {original.dtype}\n"
+                                 f"right_inverse(original).dtype: {new.dtype}")
             self._register_original("original", new, original)
         else:
             for i, t in enumerate(new):
@@ -54,7 +55,8 @@ class ParametrizationList(ModuleList):
                 if hasattr(m, "right_inverse"):
                     value = m.right_inverse(value)
                 else:
-                    raise RuntimeError(f"parametrization {type(m).__name__} does not implement right_inverse.")
+                    raise RuntimeError(f"parametrization {type(m).__name__} does not implement "
+                                       f"right_inverse.")
             if self.is_tensor:
                 self.original.copy_(value)
             else:
@@ -95,7 +97,9 @@ def is_parametrized(module: Module, tensor_name: str | None = None) -> bool:
 
 def type_before_parametrizations(module: Module) -> type:
     """The module's class as it was before any parametrization was registered."""
-    return type(module).__dict__.get("_parametrized_base", type(module)) if is_parametrized(module) else type(module)
+    if not is_parametrized(module):
+        return type(module)
+    return type(module).__dict__.get("_parametrized_base", type(module))
 
 
 def register_parametrization(module: Module, tensor_name: str, parametrization: Module, *,
