@@ -79,6 +79,8 @@ def test_grid_sample_float64_default_align_warning_and_errors():
             lambda: TF.grid_sample(tx, tg[..., :1], align_corners=False))
     _raises(lambda: F.grid_sample(fx, fg[:1], align_corners=False),
             lambda: TF.grid_sample(tx, tg[:1], align_corners=False))
+    _raises(lambda: F.grid_sample(fx.float(), fg, align_corners=False),
+            lambda: TF.grid_sample(tx.float(), tg, align_corners=False))
 
 
 @pytest.mark.parametrize("align_corners", [False, True])
@@ -169,7 +171,7 @@ def test_ctc_loss_errors():
     lp = np.log(np.full((5, 2, 4), 0.25, np.float32))
     t = np.array([[1, 2], [3, 3]])
     cases = [(([5, 4], [2, 3]), {}), (([6, 4], [2, 2]), {}), (([5, 4], [2, 2]), {"blank": 4}),
-             (([5], [2, 2]), {})]
+             (([5], [2, 2]), {}), (([5, 4], [2, 2]), {"reduction": "foo"})]
     for (il, tl), kw in cases:
         _raises(lambda: F.ctc_loss(funcgrad.tensor(lp), funcgrad.tensor(t), il, tl, **kw),
                 lambda: TF.ctc_loss(torch.tensor(lp), torch.tensor(t), il, tl, **kw))

@@ -12,7 +12,7 @@ import numpy as np
 from .._dispatch import apply
 from .._ops import nn_ctc as _ctc, nn_sample as _k
 from .._ops.reduce import mean as _mean, sum as _sum
-from .._tensor import Tensor
+from .._tensor import Tensor, _scalar_type_name
 
 __all__ = ["grid_sample", "affine_grid", "ctc_loss"]
 
@@ -51,6 +51,9 @@ def grid_sample(input: Tensor, grid: Tensor, mode: str = "bilinear", padding_mod
         raise RuntimeError(f"grid_sampler(): expected 4D or 5D input and grid with same number of "
                            f"dimensions, but got input with sizes {list(input.shape)} and grid with sizes "
                            f"{list(grid.shape)}")
+    if input.dtype is not grid.dtype:
+        raise RuntimeError(f"expected scalar type {_scalar_type_name(input.dtype)} but found "
+                           f"{_scalar_type_name(grid.dtype)}")
     if input.ndim == 5 or mode == "bicubic":
         raise NotImplementedError(f"funcgrad's grid_sample supports 4-D input with mode 'bilinear' or "
                                   f"'nearest' (got {input.ndim}-D, mode '{mode}')")
@@ -102,6 +105,8 @@ def ctc_loss(log_probs: Tensor, targets: Tensor, input_lengths, target_lengths, 
     >>> F.ctc_loss(lp, funcgrad.tensor([[1]]), [2], [1], reduction="sum")
     tensor(0.2877)
     """
+    if reduction not in ("none", "mean", "sum"):
+        raise ValueError(f"{reduction} is not a valid value for reduction")
     unbatched = log_probs.ndim == 2
     if unbatched:
         log_probs = log_probs.unsqueeze(1)
