@@ -69,3 +69,4 @@ from .parallel import DataParallel as DataParallel  # noqa: F401,E402
 from . import modules as modules  # noqa: F401,E402  (torch.nn.modules.* import paths)
 from .layers.normalization import RMSNorm as RMSNorm  # noqa: F401,E402
 from .layers.sparse import EmbeddingBag as EmbeddingBag  # noqa: F401,E402
+from .layers.ctc import CTCLoss as CTCLoss  # noqa: F401,E402

@@ -6,6 +6,7 @@ import math
 import warnings
 
 from .._ops import nn as _nn
+from .._ops import nn_sample as _sample
 from .._tensor import Tensor
 
 
@@ -311,6 +312,13 @@ def interpolate(input: Tensor, size=None, scale_factor=None, mode: str = "neares
         return {1: adaptive_avg_pool1d, 2: adaptive_avg_pool2d, 3: adaptive_avg_pool3d}[nd](input, out)
     if mode == "nearest":
         return _nn.upsample_op(input, "nearest", out, scales, None)
+    if mode == "bicubic":
+        if nd != 2:
+            raise NotImplementedError(f"Input Error: Only 3D, 4D and 5D input Tensors supported (got "
+                                      f"{input.ndim}D) for the modes: nearest | linear | bilinear | bicubic | "
+                                      f"trilinear | lanczos | area | nearest-exact (got {mode})")
+        return _nn.apply(_sample.upsample_bicubic2d, input, size=tuple(out), scales=tuple(scales),
+                         align_corners=bool(align_corners))
     expected = {"linear": 1, "bilinear": 2, "trilinear": 3}.get(mode)
     if expected is None:
         raise NotImplementedError(f"Input Error: Only 3D, 4D and 5D input Tensors supported (got "

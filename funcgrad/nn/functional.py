@@ -477,3 +477,4 @@ _one_hot = jax.jit(lambda v, n: jax.nn.one_hot(v, n, dtype=jnp.int64), static_ar
 from ._functional_loss import *  # noqa: E402,F401,F403
 from ._functional_attention import *  # noqa: E402,F401,F403
 from ._functional_more import *  # noqa: E402,F401,F403
+from ._functional_sample import *  # noqa: E402,F401,F403

@@ -9,8 +9,7 @@ from _common import init_from_numpy, torch
 
 nn = torch.nn
 t0 = time.perf_counter()
-if hasattr(torch, "backends"):  # funcgrad.backends is added on another branch; then this runs as is
-    torch.backends.cudnn.benchmark = True
+torch.backends.cudnn.benchmark = True
 nz, ngf, ndf, nc = 4, 8, 8, 1
 
 

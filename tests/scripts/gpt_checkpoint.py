@@ -70,8 +70,8 @@ for it in range(6):
     opt.step()
     print(f"iter {it} loss {loss.item():.4f}")
 
-idx = xb[:1, :4]
-with torch.no_grad():
+idx = xb[:1]
+with torch.no_grad():  # a sliding window of T tokens: every step has the training shapes' length
     for _ in range(8):
         nxt = model(idx[:, -T:])[:, -1].argmax(-1, keepdim=True)
         idx = torch.cat([idx, nxt], dim=1)

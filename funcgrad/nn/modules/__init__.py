@@ -122,3 +122,4 @@ from .transformer import TransformerEncoderLayer as TransformerEncoderLayer  # n
 from .transformer import TransformerDecoderLayer as TransformerDecoderLayer  # noqa: F401,E402
 from .normalization import RMSNorm as RMSNorm  # noqa: F401,E402
 from .sparse import EmbeddingBag as EmbeddingBag  # noqa: F401,E402
+from .loss import CTCLoss as CTCLoss  # noqa: F401,E402

@@ -18,5 +18,6 @@ from ..layers.loss import CosineEmbeddingLoss as CosineEmbeddingLoss  # noqa: F4
 from ..layers.loss import MarginRankingLoss as MarginRankingLoss  # noqa: F401
 from ..layers.loss import MultiMarginLoss as MultiMarginLoss  # noqa: F401
 from ..layers.loss import TripletMarginLoss as TripletMarginLoss  # noqa: F401
+from ..layers.ctc import CTCLoss as CTCLoss  # noqa: F401,E402
 
-__all__ = ['L1Loss', 'NLLLoss', 'PoissonNLLLoss', 'GaussianNLLLoss', 'KLDivLoss', 'MSELoss', 'BCELoss', 'BCEWithLogitsLoss', 'SmoothL1Loss', 'HuberLoss', 'SoftMarginLoss', 'CrossEntropyLoss', 'CosineEmbeddingLoss', 'MarginRankingLoss', 'MultiMarginLoss', 'TripletMarginLoss']
+__all__ = ['L1Loss', 'NLLLoss', 'PoissonNLLLoss', 'GaussianNLLLoss', 'KLDivLoss', 'MSELoss', 'BCELoss', 'BCEWithLogitsLoss', 'SmoothL1Loss', 'HuberLoss', 'SoftMarginLoss', 'CrossEntropyLoss', 'CosineEmbeddingLoss', 'MarginRankingLoss', 'MultiMarginLoss', 'TripletMarginLoss', 'CTCLoss']

@@ -12,3 +12,5 @@ from .convert_parameters import (parameters_to_vector as parameters_to_vector,  
 # ---- rnn helpers (their own module) -------------------------------------------------------------
 from . import rnn as rnn  # noqa: F401,E402
 from .weight_norm import remove_weight_norm as remove_weight_norm, weight_norm as weight_norm  # noqa: F401,E402
+from . import parametrize as parametrize  # noqa: F401,E402
+from . import parametrizations as parametrizations  # noqa: F401,E402
