@@ -234,8 +234,7 @@ def _torch_names(t):
 # output (an autograd-core gap, not a drawing one); strict, so the fix turns this test red->green
 _SPLIT_GAP = pytest.mark.xfail(strict=True, reason="funcgrad records one SplitBackward0 per chunk output")
 # cross_entropy: PyTorch records NllLossBackward0 <- LogSoftmaxBackward0, funcgrad NllLossBackward0 alone
-_XENT_GAP = pytest.mark.xfail(strict=True, reason="funcgrad's cross_entropy has no LogSoftmaxBackward0 node")
-_GAPS = {"lstm_step": _SPLIT_GAP, "classifier": _XENT_GAP}
+_GAPS = {"lstm_step": _SPLIT_GAP}
 
 
 @pytest.mark.torch
