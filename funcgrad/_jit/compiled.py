@@ -73,10 +73,13 @@ class CompiledFunction:
         layout = self._layout
         if layout is None or list(map(id, objs)) != self._layout_args or not layout.valid():
             layout = self._discover(leaves, objs)
+        hyp = layout.hyper_values()
+        if layout.nonzero(hyp) != layout.hyper_nonzero:  # e.g. momentum 0 -> 0.9: new recipe
+            layout = self._discover(leaves, objs)
+            hyp = layout.hyper_values()
         in_tensors = [x for x in leaves if isinstance(x, Tensor) and id(x._cell) not in layout.cell_index]
         small = (tree, tuple(map(_leaf_key, leaves)))
         entry = layout.fast.get(small)  # per layout: no hashing of the long layout key per call
-        hyp = layout.hyper_values()
         if entry is None:
             key = (layout.key,) + small
             entry = self._entries.get(key)
@@ -90,6 +93,8 @@ class CompiledFunction:
                     key = (layout.key,) + small
             if not entry.one_shot:
                 self._entries[key] = layout.fast[small] = entry
+            else:  # the state it creates is found by the next call's discovery, then cached
+                self._layout = None
         return self._run(entry, layout, leaves, in_tensors, hyp)
 
     def _discover(self, leaves, objs) -> _Layout:

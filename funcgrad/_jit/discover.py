@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import functools
 import itertools
+import operator
 import types
 from collections import deque
 from typing import Any
@@ -54,6 +55,7 @@ class _Walk:
         self._hit: set = set()
         self.covered: set = set()  # ids of module __dicts (validated by _STRUCTURE instead)
         self.dicts = [] if dicts else None  # (dict, its keys) of every dict seen, if asked
+        self.names: list = []  # (globals dict, names) of every walked function, if dicts asked
 
     def visit(self, obj, depth: int = 0, parent=None) -> bool:
         """Visit ``obj``; True if state was found under it (then its container is watched)."""
@@ -139,6 +141,8 @@ class _Walk:
             except ValueError:  # empty cell
                 pass
         g = fn.__globals__
+        if self.dicts is not None:
+            self.names.append((g, _code_names(fn.__code__)))
         for name in _code_names(fn.__code__):
             if name in g:
                 found |= self.visit(g[name], depth + 1)
@@ -153,6 +157,13 @@ class _Walk:
         for g in d["param_groups"]:
             found |= self.visit(g["params"], depth)
         self.watch_seqs.append(d["param_groups"])
+        # replacing a container (``opt.state = defaultdict(dict)``, ``opt.param_groups = [...]``,
+        # what ``load_state_dict`` does) or filling an empty one (the first step, after
+        # ``state.clear()``) changes the program: the optimizer's own attributes and its state
+        # dict are watched even when they hold no tensor yet
+        self.watch_dicts.append(d)
+        if not any(x is d["state"] for x in self.watch_dicts):
+            self.watch_dicts.append(d["state"])
         return found
 
 
@@ -211,12 +222,28 @@ class _Layout:
                     static.append((g, k))
         self.static_slots = static
         self.static_ids = [id(g[k]) for g, k in static]
+        # which parameters each group holds, and which keys: ``group['params'] = [w]`` or a
+        # key added is a new program (the lifted values themselves may change freely)
+        self.groups = list(walk.groups.values())
+        self.group_ids = [(id(g.get("params")), len(g)) for g in self.groups]
+        members = tuple(tuple(self.cell_index.get(id(p._cell), -1) for p in g.get("params", ()))
+                        for g in self.groups)
+        # a lifted hyperparameter is traced, but the optimizer also branches on it in Python
+        # (``momentum != 0`` picks the recipe): which ones are zero is part of the program
+        # (``lr`` only scales the update: a scheduler reaching 0 keeps the program)
+        flat_keys = [k for _, k, kind in self.hyper_slots
+                     for _ in range(kind[1] if isinstance(kind, tuple) else 1)]
+        nz = [i for i, k in enumerate(flat_keys) if k != "lr"]
+        self._nz_get = (operator.itemgetter(*nz) if len(nz) > 1 else
+                        (lambda h, i=nz[0]: (h[i],)) if nz else (lambda h: ()))
+        self.hyper_nonzero = self.nonzero(self.hyper_values())
         scalars = tuple(_scalar_key(v) for d in walk.watch_dicts for v in d.values()
                         if isinstance(v, _SCALARS))
         self.key = (tuple(map(id, cells)), tuple(self.flags),
                     tuple(g is None for g in map(_get_grad, self.leaves)),
                     tuple(_scalar_key(g[k]) for g, k in static), scalars,
-                    tuple(t for _, _, t in self.hyper_slots))
+                    tuple(t for _, _, t in self.hyper_slots), members,
+                    tuple(self.hyper_nonzero), tuple(self.watch_ids))
 
     def _ids(self):
         return list(map(id, itertools.chain(
@@ -229,7 +256,12 @@ class _Layout:
                 and list(map(_get_requires_grad, self.tensors)) == self.flags
                 and list(map(id, map(_get_grad, self.leaves))) == self.grad_ids
                 and self._ids() == self.watch_ids
-                and [id(g[k]) for g, k in self.static_slots] == self.static_ids)
+                and [id(g[k]) for g, k in self.static_slots] == self.static_ids
+                and [(id(g.get("params")), len(g)) for g in self.groups] == self.group_ids)
+
+    def nonzero(self, hyp: list) -> list:
+        """Which of the lifted hyperparameters the optimizer branches on are non-zero."""
+        return list(map(bool, self._nz_get(hyp)))
 
     def hyper_values(self) -> list:
         """The lifted hyperparameters, flat (a tuple such as ``betas`` gives one per item)."""
