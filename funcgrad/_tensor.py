@@ -21,6 +21,10 @@ from . import _dispatch, _dtype
 from ._device import device as _device_cls
 from ._device import from_jax as _from_jax_device
 from ._device import jax_device
+# storage cells live below the Tensor; re-exported here for the modules that import them
+from ._storage import _Cell, _PackedCell, _PlainCell, _raw_gen, _raw_value  # noqa: F401
+from ._storage import _local as _storage_local
+from ._storage import new_cell as _new_cell
 from .autograd import grad_mode
 from .autograd.graph import AccumulateGrad, RemovableHandle
 
@@ -48,57 +52,6 @@ class Size(tuple):
 
     def numel(self) -> int:
         return int(np.prod(self, dtype=np.int64))
-
-
-class _Cell:
-    __slots__ = ("value", "gen")
-
-    def __init__(self, value):
-        self.value, self.gen = value, 0
-
-
-# the slots themselves, under the properties below; and the plain class (``_Cell`` is swapped
-# for a subclass while the jit bridge traces)
-_raw_value, _raw_gen, _PlainCell = _Cell.value, _Cell.gen, _Cell
-
-
-class _PackedCell(_Cell):
-    """A cell whose array is one piece of a pack's flat buffer (``funcgrad._jit.pack``).
-
-    A compiled step returns many small state arrays (parameters, ``.grad``, optimizer state)
-    packed in one buffer, since each output array costs more than a small copy. The cells keep
-    pointing at the pack: the ``value`` slot holds the pack, the ``gen`` slot the piece's index.
-    Reading unpacks (once per pack generation); writing turns the cell back into a plain
-    ``_Cell`` and marks the pack stale, so every other piece of code sees an ordinary cell.
-    """
-
-    __slots__ = ()
-
-    @property
-    def value(self):
-        return _raw_value.__get__(self).get(_raw_gen.__get__(self))
-
-    @value.setter
-    def value(self, v):
-        self._detach()
-        _raw_value.__set__(self, v)
-
-    @property
-    def gen(self):
-        return _raw_value.__get__(self).gen
-
-    @gen.setter
-    def gen(self, g):
-        self._detach()
-        _raw_gen.__set__(self, g)
-
-    def _detach(self) -> None:
-        pack, i = _raw_value.__get__(self), _raw_gen.__get__(self)
-        v, g = pack.get(i), pack.gen
-        pack.dirty = True
-        self.__class__ = _PlainCell
-        _raw_value.__set__(self, v)
-        _raw_gen.__set__(self, g)
 
 
 class _View:
@@ -185,10 +138,11 @@ class Tensor:
             v = _t(args[0], dtype=dtype or _dtype.get_default_dtype())._value
         else:
             v = jnp.zeros(tuple(args), (dtype or _dtype.get_default_dtype()).np)
-        self._cell = _Cell(v)
+        self._cell = _new_cell(v)
 
     def _init(self, value):
-        self._cell = _Cell(value)
+        # a _TracedCell while this thread traces a step (see funcgrad._storage)
+        self._cell = _Cell(value) if _storage_local.frame is None else _new_cell(value)
         self._viewinfo = None
         self._ver = [0]
         self._requires_grad = False
@@ -230,6 +184,9 @@ class Tensor:
     def _set_value(self, new) -> None:
         """Write ``new`` (already of this shape and dtype) into the storage."""
         cell, vi = self._cell, self._viewinfo
+        f = _storage_local.frame
+        if f is not None:  # this thread traces a step: it records writes to older cells
+            f.write(cell)
         if vi is None:
             cell.value = new
             cell.gen += 1
@@ -491,7 +448,7 @@ class Tensor:
 
     @data.setter
     def data(self, other: "Tensor") -> None:
-        self._cell, self._viewinfo = _Cell(other._value), None
+        self._cell, self._viewinfo = _new_cell(other._value), None
 
     # ---- conversion -----------------------------------------------------------------------
     def _concrete(self, what: str):

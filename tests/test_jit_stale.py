@@ -161,3 +161,45 @@ def test_compiled_equals_eager_after_the_change(name):
         for a, b in zip(c, e):
             np.testing.assert_allclose(a, b, rtol=1e-6, atol=1e-6, err_msg=f"{name}: call {i}")
     assert step.num_traces <= SCENARIOS[name][3], (name, step.retrace_reasons)
+
+
+# ---- the tracing frame is per thread ---------------------------------------------------------
+def test_tensor_made_on_another_thread_during_a_trace_is_not_frozen():
+    import threading
+    import weakref
+    started, go = threading.Event(), threading.Event()
+
+    @funcgrad.jit
+    def slow(x):
+        started.set()
+        go.wait(30)
+        return x * 2
+
+    th = threading.Thread(target=slow, args=(funcgrad.ones(2),))
+    th.start()
+    assert started.wait(30)
+    t = funcgrad.ones(1) * 3  # made here while the other thread traces
+    go.set()
+    th.join(30)
+    assert type(t._cell).__name__ == "_Cell"
+    ref = weakref.ref(t)  # not found by discovery: the trace must lift it, not freeze it
+    step = funcgrad.jit(lambda x: (x.sum(), ref().sum()))
+    assert [float(v) for v in step(funcgrad.ones(3))] == [3.0, 3.0]
+    t.mul_(10)
+    assert [float(v) for v in step(funcgrad.ones(3))] == [3.0, 30.0]
+
+
+@pytest.mark.parametrize("writes", [1, 2])
+def test_input_written_in_place_bumps_its_version_as_eagerly(writes):
+    def f(x):
+        for _ in range(writes):
+            x.add_(1)
+        return x.sum()
+
+    step = funcgrad.jit(f)
+    xs, xe = funcgrad.zeros(3), funcgrad.zeros(3)
+    for call in range(3):
+        step(xs)
+        f(xe)
+        assert xs._ver[0] == xe._ver[0] == writes * (call + 1)
+        np.testing.assert_array_equal(xs.numpy(), xe.numpy())

@@ -140,9 +140,9 @@ class CompiledFunction:
         for t in e.new_tensors:
             t._set_value(outs[i])
             i += 1
-        for t in e.inputs_written:
+        for t, d in e.inputs_written:
             t._set_value(outs[i])
-            t._ver[0] += 1
+            t._ver[0] += d
             i += 1
         for ver, d in e.versions:
             ver[0] += d

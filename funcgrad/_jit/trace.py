@@ -15,7 +15,6 @@ import gc
 import itertools
 import os
 import sys
-import threading
 import warnings
 from typing import Callable
 
@@ -24,12 +23,11 @@ import jax.numpy as jnp
 import numpy as np
 from jax.extend.core import ClosedJaxpr, jaxpr_as_fun
 
-from .. import _lift, _random
-from .. import _tensor as _tensor_mod
-from .._tensor import Tensor, _Cell, _PackedCell
+from .. import _lift, _random, _storage
+from .._storage import _Cell, _TracedCell
+from .._tensor import Tensor
 from . import pack as _pack
-from .common import (_GEN, _ORIG_SET_VALUE, _SCALARS, _Tracer, _TracedCell, _get_cell_value,
-                     _objects, structure_changed)
+from .common import _GEN, _SCALARS, _Tracer, _get_cell_value, _objects, structure_changed
 from .discover import _walk
 
 _PKG_DIR = os.path.dirname(os.path.abspath(__file__)) + os.sep
@@ -58,35 +56,24 @@ def trace(self, layout, args, kwargs, leaves, tree, in_tensors, hyp, _attempt=0)
 
     in_vals = [t._value for t in in_tensors] + [leaves[i] for i in arr_pos]
     state_vals = list(map(_get_cell_value, layout.cells))
-    # storage writes to tensors that are not state (not discovered): recorded, undone, lifted
-    written: dict = {}
-    known = set(layout.cell_index) | {id(t._cell) for t in in_tensors}
-    me = threading.get_ident()
-
-    def recording_set_value(t, new, _orig=_ORIG_SET_VALUE):
-        c = t._cell
-        if type(c) in (_Cell, _PackedCell) and id(c) not in known and id(c) not in written \
-                and threading.get_ident() == me:
-            written[id(c)] = (c, c.value, c.gen)
-        _orig(t, new)
-
-    _tensor_mod._Cell = _TracedCell
-    Tensor._set_value = recording_set_value
+    # this thread's binding frame: cells made by the step are _TracedCell; writes to tensors
+    # that are not state (not discovered) are recorded, undone and lifted
+    frame = _storage.Frame(set(layout.cell_index) | {id(t._cell) for t in in_tensors})
     try:
-        closed = jax.make_jaxpr(pure)(state_vals, hyp, in_vals)
+        with frame:
+            closed = jax.make_jaxpr(pure)(state_vals, hyp, in_vals)
     except _lift.Relift as r:
+        frame.restore()
         if _attempt > 8:
             raise
         self._lifted_keys.add(r.key)
         return _again(self, args, kwargs, leaves, tree, _attempt)
     except BaseException:
+        frame.restore()
         self._scrub(leaves)
         raise
-    finally:
-        _tensor_mod._Cell = _Cell
-        Tensor._set_value = _ORIG_SET_VALUE
-        for c, v, g in written.values():
-            c.value, c.gen = v, g
+    frame.restore()
+    written = frame.written
     # arrays captured as constants: an older Tensor's storage read but not discovered?
     missed = _missed_cells(closed.consts, layout) + [c for c, _, _ in written.values()]
     if missed:
@@ -274,6 +261,7 @@ def _pure_body(fn, layout, plan, state, hypers, inputs, leaves, tree, in_tensors
     in_leaves = [t for t in in_tensors if t._requires_grad]
     in_grads0 = [t._grad for t in in_leaves]
     ver0 = [(t, t._ver[0]) for t in layout.tensors]
+    in_ver0 = [t._ver[0] for t in in_tensors]  # restored too: the run bumps them (once)
     gfn0 = [(t, t._grad_fn, t._output_nr, t._requires_grad) for t in layout.tensors]
     ctx = _lift.TraceContext({}, set())
     it = iter(hypers)
@@ -302,7 +290,7 @@ def _pure_body(fn, layout, plan, state, hypers, inputs, leaves, tree, in_tensors
         out = fn(*a, **kw)
         _lift._local.ctx = prev_ctx
         return _collect(plan, layout, state, inputs, in_tensors, grads0, in_leaves, in_grads0,
-                        ver0, out, roots)
+                        ver0, in_ver0, out, roots)
     finally:
         _lift._local.ctx = prev_ctx
         for c, (v, g) in zip(cells, saved):
@@ -317,11 +305,14 @@ def _pure_body(fn, layout, plan, state, hypers, inputs, leaves, tree, in_tensors
             t._grad = g
         for t, v in ver0:
             t._ver[0] = v
+        for t, v in zip(in_tensors, in_ver0):
+            t._ver[0] = v
         for t, gf, nr, rg in gfn0:
             t._grad_fn, t._output_nr, t._requires_grad = gf, nr, rg
 
 
-def _collect(plan, layout, state, inputs, in_tensors, grads0, in_leaves, in_grads0, ver0, out, roots):
+def _collect(plan, layout, state, inputs, in_tensors, grads0, in_leaves, in_grads0, ver0, in_ver0,
+             out, roots):
     """Read the effects of the traced step into an ``_Entry`` and the flat traced outputs."""
     e = _Entry()
     cells = layout.cells
@@ -371,9 +362,9 @@ def _collect(plan, layout, state, inputs, in_tensors, grads0, in_leaves, in_grad
             extra.append(t._value)
     e.one_shot = bool(e.new_tensors)
     e.inputs_written = []
-    for t, v in zip(in_tensors, inputs):
+    for t, v, v0 in zip(in_tensors, inputs, in_ver0):
         if t._value is not v:
-            e.inputs_written.append(t)
+            e.inputs_written.append((t, max(t._ver[0] - v0, 1)))  # as many bumps as eagerly
             extra.append(t._value)
     e.versions = [(t._ver, t._ver[0] - v) for t, v in ver0 if t._ver[0] != v]
     e.changed, e.n_changed = changed, len(changed)
