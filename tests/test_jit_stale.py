@@ -7,6 +7,7 @@ step eagerly on one and compiled on the other, applies the same change between c
 and compares every parameter after every call (to 1e-6) and the trace count.
 """
 
+import warnings
 from collections import defaultdict
 
 import numpy as np
@@ -203,3 +204,71 @@ def test_input_written_in_place_bumps_its_version_as_eagerly(writes):
         f(xe)
         assert xs._ver[0] == xe._ver[0] == writes * (call + 1)
         np.testing.assert_array_equal(xs.numpy(), xe.numpy())
+
+
+# ---- Python side effects inside a compiled step: warned, not silent ---------------------------
+_counter = 0
+
+
+def _sched_inside():
+    funcgrad.manual_seed(0)
+    model, opt = _sgd()()
+    sched = optim.lr_scheduler.StepLR(opt, step_size=1, gamma=0.5)
+
+    def step(x, y):
+        opt.zero_grad()
+        F.cross_entropy(model(x), y).backward()
+        opt.step()
+        sched.step()
+    return step, "StepLR.last_epoch"
+
+
+def _module_counter():
+    funcgrad.manual_seed(0)
+    model = _model()
+    model.calls = 0
+
+    def step(x, y):
+        model.calls += 1
+        return model(x).sum()
+    return step, "Sequential.calls"
+
+
+def _global_counter():
+    funcgrad.manual_seed(0)
+    model, opt = _sgd()()
+
+    def step(x, y):
+        global _counter
+        F.cross_entropy(model(x), y).backward()
+        _counter += 1
+        if _counter % 2 == 0:
+            opt.step()
+            opt.zero_grad()
+    return step, "the global _counter"
+
+
+@pytest.mark.parametrize("make", [_sched_inside, _module_counter, _global_counter])
+def test_python_state_changed_by_a_trace_warns_once_naming_it(make):
+    step, attr = make()
+    step = funcgrad.jit(step)
+    x, y = _data(1)[0]
+    with warnings.catch_warnings():  # (pytest.warns re-emits jax's own DeprecationWarnings)
+        warnings.simplefilter("ignore", DeprecationWarning)
+        with pytest.warns(UserWarning, match=r"changed .*" + attr.replace(".", r"\.") + r" .*sched\.step\(\)"):
+            step(x, y)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", UserWarning)
+        step(x, y)  # once per attribute
+        step(x, y)
+
+
+def test_scheduler_lr_written_by_the_trace_runs_once_not_per_attempt():
+    step, _ = _sched_inside()
+    opt_lr = step.__closure__  # the closure holds opt: read its lr after one compiled call
+    opt = [c.cell_contents for c in opt_lr if isinstance(c.cell_contents, optim.SGD)][0]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", DeprecationWarning)
+        with pytest.warns(UserWarning, match="param_groups"):
+            funcgrad.jit(step)(*_data(1)[0])
+    assert opt.param_groups[0]["lr"] == 0.05  # stepped once (0.1 * 0.5), not once per relift

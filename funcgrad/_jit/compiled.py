@@ -39,6 +39,7 @@ class CompiledFunction:
         self._lifted_keys: set = {"lr"}
         self._extra_cells: list = []
         self._trees: dict = {}
+        self._warned_attrs: set = set()  # Python attributes a trace changed (warned once)
         self.num_traces = 0
         self.retrace_reasons: list[str] = []
         functools.update_wrapper(self, fn, updated=())

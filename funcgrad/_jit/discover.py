@@ -56,6 +56,7 @@ class _Walk:
         self.covered: set = set()  # ids of module __dicts (validated by _STRUCTURE instead)
         self.dicts = [] if dicts else None  # (dict, its keys) of every dict seen, if asked
         self.names: list = []  # (globals dict, names) of every walked function, if dicts asked
+        self.labels: dict = {}  # id(dict) -> how the user names it ("StepLR", "SGD.param_groups[0]")
 
     def visit(self, obj, depth: int = 0, parent=None) -> bool:
         """Visit ``obj``; True if state was found under it (then its container is watched)."""
@@ -121,6 +122,7 @@ class _Walk:
         d = getattr(obj, "__dict__", None)
         if not isinstance(d, dict):
             return False
+        self.labels[id(d)] = type(obj).__name__
         if _is_optimizer(obj):
             return self._visit_optimizer(obj, d, depth)
         if _is_module(obj):
@@ -128,6 +130,8 @@ class _Walk:
             self.visit(d, -1)  # modules: watched always (their `training` flag is trace config)
             return True
         if depth >= _MAX_OBJ_DEPTH or _is_lib(type(obj)):
+            if self.dicts is not None:  # not searched for state; its attributes still recorded
+                self.dicts.append((d, dict.fromkeys(d)))
             return False
         return self.visit(d, depth + 1)
 
@@ -151,8 +155,11 @@ class _Walk:
         return found
 
     def _visit_optimizer(self, opt, d, depth) -> bool:
-        for g in d["param_groups"]:
+        for i, g in enumerate(d["param_groups"]):
             self.groups[id(g)] = g
+            self.labels[id(g)] = f"{type(opt).__name__}.param_groups[{i}]"
+            if self.dicts is not None:
+                self.dicts.append((g, dict.fromkeys(g)))
         found = self.visit(d["state"], depth)
         for g in d["param_groups"]:
             found |= self.visit(g["params"], depth)

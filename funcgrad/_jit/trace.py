@@ -27,7 +27,8 @@ from .. import _lift, _random, _storage
 from .._storage import _Cell, _TracedCell
 from .._tensor import Tensor
 from . import pack as _pack
-from .common import _GEN, _SCALARS, _Tracer, _get_cell_value, _objects, structure_changed
+from .common import (_GEN, _SCALARS, _Tracer, _get_cell_value, _objects, _scalar_key,
+                     structure_changed)
 from .discover import _walk
 
 _PKG_DIR = os.path.dirname(os.path.abspath(__file__)) + os.sep
@@ -59,11 +60,13 @@ def trace(self, layout, args, kwargs, leaves, tree, in_tensors, hyp, _attempt=0)
     # this thread's binding frame: cells made by the step are _TracedCell; writes to tensors
     # that are not state (not discovered) are recorded, undone and lifted
     frame = _storage.Frame(set(layout.cell_index) | {id(t._cell) for t in in_tensors})
+    py = _py_snapshot(self._walk_roots(leaves))  # Python attributes the step may change
     try:
         with frame:
             closed = jax.make_jaxpr(pure)(state_vals, hyp, in_vals)
     except _lift.Relift as r:
         frame.restore()
+        _py_restore(py)  # the aborted attempt's side effects are undone: they run once
         if _attempt > 8:
             raise
         self._lifted_keys.add(r.key)
@@ -79,10 +82,12 @@ def trace(self, layout, args, kwargs, leaves, tree, in_tensors, hyp, _attempt=0)
     if missed:
         if _attempt > 8:
             raise RuntimeError("funcgrad.jit: could not lift tensors read by the step")
+        _py_restore(py)
         self._extra_cells.extend(missed)
         return _again(self, args, kwargs, leaves, tree, _attempt)
     self.num_traces += 1
     self.retrace_reasons.append(reason)
+    _warn_side_effects(self, _py_changes(py))
     if self.num_traces >= self._warn_after and (self.num_traces & (self.num_traces - 1)) == 0:
         warnings.warn(
             f"funcgrad.jit: {getattr(fn, '__qualname__', fn)} has been traced "
@@ -213,6 +218,60 @@ def scrub(self, leaves) -> None:
             box[:] = [x for x in box if x is not t]
         else:
             t._cell.value = jnp.zeros(t._cell.value.shape, t._cell.value.dtype)
+
+
+_SKIP = object()
+
+
+def _py_snapshot(roots) -> list:
+    """``(label, container, key, value)`` of every public Python scalar attribute of the objects
+    a step reaches (modules, optimizers and their param groups, schedulers, other objects) and
+    of the globals its functions name: what a trace may change once and a program never."""
+    w = _walk(roots, dicts=True)
+    snap = []
+    for d, _ in w.dicts:
+        label = w.labels.get(id(d))
+        if label is None:
+            continue  # a plain container (optimizer state entries…): its tensors are state
+        is_group = ".param_groups[" in label
+        for k, v in d.items():
+            if isinstance(k, str) and not k.startswith("_") and isinstance(v, _SCALARS):
+                snap.append((f"{label}[{k!r}]" if is_group else f"{label}.{k}", d, k, v))
+    for g, names in w.names:
+        for n in names:
+            v = g.get(n, _SKIP)
+            if v is not _SKIP and isinstance(v, _SCALARS) and not n.startswith("__"):
+                snap.append((f"the global {n}", g, n, v))
+    return snap
+
+
+def _py_changes(snap) -> list:
+    return [(label, old, d.get(k, _SKIP)) for label, d, k, old in snap
+            if _scalar_key(d.get(k, _SKIP)) != _scalar_key(old)]
+
+
+def _py_restore(snap) -> None:
+    for _, d, k, old in snap:
+        if d.get(k, _SKIP) is not old:
+            d[k] = old
+
+
+def _warn_side_effects(self, changes) -> None:
+    """Warn (once per attribute) that the trace changed Python state a program cannot change."""
+    new = [c for c in changes if c[0] not in self._warned_attrs]
+    if not new:
+        return
+    self._warned_attrs.update(c[0] for c in new)
+    code = getattr(self._fn, "__code__", None)
+    where = f" ({code.co_filename}:{code.co_firstlineno})" if code is not None else ""
+    what = ", ".join(f"{label} ({old!r} -> {'deleted' if v is _SKIP else repr(v)})"
+                     for label, old, v in new)
+    warnings.warn(
+        f"funcgrad.jit: tracing {getattr(self._fn, '__qualname__', self._fn)}{where} changed "
+        f"{what}. Python side effects run once per trace, not once per call: the compiled "
+        f"program will not change it again, so the numbers would differ from eager. Move this "
+        f"code out of the compiled step (call sched.step() and Python counters between calls), "
+        f"or keep the value in a tensor.", UserWarning, stacklevel=_user_stacklevel())
 
 
 def _user_stacklevel() -> int:
