@@ -20,6 +20,8 @@ from __future__ import annotations
 
 import threading
 
+from jax.core import Tracer as _Tracer
+
 
 class _Cell:
     __slots__ = ("value", "gen")
@@ -77,6 +79,19 @@ class _TracedCell(_Cell):
     __slots__ = ()
 
 
+# a training step under a raw jax.jit/grad/vmap would leave tracers in parameters and .grad
+RAW_TRANSFORM_MSG = (
+    "a parameter (a leaf tensor that requires grad) is being written with a JAX tracer: a "
+    "funcgrad step that updates parameters, .grad or optimizer state is running under a raw "
+    "JAX transformation (jax.jit, jax.grad, jax.vmap…), which would leave tracers in the "
+    "objects. Compile the whole step with funcgrad.jit(step) instead, or make it pure with "
+    "funcgrad.func.functional_call(model, params, x) and update the parameters outside.")
+
+
+def is_tracer(v) -> bool:
+    return isinstance(v, _Tracer)
+
+
 class _Local(threading.local):
     frame = None  # a class default: every thread starts without a frame
 
@@ -90,8 +105,9 @@ def current():
 
 
 def new_cell(value) -> _Cell:
-    """A storage cell for a new tensor (a ``_TracedCell`` under this thread's frame)."""
-    return _Cell(value) if _local.frame is None else _TracedCell(value)
+    """A storage cell for a new tensor (a ``_TracedCell`` under this thread's tracing frame)."""
+    f = _local.frame
+    return _Cell(value) if f is None or not f.mark_new else _TracedCell(value)
 
 
 class Frame:
@@ -102,10 +118,12 @@ class Frame:
     restore and lift them.
     """
 
-    __slots__ = ("known", "written", "_prev")
+    __slots__ = ("known", "written", "mark_new", "_prev")
 
-    def __init__(self, known: set):
-        self.known, self.written, self._prev = known, {}, None
+    def __init__(self, known: set, mark_new: bool = True):
+        # mark_new=False: a frame that only records writes (``functional_call`` under a JAX
+        # transformation, whose new tensors are ordinary ones)
+        self.known, self.written, self.mark_new, self._prev = known, {}, mark_new, None
 
     def write(self, cell) -> None:
         """Called before ``cell`` is written under this frame."""

@@ -23,6 +23,7 @@ from ._device import from_jax as _from_jax_device
 from ._device import jax_device
 # storage cells live below the Tensor; re-exported here for the modules that import them
 from ._storage import _Cell, _PackedCell, _PlainCell, _raw_gen, _raw_value  # noqa: F401
+from ._storage import RAW_TRANSFORM_MSG as RAW_TRANSFORM_MSG
 from ._storage import _local as _storage_local
 from ._storage import new_cell as _new_cell
 from .autograd import grad_mode
@@ -187,6 +188,9 @@ class Tensor:
         f = _storage_local.frame
         if f is not None:  # this thread traces a step: it records writes to older cells
             f.write(cell)
+        elif self._requires_grad and _is_tracer(new) and self._grad_fn is None \
+                and not _is_tracer(cell.value):
+            raise RuntimeError(RAW_TRANSFORM_MSG)
         if vi is None:
             cell.value = new
             cell.gen += 1

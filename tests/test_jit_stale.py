@@ -272,3 +272,68 @@ def test_scheduler_lr_written_by_the_trace_runs_once_not_per_attempt():
         with pytest.warns(UserWarning, match="param_groups"):
             funcgrad.jit(step)(*_data(1)[0])
     assert opt.param_groups[0]["lr"] == 0.05  # stepped once (0.1 * 0.5), not once per relift
+
+
+# ---- tracers never escape into Tensors or the global generator --------------------------------
+def test_dropout_under_raw_jax_jit_needs_a_key_and_leaves_no_tracer():
+    import jax
+    import jax.numpy as jnp
+    from funcgrad.func import functional_call
+    m = nn.Sequential(nn.Linear(4, 8), nn.Dropout(0.5))
+    p = {k: v.detach()._value for k, v in m.named_parameters()}
+    x = jnp.ones((2, 4), "float32")
+    f = jax.jit(jax.grad(lambda p, x: functional_call(m, p, x).sum()))
+    with pytest.raises(RuntimeError, match=r"rng=key"):
+        f(p, x)
+    assert funcgrad.randn(2).shape == (2,)  # the global key is still a concrete key
+    g = jax.jit(lambda p, x, k: functional_call(m, p, x, rng=k))
+    a, b = g(p, x, jax.random.PRNGKey(1)), g(p, x, jax.random.PRNGKey(2))
+    assert bool((a != b).any())  # a fresh mask per key, not one mask per trace
+    assert not isinstance(funcgrad._random.default_generator.key, jax.core.Tracer)
+
+
+def test_raw_jax_jit_of_a_train_step_raises_and_leaves_no_tracer():
+    import jax
+    m = nn.Linear(4, 2)
+    opt = optim.SGD(m.parameters(), lr=0.1)
+
+    def step(x):
+        opt.zero_grad()
+        loss = m(x).sum()
+        loss.backward()
+        opt.step()
+        return loss
+
+    with pytest.raises(RuntimeError, match=r"funcgrad\.jit\(step\)"):
+        jax.jit(step)(funcgrad.ones(3, 4))
+    assert not isinstance(m.weight._value, jax.core.Tracer)
+    assert m.weight.grad is None or not isinstance(m.weight.grad._value, jax.core.Tracer)
+
+
+def test_retrace_reasons_name_the_cause():
+    m = nn.Linear(4, 2)
+    opt = optim.SGD(m.parameters(), lr=0.1)
+
+    @funcgrad.jit
+    def step(x):
+        opt.zero_grad()
+        m(x).sum().backward()
+        opt.step()
+
+    step(funcgrad.ones(3, 4))
+    step(funcgrad.ones(5, 4))
+    opt.param_groups[0]["momentum"] = 0.9
+    step(funcgrad.ones(5, 4))
+    step(funcgrad.ones(5, 4))
+    opt.param_groups[0]["nesterov"] = True
+    step(funcgrad.ones(5, 4))
+    m.eval()
+    step(funcgrad.ones(5, 4))
+    r = step.retrace_reasons
+    assert r[0] == "first call"
+    assert r[1].startswith("tensor argument 0: shape (3, 4) -> (5, 4)") and "test_jit_stale.py:" in r[1]
+    assert r[2].startswith("param_groups[0]['momentum'] went from 0 to non-zero")
+    assert "state tensors changed (5 -> 7" in r[3]  # the momentum buffers
+    assert r[4].startswith("param_groups[0]['nesterov']: False -> True")
+    assert r[5].startswith("a module attribute changed")
+    assert len(r) == step.num_traces == 6

@@ -40,6 +40,7 @@ class CompiledFunction:
         self._extra_cells: list = []
         self._trees: dict = {}
         self._warned_attrs: set = set()  # Python attributes a trace changed (warned once)
+        self._last_trace = None  # (layout, input tree, leaf keys) of the last trace: retrace_reasons
         self.num_traces = 0
         self.retrace_reasons: list[str] = []
         functools.update_wrapper(self, fn, updated=())

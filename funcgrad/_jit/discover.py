@@ -244,6 +244,12 @@ class _Layout:
         self._nz_get = (operator.itemgetter(*nz) if len(nz) > 1 else
                         (lambda h, i=nz[0]: (h[i],)) if nz else (lambda h: ()))
         self.hyper_nonzero = self.nonzero(self.hyper_values())
+        # for retrace_reasons: how the user names the key's parts
+        gname = {id(g): f"param_groups[{i}]" for i, g in enumerate(self.groups)}
+        self.static_names = [f"{gname.get(id(g), 'param_group')}[{k!r}]" for g, k in static]
+        flat_names = [f"{gname.get(id(g), 'param_group')}[{k!r}]" for g, k, kind in self.hyper_slots
+                      for _ in range(kind[1] if isinstance(kind, tuple) else 1)]
+        self.nz_names = [flat_names[i] for i in nz]
         scalars = tuple(_scalar_key(v) for d in walk.watch_dicts for v in d.values()
                         if isinstance(v, _SCALARS))
         self.key = (tuple(map(id, cells)), tuple(self.flags),

@@ -27,8 +27,8 @@ from .. import _lift, _random, _storage
 from .._storage import _Cell, _TracedCell
 from .._tensor import Tensor
 from . import pack as _pack
-from .common import (_GEN, _SCALARS, _Tracer, _get_cell_value, _objects, _scalar_key,
-                     structure_changed)
+from .common import (_GEN, _SCALARS, _Tracer, _get_cell_value, _leaf_key, _objects,
+                     _scalar_key, structure_changed)
 from .discover import _walk
 
 _PKG_DIR = os.path.dirname(os.path.abspath(__file__)) + os.sep
@@ -45,7 +45,7 @@ class _Entry:
 # ---- the trace (CompiledFunction._trace) -------------------------------------------------------
 def trace(self, layout, args, kwargs, leaves, tree, in_tensors, hyp, _attempt=0) -> _Entry:
     """Trace and jit the step for these arguments (``CompiledFunction._trace``); count the trace."""
-    reason = "first call" if not self.num_traces else "new input shapes/dtypes/static args or state structure"
+    reason = "first call" if not self.num_traces else _reason(self._last_trace, layout, tree, leaves)
     plan: dict = {}
     arr_pos = [i for i, x in enumerate(leaves) if isinstance(x, (jax.Array, np.ndarray))]
     fn = self._fn
@@ -87,6 +87,9 @@ def trace(self, layout, args, kwargs, leaves, tree, in_tensors, hyp, _attempt=0)
         return _again(self, args, kwargs, leaves, tree, _attempt)
     self.num_traces += 1
     self.retrace_reasons.append(reason)
+    # (the layout's key and names, not the layout: it would keep old tensors alive)
+    self._last_trace = ((layout.key, layout.static_names, layout.nz_names), tree,
+                        list(map(_leaf_key, leaves)))
     _warn_side_effects(self, _py_changes(py))
     if self.num_traces >= self._warn_after and (self.num_traces & (self.num_traces - 1)) == 0:
         warnings.warn(
@@ -218,6 +221,70 @@ def scrub(self, leaves) -> None:
             box[:] = [x for x in box if x is not t]
         else:
             t._cell.value = jnp.zeros(t._cell.value.shape, t._cell.value.dtype)
+
+
+def _arg_change(i, a, b) -> str:
+    """How argument leaf ``i`` differs between two calls, from its ``_leaf_key``s."""
+    if a[0] != b[0]:
+        return f"argument {i} is now a {_KIND[b[0]]} (was a {_KIND[a[0]]})"
+    if a[0] == "t":
+        for j, what in ((1, "shape"), (2, "dtype"), (3, "requires_grad"), (4, ".grad is None")):
+            if a[j] != b[j]:
+                old, new = (tuple(a[j]), tuple(b[j])) if j == 1 else (a[j], b[j])
+                return f"tensor argument {i}: {what} {old} -> {new}"
+    if a[0] == "a":
+        return f"array argument {i}: shape/dtype {tuple(a[1])} {a[2]} -> {tuple(b[1])} {b[2]}"
+    if a[0] == "s":
+        return f"Python argument {i} (static): {a[2]!r} -> {b[2]!r}"
+    return f"argument {i} is another object"
+
+
+_KIND = {"t": "tensor", "a": "array", "s": "Python scalar", "o": "object"}
+
+
+def _reason(last, layout, tree, leaves) -> str:
+    """``retrace_reasons``' entry: what differs from the previous trace, and the user's call."""
+    f = sys._getframe(1)
+    while f is not None and f.f_code.co_filename.startswith(_PKG_DIR):
+        f = f.f_back
+    at = f" (call at {f.f_code.co_filename}:{f.f_lineno})" if f is not None else ""
+    if last is None:
+        return "new trace" + at
+    old, old_tree, old_keys = last
+    keys = list(map(_leaf_key, leaves))
+    why = []
+    if old_tree != tree or len(old_keys) != len(keys):
+        why.append("the arguments' structure changed")
+    else:
+        why += [_arg_change(i, a, b) for i, (a, b) in enumerate(zip(old_keys, keys)) if a != b]
+    (k0, static_names, nz_names), k1 = old, layout.key
+    if k0 != k1:
+        if k0[0] != k1[0]:
+            n0, n1 = len(k0[0]), len(k1[0])
+            why.append(f"the state tensors changed ({n0} -> {n1} arrays: state created, replaced "
+                       f"or dropped, e.g. optimizer state or a module attribute)")
+        elif k0[1] != k1[1]:
+            why.append(f"requires_grad changed on {sum(a != b for a, b in zip(k0[1], k1[1]))} tensor(s)")
+        if k0[2] != k1[2] and len(k0[2]) == len(k1[2]):
+            n = sum(a != b for a, b in zip(k0[2], k1[2]))
+            why.append(f".grad {'became None' if sum(k1[2]) > sum(k0[2]) else 'was None, now set'} "
+                       f"on {n} tensor(s)")
+        if k0[3] != k1[3] and static_names == layout.static_names:
+            why += [f"{n}: {a[1]!r} -> {b[1]!r}" for n, a, b in zip(layout.static_names, k0[3], k1[3])
+                    if a != b]
+        if k0[7] != k1[7] and nz_names == layout.nz_names:
+            why += [f"{n} went {'from 0 to non-zero' if b else 'to 0'}"
+                    for n, a, b in zip(layout.nz_names, k0[7], k1[7]) if a != b]
+        if k0[4] != k1[4]:
+            why.append("a module attribute changed (e.g. train()/eval())")
+        if k0[6] != k1[6] and k0[0] == k1[0]:
+            why.append("the parameters of an optimizer's param groups changed")
+        if k0[5] != k1[5]:
+            why.append("the type of a lifted hyperparameter changed")
+        if not why and k0[8] != k1[8]:
+            why.append("a watched container was replaced (e.g. opt.state, opt.param_groups, "
+                       "a module's _parameters)")
+    return "; ".join(why or ["state structure changed"]) + at
 
 
 _SKIP = object()
