@@ -255,7 +255,8 @@ def test_python_state_changed_by_a_trace_warns_once_naming_it(make):
     x, y = _data(1)[0]
     with warnings.catch_warnings():  # (pytest.warns re-emits jax's own DeprecationWarnings)
         warnings.simplefilter("ignore", DeprecationWarning)
-        with pytest.warns(UserWarning, match=r"changed .*" + attr.replace(".", r"\.") + r" .*sched\.step\(\)"):
+        pattern = r"changed .*" + attr.replace(".", r"\.") + r" .*sched\.step\(\)"
+        with pytest.warns(UserWarning, match=pattern):
             step(x, y)
     with warnings.catch_warnings():
         warnings.simplefilter("error", UserWarning)
