@@ -728,7 +728,10 @@ _dispatch._Tensor = Tensor
 # ---- JAX pytree: a Tensor is a node holding one leaf (its array), so jax.jit / jax.grad /
 # jax.vmap / jax.tree utilities accept Tensors and give Tensors back (requires_grad kept as aux).
 def _tree_flatten(t):
-    return (t._value,), t._requires_grad
+    # only a leaf carries requires_grad through a JAX transformation: a result (``w * 2``
+    # returned from ``jax.jit(f)(w)``) has no graph back to ``w`` once out, so it must not
+    # claim one (its backward would leave ``w.grad`` None); it comes back detached
+    return (t._value,), t._requires_grad and t._grad_fn is None
 
 
 def _tree_unflatten(cls, requires_grad, children):

@@ -338,3 +338,13 @@ def test_retrace_reasons_name_the_cause():
     assert r[4].startswith("param_groups[0]['nesterov']: False -> True")
     assert r[5].startswith("a module attribute changed")
     assert len(r) == step.num_traces == 6
+
+
+def test_result_of_raw_jax_jit_does_not_claim_a_graph_it_lacks():
+    import jax
+    w = funcgrad.ones(3, requires_grad=True)
+    out = jax.jit(lambda w: w * 2)(w)
+    assert out.requires_grad is False and out.grad_fn is None  # detached, not a fake leaf
+    with pytest.raises(RuntimeError, match="does not require grad"):
+        out.sum().backward()
+    assert jax.tree.map(lambda x: x, {"w": w})["w"].requires_grad  # leaves keep the flag
