@@ -19,7 +19,7 @@ import numpy as np
 from . import _dtype, _tensor
 from ._device import jax_device
 from ._factories import tensor as _tensor_factory
-from ._tensor import Size, Tensor, _Cell, _dtype_cname
+from ._tensor import Size, Tensor, _dtype_cname
 
 # (legacy name, dtype) in PyTorch's order; ``Tensor.type()`` spells them "torch.<name>" because
 # scripts compare that string (``x.type() == 'torch.FloatTensor'``) and print it.
@@ -141,7 +141,7 @@ def legacy_tensor_init(self: Tensor, args: tuple, kwargs: dict) -> None:
         return
     if device is not None:
         v = jax.device_put(v, jax_device(device))
-    self._cell = _Cell(v)
+    self._cell = _tensor._new_cell(v)  # frame-aware, as Tensor._wrap
 
 
 _tensor._legacy = sys.modules[__name__]

@@ -21,6 +21,11 @@ from . import _dispatch, _dtype, _strides
 from ._device import device as _device_cls
 from ._device import from_jax as _from_jax_device
 from ._device import jax_device
+# storage cells live below the Tensor; re-exported here for the modules that import them
+from ._storage import _Cell, _PackedCell, _PlainCell, _raw_gen, _raw_value  # noqa: F401
+from ._storage import RAW_TRANSFORM_MSG as RAW_TRANSFORM_MSG
+from ._storage import _local as _storage_local
+from ._storage import new_cell as _new_cell
 from .autograd import grad_mode
 from .autograd.graph import AccumulateGrad, RemovableHandle
 
@@ -54,57 +59,6 @@ class Size(tuple):
 
     def numel(self) -> int:
         return int(np.prod(self, dtype=np.int64))
-
-
-class _Cell:
-    __slots__ = ("value", "gen")
-
-    def __init__(self, value):
-        self.value, self.gen = value, 0
-
-
-# the slots themselves, under the properties below; and the plain class (``_Cell`` is swapped
-# for a subclass while the jit bridge traces)
-_raw_value, _raw_gen, _PlainCell = _Cell.value, _Cell.gen, _Cell
-
-
-class _PackedCell(_Cell):
-    """A cell whose array is one piece of a pack's flat buffer (``funcgrad._jit.pack``).
-
-    A compiled step returns many small state arrays (parameters, ``.grad``, optimizer state)
-    packed in one buffer, since each output array costs more than a small copy. The cells keep
-    pointing at the pack: the ``value`` slot holds the pack, the ``gen`` slot the piece's index.
-    Reading unpacks (once per pack generation); writing turns the cell back into a plain
-    ``_Cell`` and marks the pack stale, so every other piece of code sees an ordinary cell.
-    """
-
-    __slots__ = ()
-
-    @property
-    def value(self):
-        return _raw_value.__get__(self).get(_raw_gen.__get__(self))
-
-    @value.setter
-    def value(self, v):
-        self._detach()
-        _raw_value.__set__(self, v)
-
-    @property
-    def gen(self):
-        return _raw_value.__get__(self).gen
-
-    @gen.setter
-    def gen(self, g):
-        self._detach()
-        _raw_gen.__set__(self, g)
-
-    def _detach(self) -> None:
-        pack, i = _raw_value.__get__(self), _raw_gen.__get__(self)
-        v, g = pack.get(i), pack.gen
-        pack.dirty = True
-        self.__class__ = _PlainCell
-        _raw_value.__set__(self, v)
-        _raw_gen.__set__(self, g)
 
 
 class _View:
@@ -189,7 +143,8 @@ class Tensor:
         _legacy.legacy_tensor_init(self, args, kwargs)  # Tensor(2, 3), Tensor([1, 2]), Tensor()
 
     def _init(self, value):
-        self._cell = _Cell(value)
+        # a _TracedCell while this thread traces a step (see funcgrad._storage)
+        self._cell = _Cell(value) if _storage_local.frame is None else _new_cell(value)
         self._viewinfo = None
         self._ver = [0]
         self._requires_grad = False
@@ -231,6 +186,12 @@ class Tensor:
     def _set_value(self, new) -> None:
         """Write ``new`` (already of this shape and dtype) into the storage."""
         cell, vi = self._cell, self._viewinfo
+        f = _storage_local.frame
+        if f is not None:  # this thread traces a step: it records writes to older cells
+            f.write(cell)
+        elif self._requires_grad and _is_tracer(new) and self._grad_fn is None \
+                and not _is_tracer(cell.value):
+            raise RuntimeError(RAW_TRANSFORM_MSG)
         if vi is None:
             cell.value = new
             cell.gen += 1
@@ -530,7 +491,7 @@ class Tensor:
 
     @data.setter
     def data(self, other: "Tensor") -> None:
-        self._cell, self._viewinfo = _Cell(other._value), None
+        self._cell, self._viewinfo = _new_cell(other._value), None
 
     # ---- conversion -----------------------------------------------------------------------
     def _concrete(self, what: str):
@@ -813,7 +774,10 @@ _dispatch._Tensor = Tensor
 # ---- JAX pytree: a Tensor is a node holding one leaf (its array), so jax.jit / jax.grad /
 # jax.vmap / jax.tree utilities accept Tensors and give Tensors back (requires_grad kept as aux).
 def _tree_flatten(t):
-    return (t._value,), t._requires_grad
+    # only a leaf carries requires_grad through a JAX transformation: a result (``w * 2``
+    # returned from ``jax.jit(f)(w)``) has no graph back to ``w`` once out, so it must not
+    # claim one (its backward would leave ``w.grad`` None); it comes back detached
+    return (t._value,), t._requires_grad and t._grad_fn is None
 
 
 def _tree_unflatten(cls, requires_grad, children):

@@ -15,6 +15,7 @@ from typing import Any, Callable
 
 import jax
 
+from . import _random, _storage
 from ._tensor import Tensor
 
 __all__ = ["functional_call", "grad", "grad_and_value", "vjp", "jacrev", "vmap", "to_jax",
@@ -59,7 +60,7 @@ def _swap(owner, attr, value):
 
 
 def functional_call(module, parameter_and_buffer_dicts, args: Any = None, kwargs: dict | None = None,
-                    *, tie_weights: bool = True, strict: bool = False):
+                    *, tie_weights: bool = True, strict: bool = False, rng=None):
     """Call ``module(*args, **kwargs)`` with its parameters and buffers replaced (PyTorch's signature).
 
     Args:
@@ -70,6 +71,11 @@ def functional_call(module, parameter_and_buffer_dicts, args: Any = None, kwargs
         kwargs: keyword arguments.
         tie_weights: a value given for one name of a tied (shared) parameter is used for all.
         strict: every parameter and buffer must be given, and nothing else.
+        rng: a JAX PRNG key (``jax.random.key``/``PRNGKey``, traced or not) or a
+            ``funcgrad.Generator`` for the random numbers the forward draws (dropout). Under a
+            JAX transformation (``jax.jit``) it is needed: the global generator's key cannot
+            change inside a traced function (every call would reuse one mask, and a tracer
+            would be left as the global key), so a forward drawing from it raises there.
 
     Returns:
         The module's output; with JAX-array values (no Tensor among values and args) the
@@ -128,9 +134,16 @@ def functional_call(module, parameter_and_buffer_dicts, args: Any = None, kwargs
     # jax.grad) must not leave a tracer in the module
     w = _walk([module])
     cells = {id(t._cell): t._cell for t in w.tensors.values()}
+    gen = _random.default_generator
+    cells[id(gen._cell)] = gen._cell  # dropout under jax.jit must not leave a tracer as the key
     saved = [(c, c.value, c.gen) for c in cells.values()]
+    key0, gen0 = gen._cell.value, gen._cell.gen
+    if rng is not None:  # the forward draws from this key; the global generator is untouched
+        gen._cell.value = rng.key if isinstance(rng, _random.Generator) else getattr(rng, "_value", rng)
     restores = []
+    frame = _storage.Frame(set(cells), mark_new=False)  # writes with tracers are allowed here
     try:
+        frame.__enter__()
         for k, v in values.items():
             restores.append(_swap(*_owner(module, k), v))
         if array_mode:
@@ -140,11 +153,25 @@ def functional_call(module, parameter_and_buffer_dicts, args: Any = None, kwargs
         else:
             out = module(*args, **kwargs)
     finally:
+        frame.__exit__()
         for r in reversed(restores):
             r()
+        leaked = rng is None and gen._cell.value is not key0 and isinstance(
+            gen._cell.value, jax.core.Tracer) and not isinstance(key0, jax.core.Tracer)
         for c, v, g in saved:
             if isinstance(c.value, jax.core.Tracer) and not isinstance(v, jax.core.Tracer):
                 c.value, c.gen = v, g
+        if rng is not None:
+            if isinstance(rng, _random.Generator):
+                rng.key = gen._cell.value  # a Generator advances as it would eagerly
+            gen._cell.value, gen._cell.gen = key0, gen0
+    if leaked:
+        raise RuntimeError(
+            "functional_call: the module drew random numbers (e.g. dropout) from the global "
+            "generator inside a JAX transformation (jax.jit): the traced program would reuse "
+            "one mask on every call. Pass a key: functional_call(module, params, args, "
+            "rng=key) with a fresh jax.random key per call (e.g. an argument of the jitted "
+            "function), call module.eval(), or compile the step with funcgrad.jit.")
     return to_jax(out) if array_mode else out
 
 

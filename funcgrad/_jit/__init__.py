@@ -22,13 +22,27 @@ Design note — the phases of a call:
    no module ``__dict__`` changed since discovery (one global counter, ``_STRUCTURE``, bumped
    by ``Module.__setattr__``/``__delattr__``: covers ``training`` and other attributes), every
    state tensor has the same cell, every grad slot the same object, and every other watched
-   container (``_parameters``/``_buffers``/``_modules`` dicts, optimizer state dicts and
-   lists) the same values. Otherwise: rediscover. Entries are found per layout by the inputs'
-   (tree, shapes/dtypes) only.
+   container (``_parameters``/``_buffers``/``_modules`` dicts, the optimizer's own ``__dict__``
+   and ``state`` dict — even empty —, its ``param_groups`` list, each group's ``params`` list and
+   keys) the same values, and the lifted hyperparameters the optimizer branches on in Python
+   (all but ``lr``: ``momentum != 0`` picks the recipe) are zero or not as before. Otherwise:
+   rediscover. The layout's key holds the cells, flags, grad-None pattern, static
+   hyperparameters, group membership, the non-zero pattern and the watched containers'
+   identities, so a rediscovered layout that differs in any of them is a new program. Entries
+   are found per layout by the inputs' (tree, shapes/dtypes) only.
 3. **Trace** (once per layout × input shapes/dtypes/static args): ``jax.make_jaxpr`` of a
    pure function ``(state, hypers, inputs) -> (changed state, new grads, new tensors,
    outputs)`` that swaps tracers into the cells, runs the user function, reads the cells
    back and *always* restores the concrete values (so an exception leaves no tracer behind).
+   It runs inside this thread's binding frame (``funcgrad._storage.Frame``): cells created
+   under it are ``_TracedCell``, writes to undiscovered cells are recorded (undone, lifted);
+   other threads are unaffected (nothing is patched on a class). Public Python scalars of the
+   objects the step reaches (a scheduler's ``last_epoch``, a group's ``lr``, a module counter,
+   a global) that the trace changes are reported once in a ``UserWarning`` (they would change
+   once per trace, not per call); an aborted attempt (a hyperparameter or tensor to lift)
+   undoes them, so they change once. A trace that creates state (Adam's moments) is run but
+   not cached: the next call rediscovers with that state and its program is cached.
+   ``retrace_reasons`` says what differs from the previous trace and the calling line.
    Arrays captured as constants are checked: a pre-existing Tensor cell read but not
    discovered is lifted and the step traced again (it is never silently frozen).
 4. **Run**: ``jax.jit`` of the jaxpr without the inputs it never reads (a ``.grad`` that

@@ -10,7 +10,8 @@ import threading
 import jax
 import numpy as np
 
-from .._tensor import Tensor, _Cell
+from .._storage import _TracedCell as _TracedCell  # cells made under a trace
+from .._tensor import Tensor
 
 _Tracer = jax.core.Tracer
 _GEN = itertools.count(1 << 48, 1 << 32)  # unique storage generations (never reached eagerly)
@@ -18,7 +19,6 @@ _get_cell = Tensor._cell.__get__
 _get_grad = operator.attrgetter("_grad")
 _get_requires_grad = operator.attrgetter("_requires_grad")
 _get_cell_value = operator.attrgetter("value")  # not the slot: a _PackedCell unpacks
-_ORIG_SET_VALUE = Tensor._set_value
 _SCALARS = (bool, int, float, complex, str, bytes, type(None))
 _CALL_LOCK = threading.RLock()  # see CompiledFunction.__call__
 # bumped by Module.__setattr__/__delattr__ when a module's own __dict__ changes: cached layouts
@@ -31,10 +31,6 @@ def structure_changed() -> None:
     _STRUCTURE[0] += 1
 
 
-class _TracedCell(_Cell):
-    """The class of storage cells created while a step is traced (told apart from older ones)."""
-
-    __slots__ = ()
 
 
 def _scalar_key(v):

@@ -40,6 +40,8 @@ class CompiledFunction:
         self._lifted_keys: set = {"lr"}
         self._extra_cells: list = []
         self._trees: dict = {}
+        self._warned_attrs: set = set()  # Python attributes a trace changed (warned once)
+        self._last_trace = None  # (layout, input tree, leaf keys) of the last trace: retrace_reasons
         self.num_traces = 0
         self.retrace_reasons: list[str] = []
         functools.update_wrapper(self, fn, updated=())
@@ -74,10 +76,13 @@ class CompiledFunction:
         layout = self._layout
         if layout is None or list(map(id, objs)) != self._layout_args or not layout.valid():
             layout = self._discover(leaves, objs)
+        hyp = layout.hyper_values()
+        if layout.nonzero(hyp) != layout.hyper_nonzero:  # e.g. momentum 0 -> 0.9: new recipe
+            layout = self._discover(leaves, objs)
+            hyp = layout.hyper_values()
         in_tensors = [x for x in leaves if isinstance(x, Tensor) and id(x._cell) not in layout.cell_index]
         small = (tree, tuple(map(_leaf_key, leaves)), _autocast_key())
         entry = layout.fast.get(small)  # per layout: no hashing of the long layout key per call
-        hyp = layout.hyper_values()
         if entry is None:
             key = (layout.key,) + small
             entry = self._entries.get(key)
@@ -91,6 +96,8 @@ class CompiledFunction:
                     key = (layout.key,) + small
             if not entry.one_shot:
                 self._entries[key] = layout.fast[small] = entry
+            else:  # the state it creates is found by the next call's discovery, then cached
+                self._layout = None
         return self._run(entry, layout, leaves, in_tensors, hyp)
 
     def _discover(self, leaves, objs) -> _Layout:
@@ -136,9 +143,9 @@ class CompiledFunction:
         for t in e.new_tensors:
             t._set_value(outs[i])
             i += 1
-        for t in e.inputs_written:
+        for t, d in e.inputs_written:
             t._set_value(outs[i])
-            t._ver[0] += 1
+            t._ver[0] += d
             i += 1
         for ver, d in e.versions:
             ver[0] += d

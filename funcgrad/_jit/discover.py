@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import functools
 import itertools
+import operator
 import types
 from collections import deque
 from typing import Any
@@ -54,6 +55,8 @@ class _Walk:
         self._hit: set = set()
         self.covered: set = set()  # ids of module __dicts (validated by _STRUCTURE instead)
         self.dicts = [] if dicts else None  # (dict, its keys) of every dict seen, if asked
+        self.names: list = []  # (globals dict, names) of every walked function, if dicts asked
+        self.labels: dict = {}  # id(dict) -> how the user names it ("StepLR", "SGD.param_groups[0]")
 
     def visit(self, obj, depth: int = 0, parent=None) -> bool:
         """Visit ``obj``; True if state was found under it (then its container is watched)."""
@@ -119,6 +122,7 @@ class _Walk:
         d = getattr(obj, "__dict__", None)
         if not isinstance(d, dict):
             return False
+        self.labels[id(d)] = type(obj).__name__
         if _is_optimizer(obj):
             return self._visit_optimizer(obj, d, depth)
         if _is_module(obj):
@@ -126,6 +130,8 @@ class _Walk:
             self.visit(d, -1)  # modules: watched always (their `training` flag is trace config)
             return True
         if depth >= _MAX_OBJ_DEPTH or _is_lib(type(obj)):
+            if self.dicts is not None:  # not searched for state; its attributes still recorded
+                self.dicts.append((d, dict.fromkeys(d)))
             return False
         return self.visit(d, depth + 1)
 
@@ -139,6 +145,8 @@ class _Walk:
             except ValueError:  # empty cell
                 pass
         g = fn.__globals__
+        if self.dicts is not None:
+            self.names.append((g, _code_names(fn.__code__)))
         for name in _code_names(fn.__code__):
             if name in g:
                 found |= self.visit(g[name], depth + 1)
@@ -147,12 +155,22 @@ class _Walk:
         return found
 
     def _visit_optimizer(self, opt, d, depth) -> bool:
-        for g in d["param_groups"]:
+        for i, g in enumerate(d["param_groups"]):
             self.groups[id(g)] = g
+            self.labels[id(g)] = f"{type(opt).__name__}.param_groups[{i}]"
+            if self.dicts is not None:
+                self.dicts.append((g, dict.fromkeys(g)))
         found = self.visit(d["state"], depth)
         for g in d["param_groups"]:
             found |= self.visit(g["params"], depth)
         self.watch_seqs.append(d["param_groups"])
+        # replacing a container (``opt.state = defaultdict(dict)``, ``opt.param_groups = [...]``,
+        # what ``load_state_dict`` does) or filling an empty one (the first step, after
+        # ``state.clear()``) changes the program: the optimizer's own attributes and its state
+        # dict are watched even when they hold no tensor yet
+        self.watch_dicts.append(d)
+        if not any(x is d["state"] for x in self.watch_dicts):
+            self.watch_dicts.append(d["state"])
         return found
 
 
@@ -211,12 +229,34 @@ class _Layout:
                     static.append((g, k))
         self.static_slots = static
         self.static_ids = [id(g[k]) for g, k in static]
+        # which parameters each group holds, and which keys: ``group['params'] = [w]`` or a
+        # key added is a new program (the lifted values themselves may change freely)
+        self.groups = list(walk.groups.values())
+        self.group_ids = [(id(g.get("params")), len(g)) for g in self.groups]
+        members = tuple(tuple(self.cell_index.get(id(p._cell), -1) for p in g.get("params", ()))
+                        for g in self.groups)
+        # a lifted hyperparameter is traced, but the optimizer also branches on it in Python
+        # (``momentum != 0`` picks the recipe): which ones are zero is part of the program
+        # (``lr`` only scales the update: a scheduler reaching 0 keeps the program)
+        flat_keys = [k for _, k, kind in self.hyper_slots
+                     for _ in range(kind[1] if isinstance(kind, tuple) else 1)]
+        nz = [i for i, k in enumerate(flat_keys) if k != "lr"]
+        self._nz_get = (operator.itemgetter(*nz) if len(nz) > 1 else
+                        (lambda h, i=nz[0]: (h[i],)) if nz else (lambda h: ()))
+        self.hyper_nonzero = self.nonzero(self.hyper_values())
+        # for retrace_reasons: how the user names the key's parts
+        gname = {id(g): f"param_groups[{i}]" for i, g in enumerate(self.groups)}
+        self.static_names = [f"{gname.get(id(g), 'param_group')}[{k!r}]" for g, k in static]
+        flat_names = [f"{gname.get(id(g), 'param_group')}[{k!r}]" for g, k, kind in self.hyper_slots
+                      for _ in range(kind[1] if isinstance(kind, tuple) else 1)]
+        self.nz_names = [flat_names[i] for i in nz]
         scalars = tuple(_scalar_key(v) for d in walk.watch_dicts for v in d.values()
                         if isinstance(v, _SCALARS))
         self.key = (tuple(map(id, cells)), tuple(self.flags),
                     tuple(g is None for g in map(_get_grad, self.leaves)),
                     tuple(_scalar_key(g[k]) for g, k in static), scalars,
-                    tuple(t for _, _, t in self.hyper_slots))
+                    tuple(t for _, _, t in self.hyper_slots), members,
+                    tuple(self.hyper_nonzero), tuple(self.watch_ids))
 
     def _ids(self):
         return list(map(id, itertools.chain(
@@ -229,7 +269,12 @@ class _Layout:
                 and list(map(_get_requires_grad, self.tensors)) == self.flags
                 and list(map(id, map(_get_grad, self.leaves))) == self.grad_ids
                 and self._ids() == self.watch_ids
-                and [id(g[k]) for g, k in self.static_slots] == self.static_ids)
+                and [id(g[k]) for g, k in self.static_slots] == self.static_ids
+                and [(id(g.get("params")), len(g)) for g in self.groups] == self.group_ids)
+
+    def nonzero(self, hyp: list) -> list:
+        """Which of the lifted hyperparameters the optimizer branches on are non-zero."""
+        return list(map(bool, self._nz_get(hyp)))
 
     def hyper_values(self) -> list:
         """The lifted hyperparameters, flat (a tuple such as ``betas`` gives one per item)."""

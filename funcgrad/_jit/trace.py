@@ -15,7 +15,6 @@ import gc
 import itertools
 import os
 import sys
-import threading
 import warnings
 from typing import Callable
 
@@ -24,12 +23,12 @@ import jax.numpy as jnp
 import numpy as np
 from jax.extend.core import ClosedJaxpr, jaxpr_as_fun
 
-from .. import _lift, _random
-from .. import _tensor as _tensor_mod
-from .._tensor import Tensor, _Cell, _PackedCell
+from .. import _lift, _random, _storage
+from .._storage import _Cell, _TracedCell
+from .._tensor import Tensor
 from . import pack as _pack
-from .common import (_GEN, _ORIG_SET_VALUE, _SCALARS, _Tracer, _TracedCell, _get_cell_value,
-                     _objects, structure_changed)
+from .common import (_GEN, _SCALARS, _Tracer, _get_cell_value, _leaf_key, _objects,
+                     _scalar_key, structure_changed)
 from .discover import _walk
 
 _PKG_DIR = os.path.dirname(os.path.abspath(__file__)) + os.sep
@@ -46,7 +45,7 @@ class _Entry:
 # ---- the trace (CompiledFunction._trace) -------------------------------------------------------
 def trace(self, layout, args, kwargs, leaves, tree, in_tensors, hyp, _attempt=0) -> _Entry:
     """Trace and jit the step for these arguments (``CompiledFunction._trace``); count the trace."""
-    reason = "first call" if not self.num_traces else "new input shapes/dtypes/static args or state structure"
+    reason = "first call" if not self.num_traces else _reason(self._last_trace, layout, tree, leaves)
     plan: dict = {}
     arr_pos = [i for i, x in enumerate(leaves) if isinstance(x, (jax.Array, np.ndarray))]
     fn = self._fn
@@ -58,44 +57,40 @@ def trace(self, layout, args, kwargs, leaves, tree, in_tensors, hyp, _attempt=0)
 
     in_vals = [t._value for t in in_tensors] + [leaves[i] for i in arr_pos]
     state_vals = list(map(_get_cell_value, layout.cells))
-    # storage writes to tensors that are not state (not discovered): recorded, undone, lifted
-    written: dict = {}
-    known = set(layout.cell_index) | {id(t._cell) for t in in_tensors}
-    me = threading.get_ident()
-
-    def recording_set_value(t, new, _orig=_ORIG_SET_VALUE):
-        c = t._cell
-        if type(c) in (_Cell, _PackedCell) and id(c) not in known and id(c) not in written \
-                and threading.get_ident() == me:
-            written[id(c)] = (c, c.value, c.gen)
-        _orig(t, new)
-
-    _tensor_mod._Cell = _TracedCell
-    Tensor._set_value = recording_set_value
+    # this thread's binding frame: cells made by the step are _TracedCell; writes to tensors
+    # that are not state (not discovered) are recorded, undone and lifted
+    frame = _storage.Frame(set(layout.cell_index) | {id(t._cell) for t in in_tensors})
+    py = _py_snapshot(self._walk_roots(leaves))  # Python attributes the step may change
     try:
-        closed = jax.make_jaxpr(pure)(state_vals, hyp, in_vals)
+        with frame:
+            closed = jax.make_jaxpr(pure)(state_vals, hyp, in_vals)
     except _lift.Relift as r:
+        frame.restore()
+        _py_restore(py)  # the aborted attempt's side effects are undone: they run once
         if _attempt > 8:
             raise
         self._lifted_keys.add(r.key)
         return _again(self, args, kwargs, leaves, tree, _attempt)
     except BaseException:
+        frame.restore()
         self._scrub(leaves)
         raise
-    finally:
-        _tensor_mod._Cell = _Cell
-        Tensor._set_value = _ORIG_SET_VALUE
-        for c, v, g in written.values():
-            c.value, c.gen = v, g
+    frame.restore()
+    written = frame.written
     # arrays captured as constants: an older Tensor's storage read but not discovered?
     missed = _missed_cells(closed.consts, layout) + [c for c, _, _ in written.values()]
     if missed:
         if _attempt > 8:
             raise RuntimeError("funcgrad.jit: could not lift tensors read by the step")
+        _py_restore(py)
         self._extra_cells.extend(missed)
         return _again(self, args, kwargs, leaves, tree, _attempt)
     self.num_traces += 1
     self.retrace_reasons.append(reason)
+    # (the layout's key and names, not the layout: it would keep old tensors alive)
+    self._last_trace = ((layout.key, layout.static_names, layout.nz_names), tree,
+                        list(map(_leaf_key, leaves)))
+    _warn_side_effects(self, _py_changes(py))
     if self.num_traces >= self._warn_after and (self.num_traces & (self.num_traces - 1)) == 0:
         warnings.warn(
             f"funcgrad.jit: {getattr(fn, '__qualname__', fn)} has been traced "
@@ -228,6 +223,124 @@ def scrub(self, leaves) -> None:
             t._cell.value = jnp.zeros(t._cell.value.shape, t._cell.value.dtype)
 
 
+def _arg_change(i, a, b) -> str:
+    """How argument leaf ``i`` differs between two calls, from its ``_leaf_key``s."""
+    if a[0] != b[0]:
+        return f"argument {i} is now a {_KIND[b[0]]} (was a {_KIND[a[0]]})"
+    if a[0] == "t":
+        for j, what in ((1, "shape"), (2, "dtype"), (3, "requires_grad"), (4, ".grad is None")):
+            if a[j] != b[j]:
+                old, new = (tuple(a[j]), tuple(b[j])) if j == 1 else (a[j], b[j])
+                return f"tensor argument {i}: {what} {old} -> {new}"
+    if a[0] == "a":
+        return f"array argument {i}: shape/dtype {tuple(a[1])} {a[2]} -> {tuple(b[1])} {b[2]}"
+    if a[0] == "s":
+        return f"Python argument {i} (static): {a[2]!r} -> {b[2]!r}"
+    return f"argument {i} is another object"
+
+
+_KIND = {"t": "tensor", "a": "array", "s": "Python scalar", "o": "object"}
+
+
+def _reason(last, layout, tree, leaves) -> str:
+    """``retrace_reasons``' entry: what differs from the previous trace, and the user's call."""
+    f = sys._getframe(1)
+    while f is not None and f.f_code.co_filename.startswith(_PKG_DIR):
+        f = f.f_back
+    at = f" (call at {f.f_code.co_filename}:{f.f_lineno})" if f is not None else ""
+    if last is None:
+        return "new trace" + at
+    old, old_tree, old_keys = last
+    keys = list(map(_leaf_key, leaves))
+    why = []
+    if old_tree != tree or len(old_keys) != len(keys):
+        why.append("the arguments' structure changed")
+    else:
+        why += [_arg_change(i, a, b) for i, (a, b) in enumerate(zip(old_keys, keys)) if a != b]
+    (k0, static_names, nz_names), k1 = old, layout.key
+    if k0 != k1:
+        if k0[0] != k1[0]:
+            n0, n1 = len(k0[0]), len(k1[0])
+            why.append(f"the state tensors changed ({n0} -> {n1} arrays: state created, replaced "
+                       f"or dropped, e.g. optimizer state or a module attribute)")
+        elif k0[1] != k1[1]:
+            why.append(f"requires_grad changed on {sum(a != b for a, b in zip(k0[1], k1[1]))} tensor(s)")
+        if k0[2] != k1[2] and len(k0[2]) == len(k1[2]):
+            n = sum(a != b for a, b in zip(k0[2], k1[2]))
+            why.append(f".grad {'became None' if sum(k1[2]) > sum(k0[2]) else 'was None, now set'} "
+                       f"on {n} tensor(s)")
+        if k0[3] != k1[3] and static_names == layout.static_names:
+            why += [f"{n}: {a[1]!r} -> {b[1]!r}" for n, a, b in zip(layout.static_names, k0[3], k1[3])
+                    if a != b]
+        if k0[7] != k1[7] and nz_names == layout.nz_names:
+            why += [f"{n} went {'from 0 to non-zero' if b else 'to 0'}"
+                    for n, a, b in zip(layout.nz_names, k0[7], k1[7]) if a != b]
+        if k0[4] != k1[4]:
+            why.append("a module attribute changed (e.g. train()/eval())")
+        if k0[6] != k1[6] and k0[0] == k1[0]:
+            why.append("the parameters of an optimizer's param groups changed")
+        if k0[5] != k1[5]:
+            why.append("the type of a lifted hyperparameter changed")
+        if not why and k0[8] != k1[8]:
+            why.append("a watched container was replaced (e.g. opt.state, opt.param_groups, "
+                       "a module's _parameters)")
+    return "; ".join(why or ["state structure changed"]) + at
+
+
+_SKIP = object()
+
+
+def _py_snapshot(roots) -> list:
+    """``(label, container, key, value)`` of every public Python scalar attribute of the objects
+    a step reaches (modules, optimizers and their param groups, schedulers, other objects) and
+    of the globals its functions name: what a trace may change once and a program never."""
+    w = _walk(roots, dicts=True)
+    snap = []
+    for d, _ in w.dicts:
+        label = w.labels.get(id(d))
+        if label is None:
+            continue  # a plain container (optimizer state entries…): its tensors are state
+        is_group = ".param_groups[" in label
+        for k, v in d.items():
+            if isinstance(k, str) and not k.startswith("_") and isinstance(v, _SCALARS):
+                snap.append((f"{label}[{k!r}]" if is_group else f"{label}.{k}", d, k, v))
+    for g, names in w.names:
+        for n in names:
+            v = g.get(n, _SKIP)
+            if v is not _SKIP and isinstance(v, _SCALARS) and not n.startswith("__"):
+                snap.append((f"the global {n}", g, n, v))
+    return snap
+
+
+def _py_changes(snap) -> list:
+    return [(label, old, d.get(k, _SKIP)) for label, d, k, old in snap
+            if _scalar_key(d.get(k, _SKIP)) != _scalar_key(old)]
+
+
+def _py_restore(snap) -> None:
+    for _, d, k, old in snap:
+        if d.get(k, _SKIP) is not old:
+            d[k] = old
+
+
+def _warn_side_effects(self, changes) -> None:
+    """Warn (once per attribute) that the trace changed Python state a program cannot change."""
+    new = [c for c in changes if c[0] not in self._warned_attrs]
+    if not new:
+        return
+    self._warned_attrs.update(c[0] for c in new)
+    code = getattr(self._fn, "__code__", None)
+    where = f" ({code.co_filename}:{code.co_firstlineno})" if code is not None else ""
+    what = ", ".join(f"{label} ({old!r} -> {'deleted' if v is _SKIP else repr(v)})"
+                     for label, old, v in new)
+    warnings.warn(
+        f"funcgrad.jit: tracing {getattr(self._fn, '__qualname__', self._fn)}{where} changed "
+        f"{what}. Python side effects run once per trace, not once per call: the compiled "
+        f"program will not change it again, so the numbers would differ from eager. Move this "
+        f"code out of the compiled step (call sched.step() and Python counters between calls), "
+        f"or keep the value in a tensor.", UserWarning, stacklevel=_user_stacklevel())
+
+
 def _user_stacklevel() -> int:
     """The ``warnings`` stacklevel of the first frame outside this package (the user's call)."""
     f, level = sys._getframe(1), 1  # stacklevel 1: the function calling warnings.warn
@@ -274,6 +387,7 @@ def _pure_body(fn, layout, plan, state, hypers, inputs, leaves, tree, in_tensors
     in_leaves = [t for t in in_tensors if t._requires_grad]
     in_grads0 = [t._grad for t in in_leaves]
     ver0 = [(t, t._ver[0]) for t in layout.tensors]
+    in_ver0 = [t._ver[0] for t in in_tensors]  # restored too: the run bumps them (once)
     gfn0 = [(t, t._grad_fn, t._output_nr, t._requires_grad) for t in layout.tensors]
     ctx = _lift.TraceContext({}, set())
     it = iter(hypers)
@@ -302,7 +416,7 @@ def _pure_body(fn, layout, plan, state, hypers, inputs, leaves, tree, in_tensors
         out = fn(*a, **kw)
         _lift._local.ctx = prev_ctx
         return _collect(plan, layout, state, inputs, in_tensors, grads0, in_leaves, in_grads0,
-                        ver0, out, roots)
+                        ver0, in_ver0, out, roots)
     finally:
         _lift._local.ctx = prev_ctx
         for c, (v, g) in zip(cells, saved):
@@ -317,11 +431,14 @@ def _pure_body(fn, layout, plan, state, hypers, inputs, leaves, tree, in_tensors
             t._grad = g
         for t, v in ver0:
             t._ver[0] = v
+        for t, v in zip(in_tensors, in_ver0):
+            t._ver[0] = v
         for t, gf, nr, rg in gfn0:
             t._grad_fn, t._output_nr, t._requires_grad = gf, nr, rg
 
 
-def _collect(plan, layout, state, inputs, in_tensors, grads0, in_leaves, in_grads0, ver0, out, roots):
+def _collect(plan, layout, state, inputs, in_tensors, grads0, in_leaves, in_grads0, ver0, in_ver0,
+             out, roots):
     """Read the effects of the traced step into an ``_Entry`` and the flat traced outputs."""
     e = _Entry()
     cells = layout.cells
@@ -371,9 +488,9 @@ def _collect(plan, layout, state, inputs, in_tensors, grads0, in_leaves, in_grad
             extra.append(t._value)
     e.one_shot = bool(e.new_tensors)
     e.inputs_written = []
-    for t, v in zip(in_tensors, inputs):
+    for t, v, v0 in zip(in_tensors, inputs, in_ver0):
         if t._value is not v:
-            e.inputs_written.append(t)
+            e.inputs_written.append((t, max(t._ver[0] - v0, 1)))  # as many bumps as eagerly
             extra.append(t._value)
     e.versions = [(t._ver, t._ver[0] - v) for t, v in ver0 if t._ver[0] != v]
     e.changed, e.n_changed = changed, len(changed)

@@ -10,6 +10,7 @@ With ``create_graph`` grad mode stays on, so every kernel applied here is itself
 
 from __future__ import annotations
 
+from .. import _storage
 from . import grad_mode
 from .graph import AccumulateGrad
 
@@ -45,11 +46,19 @@ def _run_hooks(node, grads):
                 grads[:] = list(r)
 
 
+def _no_leak(var, g) -> None:
+    """A traced gradient for a concrete leaf outside any funcgrad frame: a raw JAX transformation
+    of a training step, which would leave a tracer in ``.grad``."""
+    if _storage._local.frame is None and _storage.is_tracer(g) and not _storage.is_tracer(var._value):
+        raise RuntimeError(_storage.RAW_TRANSFORM_MSG.replace("being written", "getting a .grad"))
+
+
 def _accumulate(node, g, create_graph):
     """``AccumulateGrad``: add into ``.grad``, then post-accumulate hooks (tensor hooks already ran)."""
     var = node.variable
     if var is None:  # the leaf is gone: nobody can read its gradient
         return
+    _no_leak(var, g._value)
     if var._grad is None:
         var._grad = g if create_graph else g.detach()
     elif create_graph or grad_mode._state.enabled:

@@ -32,7 +32,7 @@ import jax
 
 from .._dispatch import OpNode
 from .._tensor import Tensor, _apply_chain
-from .engine import _accumulate
+from .engine import _accumulate, _no_leak
 from .graph import AccumulateGrad
 
 MAX_NODES = 512          # beyond this, compile time outweighs the saved dispatch
@@ -156,6 +156,7 @@ def try_run(roots, grads, retain_graph) -> bool:
         if g is not None:
             var = node.variable
             if var is not None and var._grad is None and not var._post_hooks:
+                _no_leak(var, g)
                 var._grad = Tensor._wrap(g)  # a fresh array: no detach/copy needed
             else:
                 _accumulate(node, Tensor._wrap(g), False)
