@@ -72,10 +72,11 @@ def functional_call(module, parameter_and_buffer_dicts, args: Any = None, kwargs
         tie_weights: a value given for one name of a tied (shared) parameter is used for all.
         strict: every parameter and buffer must be given, and nothing else.
         rng: a JAX PRNG key (``jax.random.key``/``PRNGKey``, traced or not) or a
-            ``funcgrad.Generator`` for the random numbers the forward draws (dropout). Under a
-            JAX transformation (``jax.jit``) it is needed: the global generator's key cannot
-            change inside a traced function (every call would reuse one mask, and a tracer
-            would be left as the global key), so a forward drawing from it raises there.
+            ``funcgrad.Generator`` for the random numbers the forward draws (dropout); a key seeds a
+            fresh mt19937 stream. Under ``jax.jit`` it is needed: the global generator's stream
+            cannot advance inside a staged function (the program would reuse one mask on every
+            call), so a forward drawing from it raises there and leaves the generator as it was
+            (under ``jax.grad`` alone the forward runs each call and draws eagerly).
 
     Returns:
         The module's output; with JAX-array values (no Tensor among values and args) the
@@ -135,13 +136,16 @@ def functional_call(module, parameter_and_buffer_dicts, args: Any = None, kwargs
     w = _walk([module])
     cells = {id(t._cell): t._cell for t in w.tensors.values()}
     gen = _random.default_generator
-    cells[id(gen._cell)] = gen._cell  # dropout under jax.jit must not leave a tracer as the key
+    cells[id(gen._cell)] = gen._cell  # dropout under jax.jit must not leave a tracer as the state
     saved = [(c, c.value, c.gen) for c in cells.values()]
-    key0, gen0 = gen._cell.value, gen._cell.gen
-    if rng is not None:  # the forward draws from this key; the global generator is untouched
-        gen._cell.value = rng.key if isinstance(rng, _random.Generator) else getattr(rng, "_value", rng)
+    state0, gen0 = gen._cell.value, gen._cell.gen  # the global stream's state vector
+    if rng is not None:  # the forward draws from this stream; the global generator is untouched
+        gen._cell.value = rng._cell.value if isinstance(rng, _random.Generator) else \
+            _random.state_from_key(getattr(rng, "_value", rng))
+    staging = rng is None and isinstance(_staging_probe(), jax.core.Tracer)  # inside jax.jit & co.
     restores = []
     frame = _storage.Frame(set(cells), mark_new=False)  # writes with tracers are allowed here
+    failure = None
     try:
         frame.__enter__()
         for k, v in values.items():
@@ -152,27 +156,42 @@ def functional_call(module, parameter_and_buffer_dicts, args: Any = None, kwargs
                 out = module(*args, **kwargs)
         else:
             out = module(*args, **kwargs)
+    except Exception as e:  # re-raised below, unless it came from a draw that needed rng=
+        failure = e
     finally:
         frame.__exit__()
         for r in reversed(restores):
             r()
-        leaked = rng is None and gen._cell.value is not key0 and isinstance(
-            gen._cell.value, jax.core.Tracer) and not isinstance(key0, jax.core.Tracer)
+        # a draw from the concrete global stream while tracing bakes one mask into the program
+        leaked = staging and not isinstance(state0, jax.core.Tracer) and gen._cell.value is not state0
+        if isinstance(rng, _random.Generator):
+            advanced = gen._cell.value
+            if not isinstance(advanced, jax.core.Tracer):
+                rng._cell.value = advanced  # a Generator advances as it would eagerly
+            elif not isinstance(state0, jax.core.Tracer):
+                leaked = True  # a Generator cannot advance inside a traced function: use a key
         for c, v, g in saved:
             if isinstance(c.value, jax.core.Tracer) and not isinstance(v, jax.core.Tracer):
                 c.value, c.gen = v, g
-        if rng is not None:
-            if isinstance(rng, _random.Generator):
-                rng.key = gen._cell.value  # a Generator advances as it would eagerly
-            gen._cell.value, gen._cell.gen = key0, gen0
+        if rng is not None or leaked:
+            gen._cell.value, gen._cell.gen = state0, gen0
     if leaked:
         raise RuntimeError(
             "functional_call: the module drew random numbers (e.g. dropout) from the global "
-            "generator inside a JAX transformation (jax.jit): the traced program would reuse "
-            "one mask on every call. Pass a key: functional_call(module, params, args, "
+            "generator inside jax.jit (a staged JAX transformation): the traced program would "
+            "reuse one mask on every call. Pass a key: functional_call(module, params, args, "
             "rng=key) with a fresh jax.random key per call (e.g. an argument of the jitted "
-            "function), call module.eval(), or compile the step with funcgrad.jit.")
+            "function), call module.eval(), or compile the step with funcgrad.jit.") from failure
+    if failure is not None:
+        raise failure
     return to_jax(out) if array_mode else out
+
+
+@jax.jit
+def _staging_probe():
+    """A jitted constant: a tracer exactly when called while an outer ``jax.jit`` (or another
+    staging transformation) traces, a concrete array otherwise (eager, or ``jax.grad`` alone)."""
+    return jax.numpy.zeros((), jax.numpy.uint32)
 
 
 def _array_fn(func, has_aux=False):

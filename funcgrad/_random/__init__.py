@@ -51,8 +51,9 @@ class _GenCell(_Cell):
     @property
     def value(self):
         v = _raw_value.__get__(self)
-        if v is None:
-            v = self.exported = jax.numpy.asarray(self.owner._engine.words())
+        if v is None:  # concrete even if read while an outer jax.jit traces (staged otherwise)
+            with jax.ensure_compile_time_eval():
+                v = self.exported = jax.numpy.asarray(self.owner._engine.words())
             _raw_value.__set__(self, v)
         return v
 
@@ -201,6 +202,16 @@ def get_rng_state():
 def set_rng_state(new_state) -> None:
     """Restore the global generator's state (from :func:`get_rng_state` or PyTorch's bytes)."""
     default_generator.set_state(new_state)
+
+
+def state_from_key(key):
+    """A generator state vector (``_engine.WORDS`` uint32) for a fresh mt19937 stream seeded from
+    a JAX PRNG key (traced or not): 624 key words from ``jax.random.bits``, position 624 (the
+    first draw twists), no cached normal samples. For ``func.functional_call(..., rng=key)``.
+    """
+    words = jax.random.bits(key, (_engine.N,), jax.numpy.uint32)
+    tail = jax.numpy.zeros((_engine.WORDS - _engine.N,), jax.numpy.uint32).at[0].set(_engine.N)
+    return jax.numpy.concatenate([words, tail])
 
 
 def generator_or_default(generator) -> Generator:
