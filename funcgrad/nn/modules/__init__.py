@@ -116,6 +116,7 @@ from .padding import ZeroPad3d as ZeroPad3d  # noqa: F401,E402
 from .pixelshuffle import PixelShuffle as PixelShuffle  # noqa: F401,E402
 from .pixelshuffle import PixelUnshuffle as PixelUnshuffle  # noqa: F401,E402
 from .upsampling import Upsample as Upsample  # noqa: F401,E402
+from .transformer import Transformer as Transformer  # noqa: F401,E402
 from .transformer import TransformerEncoder as TransformerEncoder  # noqa: F401,E402
 from .transformer import TransformerDecoder as TransformerDecoder  # noqa: F401,E402
 from .transformer import TransformerEncoderLayer as TransformerEncoderLayer  # noqa: F401,E402
