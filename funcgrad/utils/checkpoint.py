@@ -6,8 +6,9 @@ repeat) and backpropagates through the recomputed graph, as PyTorch's reentrant 
 Parameters that ``fn`` uses receive their gradients from that inner backward.
 
 Inside ``funcgrad.jit`` the same recompute runs on tracers: the step's XLA program computes
-``fn`` again in its backward part (XLA may merge the two computations; values and gradients are
-unchanged). ``use_reentrant=False`` uses the same mechanism; its node is then named
+``fn`` again in its backward part. As ``jax.checkpoint`` does (its ``prevent_cse``), the saved
+inputs and the incoming gradients pass through ``jax.lax.optimization_barrier`` first, so XLA
+cannot merge the recomputation back into the forward (which would keep the activations alive). ``use_reentrant=False`` uses the same mechanism; its node is then named
 ``CheckpointFunctionBackward`` where PyTorch's non-reentrant variant leaves the inner nodes, and
 when no input requires grad it runs ``fn`` plainly (without recompute) so that the parameters
 still get their gradients, as in PyTorch.
@@ -16,6 +17,8 @@ still get their gradients, as in PyTorch.
 from __future__ import annotations
 
 import warnings
+
+import jax
 
 from .. import _random
 from .._tensor import Tensor
@@ -35,8 +38,8 @@ class CheckpointFunction(Function):
             warnings.warn("None of the inputs have requires_grad=True. Gradients will be None", stacklevel=5)
         ctx.run_function = run_function
         ctx.preserve_rng_state = preserve_rng_state
-        if preserve_rng_state:
-            ctx.fwd_rng_state = _random.get_rng_state()
+        if preserve_rng_state:  # the state vector (a tracer inside a compiled step), not its bytes
+            ctx.fwd_rng_state = _random.default_generator._cell.value
         ctx.inputs, ctx.tensor_indices, tensors = [], [], []
         for i, a in enumerate(args):
             if isinstance(a, Tensor):
@@ -54,16 +57,17 @@ class CheckpointFunction(Function):
         inputs = list(ctx.inputs)
         for i, t in zip(ctx.tensor_indices, ctx.saved_tensors):
             inputs[i] = t
-        detached = [_detach(a) for a in inputs]
-        state = _random.get_rng_state() if ctx.preserve_rng_state else None
+        detached = _barrier([_detach(a) for a in inputs], grads)
+        cell = _random.default_generator._cell
+        state = cell.value if ctx.preserve_rng_state else None
         try:
             if state is not None:
-                _random.set_rng_state(ctx.fwd_rng_state)
+                cell.value = ctx.fwd_rng_state
             with enable_grad():
                 outputs = ctx.run_function(*detached)
         finally:
             if state is not None:
-                _random.set_rng_state(state)
+                cell.value = state
         if isinstance(outputs, Tensor):
             outputs = (outputs,)
         outs, gs = [], []
@@ -75,6 +79,23 @@ class CheckpointFunction(Function):
             raise RuntimeError("none of output has requires_grad=True, this checkpoint() is not necessary")
         _backward(outs, gs)
         return (None, None) + tuple(a.grad if isinstance(a, Tensor) else None for a in detached)
+
+
+def _barrier(detached, grads):
+    """Under tracing (a compiled step): the inputs through ``lax.optimization_barrier`` together
+    with the gradients, so the recompute depends on the backward and is not CSE'd with the forward."""
+    pos = [i for i, a in enumerate(detached) if isinstance(a, Tensor)]
+    gvals = [g._value for g in grads if isinstance(g, Tensor)]
+    vals = [detached[i]._value for i in pos]
+    if not any(isinstance(v, jax.core.Tracer) for v in vals + gvals):
+        return detached
+    fenced = jax.lax.optimization_barrier((vals, gvals))[0]
+    out = list(detached)
+    for i, v in zip(pos, fenced):
+        t = Tensor._wrap(v)
+        t.requires_grad = detached[i].requires_grad
+        out[i] = t
+    return out
 
 
 def _detach(a):
