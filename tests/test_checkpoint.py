@@ -107,3 +107,34 @@ def test_inside_jit_matches_eager():
     np.testing.assert_allclose(lc.item(), le.item(), rtol=1e-6)
     for a, p in zip(pc, m2.parameters()):
         np.testing.assert_allclose(a, p.detach().numpy(), rtol=1e-5, atol=1e-6)
+
+
+def test_inside_jit_the_recompute_is_fenced_and_dropout_repeats():
+    """In a compiled step the recompute passes through an optimization barrier (as jax.checkpoint's
+    prevent_cse: XLA cannot fold it back into the forward), and with dropout inside the segment
+    the compiled step equals the eager one (the forward's RNG state is restored for the recompute)."""
+    def make():
+        funcgrad.manual_seed(3)
+        blk = funcgrad.nn.Sequential(funcgrad.nn.Linear(8, 8), funcgrad.nn.Dropout(0.5), funcgrad.nn.Tanh())
+        return blk, funcgrad.optim.SGD(blk.parameters(), lr=0.1)
+
+    def stepper(blk, opt):
+        def step(x):
+            opt.zero_grad()
+            loss = checkpoint(blk, x, use_reentrant=True).pow(2).sum()
+            loss.backward()
+            opt.step()
+            return loss
+        return step
+
+    x = funcgrad.ones(4, 8, requires_grad=True)
+    (be, oe), (bc, oc) = make(), make()
+    eager, compiled = stepper(be, oe), funcgrad.jit(stepper(bc, oc))
+    assert "optimization_barrier" in compiled.lower(x).as_text()
+    funcgrad.manual_seed(7)
+    le = [float(eager(x)) for _ in range(3)]
+    funcgrad.manual_seed(7)
+    lc = [float(compiled(x)) for _ in range(3)]
+    np.testing.assert_allclose(lc, le, rtol=1e-6)
+    for p, q in zip(be.parameters(), bc.parameters()):
+        np.testing.assert_allclose(q.detach().numpy(), p.detach().numpy(), rtol=1e-6, atol=1e-7)
