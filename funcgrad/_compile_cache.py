@@ -145,17 +145,30 @@ def _configure_thresholds() -> None:
     jax.config.update("jax_persistent_cache_min_entry_size_bytes", -1)
 
 
+def _jax_cache_module():
+    """JAX's cache module: the only place its cache object can be replaced (no public hook).
+    None where a JAX version moved it: then JAX's own file cache serves the same directory."""
+    try:
+        from jax._src import compilation_cache as cc
+    except ImportError:
+        return None
+    return cc
+
+
 def _install(path: str) -> None:
-    from jax._src import compilation_cache as cc  # the cache object is only reachable here
+    cc = _jax_cache_module()
     _configure_thresholds()
     jax.config.update("jax_compilation_cache_dir", path)
-    cc.reset_cache()  # forget a cache (or "no cache") decided before: takes effect now
-    cache = _FileCache(path, _max_bytes())
-    try:
-        with cc._cache_initialized_mutex:
-            cc._cache, cc._cache_initialized = cache, True
-    except AttributeError:  # another jax: its own file cache at the same path (locked writes)
-        pass
+    if cc is None:
+        jax.config.update("jax_compilation_cache_max_size", _max_bytes())
+    else:
+        cc.reset_cache()  # forget a cache (or "no cache") decided before: takes effect now
+        cache = _FileCache(path, _max_bytes())
+        try:
+            with cc._cache_initialized_mutex:
+                cc._cache, cc._cache_initialized = cache, True
+        except AttributeError:  # another jax: its own file cache at the same path (locked writes)
+            jax.config.update("jax_compilation_cache_max_size", _max_bytes())
     _state["dir"], _state["slow_hits"] = path, 0
     _listen()
 
@@ -163,12 +176,13 @@ def _install(path: str) -> None:
 def _disable() -> None:
     if _state["dir"] is None:
         return
-    from jax._src import compilation_cache as cc
+    cc = _jax_cache_module()
     jax.config.update("jax_compilation_cache_dir", None)
     for k, v in (_state["saved"] or {}).items():
         jax.config.update(k, v)
     _state["saved"] = None
-    cc.reset_cache()
+    if cc is not None:
+        cc.reset_cache()
     _state["dir"] = None
 
 

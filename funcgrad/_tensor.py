@@ -345,7 +345,6 @@ class Tensor:
         """``x.type()`` is ``'torch.FloatTensor'``-style; ``x.type(funcgrad.LongTensor)`` converts."""
         return _legacy.type_string(self) if dtype is None else _legacy.to_type(self, dtype)
 
-    _version = property(lambda self: self._ver[0], doc="The version counter (bumped by in-place ops).")
     is_xpu = is_mps = False
 
     # ---- autograd metadata --------------------------------------------------------------

@@ -60,6 +60,7 @@ import jax
 import numpy as np
 from jax.sharding import AxisType, Mesh, NamedSharding, PartitionSpec
 
+from .amp.autocast_mode import state_key as _autocast_key
 from ._tensor import Tensor
 
 P = PartitionSpec
@@ -360,7 +361,7 @@ def compiled_text(step, *args, **kwargs) -> str:
     if layout is None or not layout.valid():
         raise RuntimeError("compiled_text: call the step with these arguments first")
     in_tensors = [x for x in leaves if isinstance(x, Tensor) and id(x._cell) not in layout.cell_index]
-    key = (layout.key, tree, tuple(map(_jit._leaf_key, leaves)))
+    key = (layout.key, tree, tuple(map(_jit._leaf_key, leaves)), _autocast_key())  # as CompiledFunction._call
     e = step._entries.get(key)
     if e is None:
         raise RuntimeError("compiled_text: no program compiled for these arguments; call the step first")

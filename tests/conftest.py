@@ -13,12 +13,17 @@ import pytest
 _CACHE_DIR = os.path.join(tempfile.gettempdir(),
                           f"funcgrad-test-cache-{os.environ.get('PYTEST_XDIST_TESTRUNUID', os.getpid())}")
 os.environ.setdefault("FUNCGRAD_CACHE_DIR", _CACHE_DIR)
+# one worker compiles thousands of kernels over the suite: the compile-count bound (which clears
+# JAX's caches with a warning, tests/test_caches.py) must not fire in unrelated tests
+os.environ.setdefault("FUNCGRAD_MAX_EXECUTABLES", "1000000")
 
 import funcgrad  # noqa: E402
 from funcgrad.autograd import grad_mode  # noqa: E402
 
 # helper scripts run in subprocesses (e.g. with simulated devices): not test modules
 collect_ignore_glob = ["_*.py"]
+# scripts run by tests/test_scripts.py and the sweep's helper modules: not doctest modules
+collect_ignore = ["scripts", "opinfo"]
 
 
 @pytest.fixture(autouse=True)

@@ -266,9 +266,9 @@ ROWS = [
         lambda o, lib: lib.utils.data.DataLoader(o["ds"], num_workers=-1),
         ValueError, "num_workers option should be non-negative"),
     Row("corrupt checkpoint", lambda lib: {}, _corrupt_ckpt, RuntimeError,
-        "is not a funcgrad checkpoint or is corrupted", torch_same=False),
+        "is not a valid checkpoint or is corrupted", torch_same=False),
     Row("truncated checkpoint", lambda lib: {}, _truncated_ckpt, RuntimeError,
-        "is not a funcgrad checkpoint or is corrupted", torch_same=False),
+        "is not a valid checkpoint or is corrupted", torch_same=False),
 ]
 
 

@@ -38,10 +38,13 @@ TIMING = re.compile(r"\d+(?:\.\d+)?(?:e[-+]?\d+)?\s?(?:steps/s|it/s|µs|us|ms|s|
 
 # an object's address in its repr (``<AddBackward0 object at 0x7f3c1f2a1050>``) changes every run
 ADDRESS = re.compile(r"\bat 0x[0-9a-f]+")
+# a cell's code file as the kernel names it in a message (``/tmp/ipykernel_24671/4293239129.py``)
+# holds the kernel's process id
+KERNEL_FILE = re.compile(r"ipykernel_\d+/")
 
 
 def _mask(text: str) -> str:
-    return ADDRESS.sub("at 0x<address>", TIMING.sub("<timing>", text))
+    return KERNEL_FILE.sub("ipykernel_<pid>/", ADDRESS.sub("at 0x<address>", TIMING.sub("<timing>", text)))
 
 
 def _outputs(cell, exact_svg: bool):
@@ -66,6 +69,7 @@ def test_timings_are_masked_and_nothing_else():
     assert _mask("first 2 steps 4.8 s, then 291 steps/s; 12 ms, 3.5 µs; 5.3x; 1.2e-05 s") == \
         "first 2 steps <timing>, then <timing>; <timing>, <timing>; <timing>; <timing>"
     assert _mask("<AddBackward0 object at 0x7f3c1f2a1050>") == "<AddBackward0 object at 0x<address>>"
+    assert _mask("(call at /tmp/ipykernel_24671/42.py:18)") == "(call at /tmp/ipykernel_<pid>/42.py:18)"
     for kept in ["(8, 8)", "96.9%", "1437 training", "2 steps", "5.960464477539063e-08", "2x2", "x = 3"]:
         assert _mask(kept) == kept
 NAMES = sorted(BUILD.NOTEBOOKS)

@@ -98,7 +98,12 @@ def _power(x, e):
     # PyTorch's pow takes sqrt / rsqrt for the exponents ±0.5 (nan at -inf, not inf)
     if not jnp.issubdtype(jnp.result_type(x), jnp.floating):
         return jnp.power(x, e)
-    return jnp.where(e == 0.5, jnp.sqrt(x), jnp.where(e == -0.5, jax.lax.rsqrt(x), jnp.power(x, e)))
+    # each branch gets inputs it is finite on where it is not taken, so that its (zero-weighted)
+    # derivative is not nan there (double backward of x ** 2 at x < 0 went through sqrt(x))
+    half, mhalf = e == 0.5, e == -0.5
+    root = half | mhalf
+    xr, xp = jnp.where(root, x, 1), jnp.where(root, 1, x)
+    return jnp.where(half, jnp.sqrt(xr), jnp.where(mhalf, jax.lax.rsqrt(xr), jnp.power(xp, e)))
 
 
 def _pow_self(x, e, t):
