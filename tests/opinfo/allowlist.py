@@ -102,9 +102,9 @@ ALLOWED: dict[str, str] = {
     "cumprod/special:grad": BUG + "cumprod's gradient with nan/inf elements (PyTorch: nan)",
     "logcumsumexp/special:grad": BUG + "logcumsumexp's gradient with nan/-inf elements",
     # ---- the spec table's calls (mirror)
-    "clamp_min/spec:*:grad_fn": BUG + "x.clamp(min=v) is ClampBackward1 in PyTorch (clamp with max=None); "
+    "clamp_min/spec:clamp_min#*:grad_fn": BUG + "x.clamp(min=v) is ClampBackward1 in PyTorch (clamp with max=None); "
                                       "funcgrad records ClampMinBackward0 (right for x.clamp_min(v))",
-    "clamp_max/spec:*:grad_fn": BUG + "as clamp_min: x.clamp(max=v) is ClampBackward1",
+    "clamp_max/spec:clamp_max#*:grad_fn": BUG + "as clamp_min: x.clamp(max=v) is ClampBackward1",
     "aminmax/special:grad": BUG + "aminmax at a nan row: PyTorch's amin/amax formula gives nan (0 / 0); "
                                   "aminmax has no derivative slot yet",
     "sort/*:grad_fn": BUG + "sort(dim=, stable=True) is the sort.stable overload in PyTorch (SortBackward1)",
