@@ -12,7 +12,6 @@ import collections
 import os
 import runpy
 import textwrap
-import threading
 import time
 
 import numpy as np
@@ -23,6 +22,8 @@ import funcgrad.nn.functional as F
 from funcgrad import nn, optim
 from funcgrad._errors import TracedValueError
 from funcgrad.autograd import fused
+
+from .test_threads import _run_threads  # threads started together, first error re-raised
 
 DTYPES = [funcgrad.float32, funcgrad.float64]
 
@@ -116,27 +117,6 @@ def test_another_graph_in_between_changes_nothing(dt, fresh_cache):
     _train(dt, steps=3, seed=5, width=7)  # same structure, other shapes and values
     _grads("conv-relu-linear", dt)  # and another structure
     _assert_same(first, _train(dt))
-
-
-def _run_threads(*fns):
-    barrier = threading.Barrier(len(fns))
-    results, errors = [None] * len(fns), []
-
-    def wrap(i, fn):
-        try:
-            barrier.wait()
-            results[i] = fn()
-        except BaseException as e:  # noqa: BLE001 - re-raised in the main thread
-            errors.append(e)
-    threads = [threading.Thread(target=wrap, args=(i, f)) for i, f in enumerate(fns)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join(timeout=120)
-    if errors:
-        raise errors[0]
-    assert not any(t.is_alive() for t in threads)
-    return results
 
 
 @pytest.mark.parametrize("dt", DTYPES, ids=str)
