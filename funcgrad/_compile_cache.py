@@ -38,6 +38,8 @@ import warnings
 
 import jax
 
+from ._atomic import atomic_write
+
 ENV_DIR, ENV_SWITCH, ENV_MAX_MB = "FUNCGRAD_CACHE_DIR", "FUNCGRAD_CACHE", "FUNCGRAD_CACHE_MAX_MB"
 REJECTED_MARKER = "funcgrad-entries-rejected"
 _SUFFIX = "-cache"
@@ -266,17 +268,8 @@ class _FileCache:
         f = self._file(key)
         if os.path.exists(f):
             return
-        fd, tmp = tempfile.mkstemp(dir=self.path, prefix=".tmp-")
-        try:
-            with os.fdopen(fd, "wb") as fh:
-                fh.write(value)
-            os.replace(tmp, f)  # atomic: a concurrent reader sees no entry or the whole entry
-        except BaseException:
-            try:
-                os.unlink(tmp)
-            except OSError:
-                pass
-            raise
+        # atomic: a concurrent reader sees no entry or the whole entry; a lost entry is a recompile
+        atomic_write(f, lambda fh: fh.write(value), durable=False)
         with _lock:
             self._writes += 1
             due = self._writes % _TRIM_EVERY == 1

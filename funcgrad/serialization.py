@@ -33,7 +33,6 @@ import io
 import os
 import pickle
 import struct
-import tempfile
 import warnings
 import zipfile
 from typing import IO, Any, Callable, Union
@@ -42,6 +41,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from ._atomic import atomic_write  # noqa: F401  (funcgrad.serialization.atomic_write, used by export)
 from ._device import cuda_is_available
 from ._device import device as _device_cls
 from ._device import jax_device
@@ -201,41 +201,6 @@ def _write(f: FileLike, write: Callable) -> None:
         write(f)
         if hasattr(f, "flush"):
             f.flush()
-
-
-def atomic_write(path: str, write) -> None:
-    """Call ``write(file)`` on a temporary file beside ``path``, fsync it and rename it over
-    ``path``: a crash mid-write leaves the previous file intact (also used by funcgrad.export)."""
-    directory = os.path.dirname(os.path.abspath(path))
-    fd, tmp = tempfile.mkstemp(dir=directory, prefix=f".{os.path.basename(path)}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "wb") as fh:
-            write(fh)
-            fh.flush()
-            os.fsync(fh.fileno())
-        # mkstemp makes the file 0600; give it the mode a plain open() would have
-        try:
-            mode = os.stat(path).st_mode & 0o777
-        except FileNotFoundError:
-            umask = os.umask(0)
-            os.umask(umask)
-            mode = 0o666 & ~umask
-        os.chmod(tmp, mode)
-        os.replace(tmp, path)
-    except BaseException:
-        try:
-            os.unlink(tmp)
-        except OSError:
-            pass
-        raise
-    try:  # make the rename itself durable (POSIX; best effort elsewhere)
-        dfd = os.open(directory, os.O_RDONLY)
-        try:
-            os.fsync(dfd)
-        finally:
-            os.close(dfd)
-    except OSError:
-        pass
 
 
 # ---- loading --------------------------------------------------------------------------------

@@ -168,6 +168,16 @@ class InstanceNorm3d(_InstanceNorm):
     _nd = 3
 
 
+def _trailing_norm_init(self, normalized_shape, eps, elementwise_affine, bias, device, dtype) -> None:
+    """LayerNorm's and RMSNorm's shared setup: an int shape is ``(int,)``; affine parameters of that shape."""
+    if isinstance(normalized_shape, numbers.Integral):
+        normalized_shape = (normalized_shape,)
+    self.normalized_shape = tuple(normalized_shape)
+    self.eps, self.elementwise_affine = eps, elementwise_affine
+    _affine_parameters(self, self.normalized_shape, elementwise_affine, bias,
+                       dtype or _dtype.get_default_dtype(), device)
+
+
 class LayerNorm(Module):
     """Normalise over the trailing ``normalized_shape`` dims, with elementwise affine.
 
@@ -179,12 +189,7 @@ class LayerNorm(Module):
     def __init__(self, normalized_shape, eps: float = 1e-5, elementwise_affine: bool = True, bias: bool = True,
                  device=None, dtype=None) -> None:
         super().__init__()
-        if isinstance(normalized_shape, numbers.Integral):
-            normalized_shape = (normalized_shape,)
-        self.normalized_shape = tuple(normalized_shape)
-        self.eps, self.elementwise_affine = eps, elementwise_affine
-        _affine_parameters(self, self.normalized_shape, elementwise_affine, bias,
-                           dtype or _dtype.get_default_dtype(), device)
+        _trailing_norm_init(self, normalized_shape, eps, elementwise_affine, bias, device, dtype)
 
     def reset_parameters(self) -> None:
         _reset_affine(self, self.elementwise_affine)
@@ -244,12 +249,7 @@ class RMSNorm(Module):
     def __init__(self, normalized_shape, eps: float | None = None, elementwise_affine: bool = True,
                  device=None, dtype=None) -> None:
         super().__init__()
-        if isinstance(normalized_shape, numbers.Integral):
-            normalized_shape = (normalized_shape,)
-        self.normalized_shape = tuple(normalized_shape)
-        self.eps, self.elementwise_affine = eps, elementwise_affine
-        _affine_parameters(self, self.normalized_shape, elementwise_affine, False,
-                           dtype or _dtype.get_default_dtype(), device)
+        _trailing_norm_init(self, normalized_shape, eps, elementwise_affine, False, device, dtype)
 
     def reset_parameters(self) -> None:
         _reset_affine(self, self.elementwise_affine)
