@@ -12,6 +12,7 @@ sys.modules[__name__ + ".grad_mode"] = grad_mode
 sys.modules[__name__ + ".graph"] = graph
 
 from . import engine  # noqa: E402
+from . import fused  # noqa: E402,F401  (registers the fused backward with the engine)
 from .. import _cache, _dtype, _tensor  # noqa: E402
 from .._factories import tensor as _tensor_of, zeros_like as _zeros_like  # noqa: E402
 from .._tensor import Tensor as _Tensor  # noqa: E402
@@ -29,6 +30,7 @@ from . import function as function  # noqa: E402
 from . import functional as functional  # noqa: E402
 from .gradcheck import (GradcheckError as GradcheckError, gradcheck as gradcheck,  # noqa: E402
                         gradgradcheck as gradgradcheck)
+from .gradcheck import register_grad as _gradcheck_register_grad  # noqa: E402
 
 
 def _as_list(x):
@@ -163,6 +165,11 @@ def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph=Fal
             g = g.detach()
         out.append(g)
     return tuple(out)
+
+
+# autograd.functional and gradcheck call grad; this package imports them above
+functional.register_grad(grad)
+_gradcheck_register_grad(grad)
 
 
 __all__ = ["backward", "grad", "no_grad", "enable_grad", "set_grad_enabled", "inference_mode",
