@@ -55,6 +55,10 @@ ALLOWED_LOCAL = {
         "the traced MT19937 kernels, needed only by the first draw inside a compiled step",
     ("funcgrad._random._sample", "funcgrad._random._jax_scalar"):
         "the traced scalar samplers, needed only by draws inside a compiled step",
+    ("funcgrad._serialization._torch_names", "funcgrad.nn"):
+        "a checkpoint's pickled torch.nn.parameter.Parameter, resolved by name when a file names it "
+        "(as pickle resolves globals); serialization is imported before nn and does not need it",
+    ("funcgrad._serialization._torch_names", "funcgrad.nn.parameter"): "as the entry above",
     ("funcgrad.bench.*", "*"):
         "benchmark scripts, on top of every layer and imported by nothing in the package: each "
         "benchmark function imports what it times",
@@ -168,6 +172,9 @@ class _Imports(ast.NodeVisitor):
 
     def visit_Call(self, node):
         f = node.func
+        if getattr(f, "attr", getattr(f, "id", None)) == "import_module" and node.args and \
+                isinstance(node.args[0], ast.Constant) and str(node.args[0].value).startswith("funcgrad"):
+            self._add(node.args[0].value, node.lineno)  # importlib.import_module("funcgrad.x")
         if isinstance(f, ast.Name) and f.id == "setattr" and node.args and \
                 isinstance(node.args[0], ast.Name) and node.args[0].id in self.module_names:
             self.injections.append((node.lineno, f"setattr({node.args[0].id}, ...)"))
@@ -257,6 +264,8 @@ def test_aliases_are_the_same_module_objects():
      {("funcgrad.nn", False)}),
     ("from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from . import nn", "funcgrad._jit", True,
      set()),
+    ("def f():\n    return importlib.import_module('funcgrad.nn.parameter')", "funcgrad.serialization",
+     False, {("funcgrad.nn", True), ("funcgrad.nn.parameter", True)}),
 ])
 def test_scanner_resolves_imports(case):
     """The scanner itself: relative imports, parent packages, aliases, TYPE_CHECKING blocks."""
