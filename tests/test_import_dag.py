@@ -29,7 +29,7 @@ LAYERS = [
          "_random._jax_mt", "_random._jax_scalar", "backends", "accelerator"]),
     (1, ["_tensor", "_numpy_share", "_random"]),   # the Generator and samplers hand out Tensors
     (2, ["_factories", "_legacy"]),
-    (3, ["_dispatch", "amp.autocast_mode"]),       # autocast is consulted by dispatch-level code
+    (3, ["_dispatch", "amp.autocast_mode"]),       # autocast sets its cast hook in dispatch's slot
     (4, ["_ops", "linalg", "special", "fft"]),     # the op table and its public namespaces
     (5, ["autograd", "amp"]),
     # parallel's sharding helpers are the base of nn.parallel (DistributedDataParallel), so the
@@ -197,13 +197,12 @@ def test_every_module_has_a_layer():
     assert not [m for m in MODULES if _layer(m) is None]
 
 
-def test_no_cycle_among_module_level_imports():
-    graph = {m: sorted({t for t, local, _ in v.edges if not local and t in MODULES and t != m})
-             for m, v in SCAN.items()}
+def _cycles(graph: dict) -> list:
+    """Cycles met by a depth-first walk of ``graph`` (module -> imported modules)."""
     state: dict = {}
     cycles = []
 
-    def visit(m, path):  # iterative enough: the package's depth is small
+    def visit(m, path):  # recursion is fine: the package's import depth is small
         state[m] = 1
         path.append(m)
         for t in graph[m]:
@@ -217,7 +216,19 @@ def test_no_cycle_among_module_level_imports():
     for m in graph:
         if m not in state:
             visit(m, [])
+    return cycles
+
+
+def test_no_cycle_among_module_level_imports():
+    graph = {m: sorted({t for t, local, _ in v.edges if not local and t in MODULES and t != m})
+             for m, v in SCAN.items()}
+    cycles = _cycles(graph)
     assert not cycles, "import cycles:\n" + "\n".join(" -> ".join(c) for c in cycles)
+
+
+def test_cycle_finder():
+    assert _cycles({"a": ["b"], "b": ["c"], "c": ["a"], "d": ["a"]}) == [["a", "b", "c", "a"]]
+    assert _cycles({"a": ["b", "c"], "b": ["c"], "c": []}) == []
 
 
 def test_function_local_imports_are_allowlisted():
