@@ -2,14 +2,14 @@
 
 from __future__ import annotations
 
-import sys
+import sys as _sys
 
 # graph nodes and grad modes sit at the bottom of the import DAG (the Tensor and dispatch build
 # on them), so they live outside this package, whose __init__ imports the engine:
 # ``funcgrad.autograd.graph`` and ``funcgrad.autograd.grad_mode`` are those same module objects.
 from .. import _grad_mode as grad_mode, _graph as graph
-sys.modules[__name__ + ".grad_mode"] = grad_mode
-sys.modules[__name__ + ".graph"] = graph
+_sys.modules[__name__ + ".grad_mode"] = grad_mode
+_sys.modules[__name__ + ".graph"] = graph
 
 from . import engine  # noqa: E402
 from . import fused  # noqa: E402,F401  (registers the fused backward with the engine)
