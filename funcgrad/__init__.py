@@ -184,15 +184,15 @@ def is_floating_point(input: Tensor) -> bool:
     return input.is_floating_point()
 
 
+from . import _dispatch as _dispatch, _dtype as _dtype  # noqa: E402
+
+
 def result_type(tensor1, tensor2) -> dtype:
-    from ._dispatch import _operand_dtype
-    from ._dtype import result_type as _rt
-    return _rt([_operand_dtype(tensor1), _operand_dtype(tensor2)])
+    return _dtype.result_type([_dispatch._operand_dtype(tensor1), _dispatch._operand_dtype(tensor2)])
 
 
 def promote_types(type1: dtype, type2: dtype) -> dtype:
-    from ._dtype import _np_promote
-    return _np_promote(type1, type2)
+    return _dtype._np_promote(type1, type2)
 
 
 from . import optim as optim  # noqa: E402
@@ -219,7 +219,7 @@ from ._jit import compile as compile, cond as cond, jit as jit  # noqa: E402,A00
 from . import distributed as distributed, parallel as parallel  # noqa: E402
 from ._export import export as export, load_exported as load_exported  # noqa: E402
 
-__version__ = "0.1.0"
+from ._version import __version__ as __version__  # noqa: E402
 
 # torch.distributions (funcgrad/distributions)
 from . import distributions as distributions  # noqa: E402

@@ -14,9 +14,9 @@ from __future__ import annotations
 import jax
 import jax.numpy as jnp
 
-from . import _dtype
-from .autograd import grad_mode
-from .autograd.graph import FREED_MSG, AccumulateGrad, Node, node_class  # noqa: F401
+from . import _dtype, _grad_mode as grad_mode, _tensor
+from ._graph import FREED_MSG, AccumulateGrad, Node, node_class  # noqa: F401
+from ._tensor import Tensor as _Tensor
 
 _state = grad_mode._state
 
@@ -423,4 +423,4 @@ def _short_name(name):
     return name
 
 
-_Tensor = None  # set by _tensor.py (avoids an import cycle)
+_tensor.register_above(apply=apply)

@@ -40,6 +40,11 @@ import numpy as np
 from . import _dtype
 from ._errors import TracedValueError
 from ._tensor import Tensor
+from ._jit import _walk
+from ._version import __version__
+from .autograd.grad_mode import no_grad
+from .func import from_jax, functional_call, to_jax
+from .serialization import atomic_write, load, save
 
 __all__ = ["export", "load_exported", "save_exported", "ExportedProgram", "ExportError"]
 
@@ -158,7 +163,6 @@ def export(model_or_fn: Callable, example_inputs: Any, *, dynamic_batch: bool | 
       platforms: ...
       ops:       ... StableHLO ops (...)
     """
-    from .autograd.grad_mode import no_grad
     args = example_inputs if isinstance(example_inputs, tuple) else (example_inputs,)
     is_module = callable(getattr(model_or_fn, "named_parameters", None))
     what = type(model_or_fn).__name__ if is_module else getattr(model_or_fn, "__qualname__",
@@ -200,7 +204,6 @@ def export(model_or_fn: Callable, example_inputs: Any, *, dynamic_batch: bool | 
 
 
 def _pure_fn(model_or_fn, is_module: bool) -> Callable:
-    from .func import from_jax, functional_call, to_jax
 
     if is_module:
         def pure(w, *xs):
@@ -208,7 +211,6 @@ def _pure_fn(model_or_fn, is_module: bool) -> Callable:
         return pure
 
     def pure_plain(w, *xs):
-        from ._jit import _walk
         # a forward writing a captured tensor (BatchNorm stats) must leave no tracer behind
         cells = {id(t._cell): t._cell for t in _walk([model_or_fn]).tensors.values()}
         saved = [(c, c.value, c.gen) for c in cells.values()]
@@ -373,8 +375,6 @@ def save_exported(program: ExportedProgram, f: FileLike) -> None:
     >>> funcgrad.load_exported(buf)(funcgrad.ones(3, 2)).shape
     funcgrad.Size([3, 2])
     """
-    from . import __version__
-    from .serialization import save
     program_bytes = program.serialize()
     wbuf = io.BytesIO()
     save(program.state_dict(), wbuf)
@@ -395,7 +395,6 @@ def save_exported(program: ExportedProgram, f: FileLike) -> None:
     if not isinstance(f, (str, os.PathLike)):
         write(f)
         return
-    from .serialization import atomic_write
     atomic_write(os.fspath(f), write)
 
 
@@ -432,7 +431,6 @@ def _read(zf, name: str) -> bytes:
 
 
 def _load(fh) -> ExportedProgram:
-    from .serialization import load
     try:
         zf = zipfile.ZipFile(fh, "r")
     except (zipfile.BadZipFile, OSError, ValueError, EOFError) as e:

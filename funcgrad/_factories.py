@@ -12,7 +12,7 @@ from . import _dtype, _numpy_share
 from ._random import _multinomial, _sample
 from ._device import jax_device
 from ._tensor import Size, Tensor
-from .autograd.grad_mode import _state as _inference_mode
+from ._grad_mode import _state as _inference_mode
 
 
 def _finish(value, requires_grad=False, device=None) -> Tensor:

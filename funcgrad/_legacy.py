@@ -144,4 +144,4 @@ def legacy_tensor_init(self: Tensor, args: tuple, kwargs: dict) -> None:
     self._cell = _tensor._new_cell(v)  # frame-aware, as Tensor._wrap
 
 
-_tensor._legacy = sys.modules[__name__]
+_tensor.register_above(legacy=sys.modules[__name__])  # Tensor(2, 3), t.type()

@@ -148,4 +148,4 @@ def share_numpy(t: "_tensor.Tensor", array: np.ndarray) -> "_tensor.Tensor":
     return t
 
 
-_tensor._numpy_share = numpy_of
+_tensor.register_above(numpy_of=numpy_of)  # Tensor.numpy()

@@ -17,7 +17,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from . import _dispatch, _dtype, _strides
+from . import _dtype, _grad_mode as grad_mode, _strides
 from ._device import device as _device_cls
 from ._device import from_jax as _from_jax_device
 from ._device import jax_device
@@ -26,12 +26,32 @@ from ._storage import _Cell, _PackedCell, _PlainCell, _raw_gen, _raw_value  # no
 from ._storage import RAW_TRANSFORM_MSG as RAW_TRANSFORM_MSG
 from ._storage import _local as _storage_local
 from ._storage import new_cell as _new_cell
-from .autograd import grad_mode
-from .autograd.graph import AccumulateGrad, RemovableHandle
+from ._errors import TracedValueError
+from ._graph import AccumulateGrad, RemovableHandle
+from ._tensor_str import format_tensor
 
 _state = grad_mode._state
-_legacy = None  # funcgrad._legacy (set when it is imported: it builds on Tensor)
-_numpy_share = None  # funcgrad._numpy_share.numpy_of (likewise)
+
+
+class _Above:
+    """What the Tensor delegates to the layers above it (they build on the Tensor, so the import
+    DAG points up to here, never down): each is registered once, at import time, by the module
+    that defines it, through ``register_above``: ``apply`` (funcgrad/_dispatch.py); ``to_device``,
+    ``_to_copy``, ``expand``, ``COPY_SLICES`` (funcgrad/_ops/shape.py); ``backward``
+    (funcgrad/autograd/__init__.py); ``legacy`` (funcgrad/_legacy.py); ``numpy_of``
+    (funcgrad/_numpy_share.py)."""
+
+    __slots__ = ("apply", "to_device", "_to_copy", "expand", "COPY_SLICES", "backward", "legacy",
+                 "numpy_of")
+
+
+_above = _Above()
+
+
+def register_above(**impls) -> None:
+    """Register implementations the Tensor calls (see ``_Above``); an unknown name raises."""
+    for name, impl in impls.items():
+        setattr(_above, name, impl)
 
 NON_LEAF_GRAD_MSG = (
     "The .grad attribute of a Tensor that is not a leaf Tensor is being accessed. Its .grad "
@@ -140,7 +160,7 @@ class Tensor:
         return self
 
     def __init__(self, *args, **kwargs):
-        _legacy.legacy_tensor_init(self, args, kwargs)  # Tensor(2, 3), Tensor([1, 2]), Tensor()
+        _above.legacy.legacy_tensor_init(self, args, kwargs)  # Tensor(2, 3), Tensor([1, 2]), Tensor()
 
     def _init(self, value):
         # a _TracedCell while this thread traces a step (see funcgrad._storage)
@@ -339,11 +359,11 @@ class Tensor:
         return -1 if d.type == "cpu" else (d.index or 0)
 
     def _type_name(self) -> str:  # the spelling in funcgrad's own messages
-        return "funcgrad." + _legacy.type_string(self).rsplit(".", 1)[1]
+        return "funcgrad." + _above.legacy.type_string(self).rsplit(".", 1)[1]
 
     def type(self, dtype=None):
         """``x.type()`` is ``'torch.FloatTensor'``-style; ``x.type(funcgrad.LongTensor)`` converts."""
-        return _legacy.type_string(self) if dtype is None else _legacy.to_type(self, dtype)
+        return _above.legacy.type_string(self) if dtype is None else _above.legacy.to_type(self, dtype)
 
     is_xpu = is_mps = False
 
@@ -474,7 +494,7 @@ class Tensor:
         tensor([[4.5000, 4.5000],
                 [4.5000, 4.5000]])
         """
-        _autograd().backward(self, gradient, retain_graph, create_graph, inputs=inputs)
+        _above.backward(self, gradient, retain_graph, create_graph, inputs=inputs)
 
     def detach(self) -> "Tensor":
         """A new leaf sharing storage and version counter with this tensor."""
@@ -496,7 +516,6 @@ class Tensor:
     def _concrete(self, what: str):
         v = self._value
         if _is_tracer(v):
-            from ._errors import TracedValueError
             raise TracedValueError(what)
         return v
 
@@ -514,7 +533,7 @@ class Tensor:
         if self._requires_grad and not force:
             raise RuntimeError("Can't call numpy() on Tensor that requires grad. Use "
                                "tensor.detach().numpy() instead.")
-        return _numpy_share(self)  # shares memory on CPU, as PyTorch's (funcgrad/_numpy_share.py)
+        return _above.numpy_of(self)  # shares memory on CPU, as PyTorch's (funcgrad/_numpy_share.py)
 
     def __array__(self, dtype=None, copy=None):
         a = np.asarray(self._concrete("__array__"))
@@ -614,11 +633,9 @@ class Tensor:
             jd = jax_device(dev)
             v = self._value
             if not _is_tracer(v) and jd not in v.devices():
-                from ._ops.shape import to_device
-                out = to_device(out, jd)
+                out = _above.to_device(out, jd)
         if dtype is not None and _dtype.to_dtype(dtype) is not self.dtype:
-            from ._ops.shape import _to_copy
-            out = _dispatch.apply(_to_copy, out, dtype=_dtype.to_dtype(dtype).np)
+            out = _above.apply(_above._to_copy, out, dtype=_dtype.to_dtype(dtype).np)
         if copy and out is self:
             out = self.clone()
         return out
@@ -660,7 +677,6 @@ class Tensor:
 
     # ---- printing -----------------------------------------------------------------------------
     def __repr__(self) -> str:
-        from ._tensor_str import format_tensor
         suffix = []
         if self._grad_fn is not None:
             suffix.append(f"grad_fn=<{self._grad_fn.name()}>")
@@ -711,21 +727,19 @@ class Tensor:
             if np.broadcast_shapes(out.shape, self.shape) != tuple(self.shape):
                 raise RuntimeError(f"output with shape {list(self.shape)} doesn't match the "
                                    f"broadcast shape {list(np.broadcast_shapes(out.shape, self.shape))}")
-            from ._ops.shape import expand
-            out = expand(out, self.shape)
+            out = _above.expand(out, self.shape)
         self._set_value(out._value)
         if self._ver is not None:  # inference tensors have no version counter
             self._ver[0] += 1
         if out._requires_grad and _state.enabled:
             vi = self._viewinfo
             if vi is not None:
-                from ._ops.shape import COPY_SLICES
                 base = vi.base
-                new_base = _dispatch.apply(COPY_SLICES, base._snapshot(), out, chain=vi.chain)
+                new_base = _above.apply(_above.COPY_SLICES, base._snapshot(), out, chain=vi.chain)
                 base._grad_fn, base._output_nr, base._requires_grad = new_base._grad_fn, 0, True
                 view = new_base
                 for op, skey, dyn in vi.chain:
-                    view = _dispatch.apply(op, view, *dyn, **dict(skey))
+                    view = _above.apply(op, view, *dyn, **dict(skey))
                 self._set_grad_fn(view._grad_fn, 0)
             else:
                 self._set_grad_fn(out._grad_fn, out._output_nr)
@@ -738,13 +752,6 @@ def _dtype_cname(d) -> str:
             "int64": "long int", "int32": "int", "int16": "short int", "int8": "signed char",
             "uint8": "unsigned char", "bool": "bool", "complex64": "c10::complex<float>",
             "complex128": "c10::complex<double>"}.get(d.name, d.name)
-
-
-def _autograd():
-    import funcgrad.autograd as m  # bound on first use (import cycle), cheap afterwards
-    global _autograd
-    _autograd = lambda: m  # noqa: E731
-    return m
 
 
 def _scalar_type_name(d) -> str:
@@ -765,9 +772,6 @@ def _rebuild(arr, requires_grad):
     t = Tensor._wrap(jnp.asarray(arr))
     t._requires_grad = requires_grad
     return t
-
-
-_dispatch._Tensor = Tensor
 
 
 # ---- JAX pytree: a Tensor is a node holding one leaf (its array), so jax.jit / jax.grad /

@@ -17,6 +17,8 @@ import jax
 
 from . import _random, _storage
 from ._tensor import Tensor
+from ._jit import _walk  # object-graph walk (finds every tensor of the module)
+from .autograd.grad_mode import no_grad
 
 __all__ = ["functional_call", "grad", "grad_and_value", "vjp", "jacrev", "vmap", "to_jax",
            "from_jax"]
@@ -91,7 +93,6 @@ def functional_call(module, parameter_and_buffer_dicts, args: Any = None, kwargs
     >>> jax.grad(lambda p: functional_call(lin, p, jnp.ones((1, 2), "float32")).sum())(p)["weight"]
     Array([[1., 1.]], dtype=float32)
     """
-    from ._jit import _walk  # object-graph walk (finds every tensor of the module)
     dicts = parameter_and_buffer_dicts if isinstance(parameter_and_buffer_dicts, (tuple, list)) \
         else (parameter_and_buffer_dicts,)
     merged: dict = {}
@@ -151,7 +152,6 @@ def functional_call(module, parameter_and_buffer_dicts, args: Any = None, kwargs
         for k, v in values.items():
             restores.append(_swap(*_owner(module, k), v))
         if array_mode:
-            from .autograd.grad_mode import no_grad
             with no_grad():
                 out = module(*args, **kwargs)
         else:

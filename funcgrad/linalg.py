@@ -15,6 +15,7 @@ from ._ops.decomp import pinv as pinv, qr as qr, slogdet as slogdet, solve as so
 from ._ops.decomp import svdvals as svdvals, vector_norm as vector_norm
 from ._ops.linalg import matmul as matmul
 from ._ops.linalg import _cross_impl
+from ._ops.linalg import diagonal as _diagonal
 
 
 def cross(input, other, *, dim=-1, out=None):
@@ -24,7 +25,6 @@ def cross(input, other, *, dim=-1, out=None):
 
 def diagonal(A, *, offset=0, dim1=-2, dim2=-1):
     """The ``offset`` diagonal of the matrices in the last two dims (a view)."""
-    from ._ops.linalg import diagonal as _diagonal
     return _diagonal(A, offset, dim1, dim2)
 
 

@@ -15,6 +15,7 @@ from __future__ import annotations
 from ._ops.math import (digamma, erf, erfc, erfinv, exp2, expm1, lgamma,  # noqa: F401
                         log1p, sinc, xlogy)
 from ._ops.math import _round1, _out  # noqa: F401
+from ._ops.math import round as _round
 from ._ops.nn import log_softmax as _log_softmax, softmax as _softmax
 from ._ops.reduce import logsumexp  # noqa: F401
 from ._ops.special import (entr, erfcx, i0, i0e, i1, i1e, log_ndtr, logit,  # noqa: F401
@@ -47,7 +48,6 @@ def multigammaln(input: Tensor, p: int, *, out=None) -> Tensor:
 def round(input: Tensor, *, decimals: int = 0, out=None) -> Tensor:  # noqa: A001
     """Round half to even; always the ``decimals`` overload, as PyTorch (``RoundBackward1``)."""
     if input.dtype._kind in "bi":
-        from ._ops.math import round as _round
         return _round(input, decimals=decimals, out=out)
     return _out(apply(_round1, input, decimals=int(decimals)), out)
 

@@ -11,6 +11,7 @@ import jax
 import numpy as np
 
 from .._storage import _TracedCell as _TracedCell  # cells made under a trace
+from .._structure import _STRUCTURE as _STRUCTURE, structure_changed as structure_changed
 from .._tensor import Tensor
 
 _Tracer = jax.core.Tracer
@@ -21,14 +22,7 @@ _get_requires_grad = operator.attrgetter("_requires_grad")
 _get_cell_value = operator.attrgetter("value")  # not the slot: a _PackedCell unpacks
 _SCALARS = (bool, int, float, complex, str, bytes, type(None))
 _CALL_LOCK = threading.RLock()  # see CompiledFunction.__call__
-# bumped by Module.__setattr__/__delattr__ when a module's own __dict__ changes: cached layouts
-# check this one counter instead of comparing every module __dict__ value on every call
-_STRUCTURE = [0]
-
-
-def structure_changed() -> None:
-    """Tell compiled steps that a module attribute changed (their cached layouts rediscover)."""
-    _STRUCTURE[0] += 1
+# _STRUCTURE: bumped by Module.__setattr__/__delattr__ (funcgrad/_structure.py, below nn and here)
 
 
 

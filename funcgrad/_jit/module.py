@@ -11,8 +11,11 @@ import functools
 
 import jax
 
+from .. import _dispatch
 from .. import _random
 from .._tensor import Tensor
+from ..autograd import grad_mode
+from ..autograd.grad_mode import no_grad
 from .common import _CALL_LOCK, _GEN, _flatten_args, _leaf_key
 from .compiled import jit
 from .discover import _WRAPPERS, _is_module, _walk
@@ -60,7 +63,6 @@ class _CompiledModule:
         return f"Compiled({self._module!r})"
 
     def __call__(self, *args, **kwargs):
-        from ..autograd import grad_mode
         if not (grad_mode._state.enabled and any(p._requires_grad for p in self._module.parameters())):
             return self._fwd(*args, **kwargs)
         with _CALL_LOCK:  # it swaps values into the module's cells while tracing, as jit does
@@ -69,7 +71,6 @@ class _CompiledModule:
 
 def _differentiable_forward(cm, args, kwargs):
     """The module's forward as one recorded op: forward = jitted program, backward = its vjp."""
-    from .. import _dispatch
     module = cm._module
     leaves, tree = _flatten_args(args, kwargs)
     w = _walk([module, _random.default_generator])
@@ -100,7 +101,6 @@ def _differentiable_forward(cm, args, kwargs):
                 for i, v in zip(tpos, arrays[n_p + n_o:]):
                     call[i] = Tensor._wrap(v)
                 a, kw = jax.tree.unflatten(tree, call)
-                from ..autograd.grad_mode import no_grad
                 with no_grad():
                     out = module(*a, **kw)
                 flat, info["tree"] = jax.tree.flatten(out, is_leaf=lambda x: isinstance(x, Tensor))

@@ -26,6 +26,7 @@ from jax.extend.core import ClosedJaxpr, jaxpr_as_fun
 from .. import _lift, _random, _storage
 from .._storage import _Cell, _TracedCell
 from .._tensor import Tensor
+from .._ops.pointwise import where
 from . import pack as _pack
 from .common import (_GEN, _SCALARS, _Tracer, _get_cell_value, _leaf_key, _objects,
                      _scalar_key, structure_changed)
@@ -530,8 +531,6 @@ def cond(pred, true_fn: Callable, false_fn: Callable, *operands):
     >>> funcgrad.cond(x.sum() > 0, lambda v: v * 2, lambda v: -v, x)
     tensor([-1.,  2.])
     """
-    from .. import _ops  # noqa: F401
-    from .._ops.pointwise import where
     p = pred._value if isinstance(pred, Tensor) else pred
     if not isinstance(p, _Tracer):
         return true_fn(*operands) if bool(np.asarray(p)) else false_fn(*operands)

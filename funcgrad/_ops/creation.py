@@ -7,13 +7,14 @@ import jax.numpy as jnp
 import numpy as np
 
 from .. import _dtype
+from .. import _factories
+from .._factories import _finish, full, tensor
 from ._registry import Tensor, export
 
 
 def _new(factory_name):
     def method(self, *size, dtype=None, device=None, requires_grad=False, layout=None,
                pin_memory=False) -> Tensor:
-        from .. import _factories
         f = getattr(_factories, factory_name)
         return f(*size, dtype=dtype or self.dtype, device=device or self.device,
                  requires_grad=requires_grad)
@@ -37,7 +38,6 @@ def new_full(self, size, fill_value, *, dtype=None, device=None, requires_grad=F
     >>> funcgrad.ones(2, dtype=funcgrad.float64).new_full((2,), 7)
     tensor([7., 7.], dtype=funcgrad.float64)
     """
-    from .._factories import full
     return full(size, fill_value, dtype=dtype or self.dtype, device=device or self.device,
                 requires_grad=requires_grad)
 
@@ -47,7 +47,6 @@ def new_tensor(self, data, *, dtype=None, device=None, requires_grad=False, layo
                pin_memory=False) -> Tensor:
     """A new leaf holding a copy of ``data``, with ``self``'s dtype and device by default."""
     import warnings
-    from .._factories import tensor
     if isinstance(data, Tensor):
         warnings.warn("To copy construct from a tensor, it is recommended to use sourceTensor.clone()."
                       "detach() or sourceTensor.clone().detach().requires_grad_(True), rather than "
@@ -65,7 +64,6 @@ def _tri_indices(row, col, offset, lower, dtype, device):
                            f"col must be non-negative, got{col}")
     r, c = (np.tril_indices if lower else np.triu_indices)(row, offset, col)
     d = _dtype.int64 if dtype is None else _dtype.to_dtype(dtype)
-    from .._factories import _finish
     return _finish(jnp.asarray(np.stack([r, c]), d.np), False, device)
 
 

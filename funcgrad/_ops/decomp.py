@@ -16,7 +16,9 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from .._tensor import _is_tracer, _wrap_dim
+from .._dtype import to_dtype
+from .._factories import eye, zeros
+from .._tensor import _is_tracer, _scalar_type_name, _wrap_dim
 from ._registry import Tensor, apply, defop, export
 from .linalg import _out, matmul
 
@@ -64,7 +66,6 @@ def _float_input(A, fname):
 
 
 def _type_name(A):
-    from .._tensor import _scalar_type_name
     return _scalar_type_name(A.dtype)
 
 
@@ -74,7 +75,7 @@ def _all_finite(t) -> bool:
 
 
 # ================================ norms ========================================================
-from .pointwise import _abs  # noqa: E402
+from .pointwise import _abs, where  # noqa: E402
 
 
 def _vector_norm(x, *, ord, dim, keepdim, dtype):
@@ -135,7 +136,6 @@ def vector_norm(x, ord=2, dim=None, keepdim=False, *, dtype=None, out=None) -> T
     dims = None if dim is None else tuple(sorted(_wrap_dim(d, x.ndim) for d in dim))
     if dims is None and keepdim:
         dims = tuple(range(x.ndim))
-    from .._dtype import to_dtype
     dt = None if dtype is None else to_dtype(dtype).np
     return _out(apply(_vnorm, x, ord=float(ord), dim=dims, keepdim=bool(keepdim), dtype=dt), out)
 
@@ -378,7 +378,6 @@ def svd_legacy(input, some=True, compute_uv=True, *, out=None):
     if not compute_uv:
         s = svdvals(input)
         m, n = input.shape[-2:]
-        from .._factories import zeros
         return svd_result(zeros(input.shape[:-2] + (m, m if not some else min(m, n)), dtype=input.dtype),
                           s, zeros(input.shape[:-2] + (n, n if not some else min(m, n)), dtype=input.dtype))
     u, s, vh = svd(input, full_matrices=not some)
@@ -459,7 +458,6 @@ def matrix_power(A, n: int, *, out=None) -> Tensor:
     """``A`` to the integer power ``n`` by repeated squaring (``n < 0``: of the inverse)."""
     _square(A, "linalg.matrix_power")
     if n == 0:
-        from .._factories import eye
         e = eye(A.shape[-1], dtype=A.dtype)
         return _out(e.expand(A.shape).clone(), out)
     if n < 0:
@@ -542,6 +540,5 @@ def logdet(input) -> Tensor:
     """
     _square(input, "logdet")
     _float_input(input, "logdet")
-    from .pointwise import where
     sign, logabs = apply(_slogdet, input)
     return where(sign == -1, float("nan"), logabs)

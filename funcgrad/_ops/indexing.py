@@ -15,6 +15,7 @@ import numpy as np
 
 from .._tensor import _is_tracer, _wrap_dim
 from ._registry import Tensor, apply, defop, export, inplace_method
+from .shape import nonzero
 
 
 def _out(r, out):
@@ -438,7 +439,6 @@ def masked_select(input, mask, *, out=None) -> Tensor:
 @export("argwhere")
 def argwhere(input) -> Tensor:
     """Indices of the non-zero entries, one row per entry (int64, eager only)."""
-    from .shape import nonzero
     return nonzero(input)
 
 

@@ -8,6 +8,7 @@ import jax
 import jax.numpy as jnp
 
 from .. import _dispatch
+from .._tensor import _dtype_cname, _scalar_type_name, _wrap_dim
 from ._registry import FUNCTIONS, Tensor, apply, defop, export, inplace_method
 from .shape import _t
 
@@ -63,7 +64,6 @@ def matmul(input, other, *, out=None) -> Tensor:
 def _dtype_mismatch(input, other):
     """PyTorch's error for ``input @ other`` of two dtypes: the kernel the product lowers to
     (dot, addmv, mm, or bmm for the batched case) words it."""
-    from .._tensor import _dtype_cname
     a, b = input.ndim, other.ndim
     if a == 1 and b == 1:
         raise RuntimeError(f"dot : expected both vectors to have same dtype, but found "
@@ -135,7 +135,6 @@ def _out(r, out):
 
 
 def _scalar_name(t) -> str:
-    from .._tensor import _scalar_type_name
     return _scalar_type_name(t.dtype)
 
 
@@ -411,7 +410,6 @@ _trace = defop("trace", lambda x: jnp.trace(x), "TraceBackward0", linear=True)
 @export("diagonal")
 def diagonal(input, offset=0, dim1=0, dim2=1) -> Tensor:
     """A view of the diagonal w.r.t. ``dim1``, ``dim2``, appended as the last dim."""
-    from .._tensor import _wrap_dim
     n = input.ndim
     d1, d2 = _wrap_dim(dim1, n), _wrap_dim(dim2, n)
     if d1 == d2:
@@ -422,7 +420,6 @@ def diagonal(input, offset=0, dim1=0, dim2=1) -> Tensor:
 @export("diag_embed")
 def diag_embed(input, offset=0, dim1=-2, dim2=-1) -> Tensor:
     """Matrices (in ``dim1``, ``dim2``) whose ``offset`` diagonals are the last dim of input."""
-    from .._tensor import _wrap_dim
     n = input.ndim + 1
     d1, d2 = _wrap_dim(dim1, n), _wrap_dim(dim2, n)
     if d1 == d2:
@@ -455,7 +452,6 @@ _cross = defop("cross", lambda a, b, dim: jnp.cross(a, b, axis=dim), "LinalgCros
 
 def _cross_impl(input, other, dim, out):
     import numpy as np
-    from .._tensor import _wrap_dim
     if input.ndim != other.ndim:
         raise RuntimeError("linalg.cross: inputs must have the same number of dimensions.")
     shape = np.broadcast_shapes(tuple(input.shape), tuple(other.shape))

@@ -13,7 +13,10 @@ import jax
 import jax.numpy as jnp
 import jax.scipy.special as jsp
 
+from .._factories import tensor
+from .._tensor import _scalar_type_name
 from ._registry import Tensor, apply, defop, export, inplace_method
+from .pointwise import _clamp_max_s, _clamp_min_s
 
 
 def _out(r, out):
@@ -23,7 +26,6 @@ def _out(r, out):
 def _tensor(x):
     if isinstance(x, Tensor):
         return x
-    from .._factories import tensor
     return tensor(x)
 
 
@@ -117,7 +119,6 @@ def _make_unary(name, op):
 
 
 def _scalar_name(d):
-    from .._tensor import _scalar_type_name
     return _scalar_type_name(d)
 
 
@@ -390,7 +391,6 @@ def heaviside(input: Tensor, values: Tensor, *, out=None) -> Tensor:
 @export("clamp_min")
 def clamp_min(input: Tensor, min, *, out=None) -> Tensor:
     """``clamp(input, min=min)``; a tensor ``min`` is differentiable (``ClampMinBackward1``)."""
-    from .pointwise import _clamp_min_s
     if isinstance(min, Tensor):
         return _out(apply(_clamp_min_t, input, min), out)
     return _out(apply(_clamp_min_s, input, min), out)
@@ -399,7 +399,6 @@ def clamp_min(input: Tensor, min, *, out=None) -> Tensor:
 @export("clamp_max")
 def clamp_max(input: Tensor, max, *, out=None) -> Tensor:
     """``clamp(input, max=max)``; a tensor ``max`` is differentiable (``ClampMaxBackward1``)."""
-    from .pointwise import _clamp_max_s
     if isinstance(max, Tensor):
         return _out(apply(_clamp_max_t, input, max), out)
     return _out(apply(_clamp_max_s, input, max), out)

@@ -16,6 +16,7 @@ import jax.numpy as jnp
 import numpy as np
 from jax import lax
 
+from .._tensor import _wrap_dim
 from ._registry import Tensor, apply, defop, export
 
 # ================================ activations ===================================================
@@ -155,7 +156,6 @@ _log_softmax = defop("log_softmax", lambda x, dim: jax.nn.log_softmax(x, axis=di
 def _softmax_dim(ndim, dim):
     if dim is None:  # PyTorch's legacy implicit choice (with a warning in nn.functional)
         dim = 0 if ndim in (0, 1, 3) else 1
-    from .._tensor import _wrap_dim
     return _wrap_dim(dim, ndim)
 
 

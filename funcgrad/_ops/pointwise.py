@@ -5,7 +5,10 @@ from __future__ import annotations
 import jax
 import jax.numpy as jnp
 
+from .._dtype import float64
+from .._factories import tensor
 from ._registry import Tensor, apply, defop, export, inplace_method
+from .shape import nonzero
 
 # ================================ unary ==========================================================
 # (name, jnp fn, PyTorch node name, promote) — promote "float": integer inputs → default float.
@@ -210,7 +213,6 @@ def mul(input, other, *, out=None) -> Tensor:
 def div(input, other, *, rounding_mode=None, out=None) -> Tensor:
     """Division; ``rounding_mode`` None (true division), ``'trunc'`` or ``'floor'``."""
     if not isinstance(input, Tensor):
-        from .._factories import tensor
         input = tensor(input)
     if rounding_mode is None:
         r = apply(_div, input, other)
@@ -233,7 +235,6 @@ def floor_divide(input, other, *, out=None) -> Tensor:
 def remainder(input, other, *, out=None) -> Tensor:
     """Python-style modulus (sign of the divisor), as ``%``."""
     if not isinstance(input, Tensor):
-        from .._factories import tensor
         input = tensor(input)
     return _out(apply(_remainder if isinstance(other, Tensor) else _remainder_s, input, other), out)
 
@@ -250,7 +251,6 @@ def pow(input, exponent, *, out=None) -> Tensor:
 
 @export("float_power")
 def float_power(input, exponent) -> Tensor:
-    from .._dtype import float64
     input = input.to(float64) if isinstance(input, Tensor) else input
     exponent = exponent.to(float64) if isinstance(exponent, Tensor) else exponent
     return pow(input, exponent)
@@ -403,13 +403,11 @@ _where = defop("where", jnp.where, "WhereBackward0", promote="binary", diff=(1, 
 def where(condition, input=None, other=None, *, out=None):
     """``where(cond, x, y)`` picks from x where cond else y; ``where(cond)`` is ``nonzero(as_tuple=True)``."""
     if input is None and other is None:
-        from .shape import nonzero
         return nonzero(condition, as_tuple=True)
     if isinstance(condition, Tensor) and condition.dtype.name != "bool":
         raise RuntimeError(f"where expected condition to be a boolean tensor, but got a tensor "
                            f"with dtype {condition.dtype.name.capitalize()}")
     if not isinstance(input, Tensor) and not isinstance(other, Tensor):
-        from .._factories import tensor
         input = tensor(input)
     return _out(apply(_where, condition, input, other), out)
 

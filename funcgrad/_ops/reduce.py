@@ -10,8 +10,10 @@ import collections
 import jax.numpy as jnp
 
 from .._dtype import to_dtype
-from .._tensor import _wrap_dim
+from .._tensor import _scalar_type_name, _wrap_dim
 from ._registry import Tensor, apply, defop, export
+from .math import isnan, logical_not
+from .pointwise import maximum, minimum
 
 
 def _dims(dim, ndim):
@@ -75,7 +77,6 @@ def mean(input, dim=None, keepdim=False, *, dtype=None) -> Tensor:
 
 
 def _scalar_name(d):
-    from .._tensor import _scalar_type_name
     return _scalar_type_name(d)
 
 
@@ -140,7 +141,6 @@ min_result = return_type("min")
 
 
 def _reduce_minmax(input, dim, keepdim, other, is_max):
-    from .pointwise import maximum, minimum
     if isinstance(dim, Tensor):  # max(a, b)
         other, dim = dim, None
     if other is not None:
@@ -371,7 +371,6 @@ def nanmean(input: Tensor, dim=None, keepdim: bool = False, *, dtype=None) -> Te
                            f"but got {_scalar_name(input.dtype)}")
     if dtype is not None:
         input = input.to(to_dtype(dtype))
-    from .math import isnan, logical_not
     cnt = sum(logical_not(isnan(input)), dim, keepdim)
     return nansum(input, dim, keepdim) / cnt
 

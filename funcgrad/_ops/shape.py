@@ -8,8 +8,9 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from .. import _strides
-from .._tensor import Size, _wrap_dim
+from .. import _strides, _tensor
+from .._errors import TracedValueError
+from .._tensor import Size, _is_tracer, _scatter_fn, _wrap_dim
 from ._fanin import FanInOp
 from ._registry import OPS, Tensor, apply, defop, export, inplace_method
 
@@ -274,11 +275,12 @@ COPY_SLICES = None  # set below
 
 
 def _copy_slices(base, new, *, chain):
-    from .._tensor import _scatter_fn
     return _scatter_fn(chain)(base, new)
 
 
 COPY_SLICES = defop("copy_slices", _copy_slices, "CopySlices", promote="none")
+# the Tensor's to() and in-place commits (funcgrad/_tensor.py) call these
+_tensor.register_above(to_device=to_device, _to_copy=_to_copy, expand=expand, COPY_SLICES=COPY_SLICES)
 
 # ================================ cat / stack =====================================================
 # FanInOp: linear cost in the number of operands (see _fanin.py); registered like defop does
@@ -487,9 +489,7 @@ def _parse_index(x, index):
             v = item._value
             if v.dtype == jnp.bool_:
                 # a mask selects a data-dependent number of elements: make integer indices now
-                from .._tensor import _is_tracer
                 if _is_tracer(v):
-                    from .._errors import TracedValueError
                     raise TracedValueError("boolean mask indexing")
                 if tuple(v.shape) != tuple(shape[dim:dim + v.ndim]):
                     raise IndexError(f"The shape of the mask {list(v.shape)} at index {dim} does not "
@@ -517,7 +517,6 @@ def _parse_index(x, index):
 def _check_index_bounds(v, size, nr) -> None:
     """PyTorch's error for an out-of-range index tensor (XLA would clamp it silently); it counts
     the dimension among the tensor indices only. Traced indices cannot be checked."""
-    from .._tensor import _is_tracer
     if _is_tracer(v) or not v.size:
         return
     a = np.asarray(v).ravel()

@@ -16,6 +16,7 @@ import numpy as np
 
 from .._tensor import Size, _wrap_dim
 from ._registry import Tensor, apply, defop, export
+from .indexing import index_select
 from .shape import _VIEW_OPS, _shape_arg, _to_basic, cat, expand, permute, reshape, unsqueeze
 
 
@@ -226,7 +227,6 @@ def repeat_interleave(input, repeats=None, dim=None, *, output_size=None) -> Ten
             raise RuntimeError("repeats must have the same size as input along dim")
         if (r < 0).any():
             raise RuntimeError("repeats can not be negative")
-        from .indexing import index_select
         return index_select(input, d, Tensor._wrap(jnp.asarray(np.repeat(np.arange(r.size), r))))
     r = int(repeats)
     if r < 0:

@@ -16,6 +16,8 @@ import jax
 import jax.numpy as jnp
 import jax.scipy.special as jsp
 
+from .._factories import tensor
+from .._tensor import _scalar_type_name
 from ._registry import Tensor, apply, defop, export, inplace_method
 
 
@@ -119,7 +121,6 @@ frexp_result.__module__ = "funcgrad.return_types"
 
 def _check_float(x: Tensor, fname: str) -> None:
     if x.dtype._kind in "bi":
-        from .._tensor import _scalar_type_name
         raise RuntimeError(f"\"{fname}_cpu\" not implemented for '{_scalar_type_name(x.dtype)}'")
 
 
@@ -193,7 +194,6 @@ erfcx, entr = _unary("erfcx"), _unary("entr")
 
 
 def _as_tensor(x):
-    from .._factories import tensor
     return tensor(x)
 
 

@@ -19,6 +19,7 @@ import warnings
 
 from .. import _dispatch, _dtype
 from .._device import cuda_is_available
+from .._tensor import Tensor
 
 __all__ = ["autocast", "is_autocast_available", "custom_fwd", "custom_bwd"]
 
@@ -80,7 +81,7 @@ def _cast(op, args):
     if not on:
         return args
     name = op.name
-    T = _dispatch._Tensor
+    T = Tensor
     for dev, dt in on.items():
         if name in _LOWER[dev]:
             if any(isinstance(a, T) and a.dtype is _F32 and a.device.type == dev for a in args):
@@ -200,7 +201,7 @@ def custom_fwd(fwd=None, *, device_type: str = "cpu", cast_inputs=None):
     def wrapper(*args, **kwargs):
         if cast_inputs is None or not is_autocast_enabled(device_type):
             return fwd(*args, **kwargs)
-        T = _dispatch._Tensor
+        T = Tensor
         args = [a.to(cast_inputs) if isinstance(a, T) and a.is_floating_point() else a for a in args]
         with autocast(device_type, enabled=False):
             return fwd(*args, **kwargs)

@@ -2,8 +2,20 @@
 
 from __future__ import annotations
 
-from . import engine
-from .. import _cache
+import sys as _sys
+
+# graph nodes and grad modes sit at the bottom of the import DAG (the Tensor and dispatch build
+# on them), so they live outside this package, whose __init__ imports the engine:
+# ``funcgrad.autograd.graph`` and ``funcgrad.autograd.grad_mode`` are those same module objects.
+from .. import _grad_mode as grad_mode, _graph as graph
+_sys.modules[__name__ + ".grad_mode"] = grad_mode
+_sys.modules[__name__ + ".graph"] = graph
+
+from . import engine  # noqa: E402
+from . import fused  # noqa: E402,F401  (registers the fused backward with the engine)
+from .. import _cache, _dtype, _tensor  # noqa: E402
+from .._factories import tensor as _tensor_of, zeros_like as _zeros_like  # noqa: E402
+from .._tensor import Tensor as _Tensor  # noqa: E402
 from .grad_mode import (enable_grad as enable_grad, inference_mode as inference_mode,
                         is_grad_enabled as is_grad_enabled, no_grad as no_grad,
                         set_grad_enabled as set_grad_enabled)
@@ -18,13 +30,13 @@ from . import function as function  # noqa: E402
 from . import functional as functional  # noqa: E402
 from .gradcheck import (GradcheckError as GradcheckError, gradcheck as gradcheck,  # noqa: E402
                         gradgradcheck as gradgradcheck)
+from .gradcheck import register_grad as _gradcheck_register_grad  # noqa: E402
 
 
 def _as_list(x):
-    from .._tensor import Tensor
     if x is None:
         return []
-    if isinstance(x, Tensor):
+    if isinstance(x, _Tensor):
         return [x]
     return list(x)
 
@@ -42,10 +54,8 @@ def _root_grads(outputs, grad_outputs, create_graph):
                                    f"{out.dtype}")
             g = _ones(out)
         else:
-            from .._tensor import Tensor
-            if not isinstance(g, Tensor):
-                from .._factories import tensor
-                g = tensor(g, dtype=out.dtype)
+            if not isinstance(g, _Tensor):
+                g = _tensor_of(g, dtype=out.dtype)
             if g.shape != out.shape:
                 raise RuntimeError(f"Mismatch in shape: grad_output[{i}] has a shape of {g.shape} and "
                                    f"output[{i}] has a shape of {out.shape}.")
@@ -58,7 +68,6 @@ def _root_grads(outputs, grad_outputs, create_graph):
 
 def _float_dtypes():
     import numpy as np
-    from .. import _dtype
     return frozenset(np.dtype(d.np) for d in _dtype.ALL if d._kind == "f")
 
 
@@ -76,8 +85,7 @@ def _ones(out):
         import jax.numpy as jnp
         with jax.ensure_compile_time_eval():  # concrete even while funcgrad.jit traces a step
             one = _ONES[key] = jnp.ones(v.shape, v.dtype)
-    from .._tensor import Tensor
-    return Tensor._wrap(one)
+    return _Tensor._wrap(one)
 
 
 def backward(tensors, grad_tensors=None, retain_graph=None, create_graph=False, inputs=None,
@@ -115,6 +123,9 @@ def backward(tensors, grad_tensors=None, retain_graph=None, create_graph=False, 
     engine.execute(roots, grads, retain_graph, create_graph)
 
 
+_tensor.register_above(backward=backward)  # Tensor.backward() (funcgrad/_tensor.py)
+
+
 def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph=False,
          only_inputs=True, allow_unused=None, is_grads_batched=False, materialize_grads=False):
     """Gradients of ``outputs`` w.r.t. ``inputs`` (a tuple); ``.grad`` is not touched.
@@ -149,12 +160,16 @@ def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph=Fal
                                    f"used in the graph. Set allow_unused=True if this is the desired "
                                    f"behavior.")
             if materialize_grads:
-                from .._factories import zeros_like
-                g = zeros_like(t)
+                g = _zeros_like(t)
         elif not create_graph:
             g = g.detach()
         out.append(g)
     return tuple(out)
+
+
+# autograd.functional and gradcheck call grad; this package imports them above
+functional.register_grad(grad)
+_gradcheck_register_grad(grad)
 
 
 __all__ = ["backward", "grad", "no_grad", "enable_grad", "set_grad_enabled", "inference_mode",

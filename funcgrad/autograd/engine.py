@@ -12,10 +12,18 @@ from __future__ import annotations
 
 from .. import _storage
 from . import grad_mode
+from .anomaly_mode import warn_error
 from .graph import AccumulateGrad
 
 
-_fused = None  # the fused-backward module, imported on first use (it imports _dispatch)
+_fused_run = None  # the fused-backward fast path: fused.py builds on this engine and registers it
+
+
+def register_fast_path(try_run) -> None:
+    """Called once by funcgrad/autograd/fused.py at import: ``try_run(roots, grads, retain_graph)``
+    runs a plain graph's backward as one program and returns True, or returns False."""
+    global _fused_run
+    _fused_run = try_run
 
 
 def _add(a, b):
@@ -77,14 +85,11 @@ def execute(roots, grads, retain_graph, create_graph, capture=None, accumulate=T
     only nodes that lead to them run, and ``.grad`` is not touched unless ``accumulate``.
     """
     if capture is None and not create_graph and accumulate and not grad_mode._anomaly[0]:
-        global _fused  # a plain graph: one cached XLA program, from its first sighting (fused.py)
-        if _fused is None:
-            from . import fused as _f
-            _fused = _f
+        # a plain graph: one cached XLA program, from its first sighting (fused.py)
         state = grad_mode._state
         prev, state.enabled = state.enabled, False
         try:
-            if _fused.try_run(roots, grads, retain_graph):
+            if _fused_run(roots, grads, retain_graph):
                 return []
         finally:
             state.enabled = prev
@@ -187,7 +192,6 @@ def _run_node(node, buf):
 
 def _run_node_anomaly(node, buf):
     """Under detect_anomaly: NaN check, and PyTorch's warning naming the failing node's forward."""
-    from .anomaly_mode import warn_error
     try:
         outs = _run_node(node, buf)
         if grad_mode._anomaly[1]:

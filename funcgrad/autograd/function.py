@@ -17,6 +17,9 @@ import inspect
 import warnings
 from typing import Any, Callable
 
+from .. import _dispatch
+from .._factories import zeros as _zeros
+from .._tensor import Tensor as _Tensor
 from . import grad_mode
 from .graph import FREED_MSG, Node
 
@@ -24,8 +27,7 @@ _state = grad_mode._state
 
 
 def _tensor_cls():
-    from .._tensor import Tensor
-    return Tensor
+    return _Tensor
 
 
 class FunctionCtx:
@@ -93,10 +95,9 @@ class BackwardCFunction(FunctionCtx, Node):
             raise RuntimeError(FREED_MSG)
         if self._saved is None:  # still inside forward / setup_context
             return tuple(self.to_save or ())
-        from .._dispatch import _version_msg
         for t, v in self._saved_versions:
             if t._ver[0] != v:
-                raise RuntimeError(_version_msg(t, v))
+                raise RuntimeError(_dispatch._version_msg(t, v))
         return self._saved
 
     saved_variables = saved_tensors
@@ -118,12 +119,11 @@ class BackwardCFunction(FunctionCtx, Node):
         return bw(self, *grads)
 
     def _apply(self, grads):
-        from .._factories import zeros
         grads = list(grads)
         if self.materialize_grads:
             for i, (g, meta) in enumerate(zip(grads, self._out_meta)):
                 if g is None and meta is not None:
-                    grads[i] = zeros(meta[0], dtype=meta[1])
+                    grads[i] = _zeros(meta[0], dtype=meta[1])
         res = self.apply(*grads)
         if not isinstance(res, tuple):
             res = (res,)

@@ -22,13 +22,22 @@ from typing import Callable
 import jax
 import jax.numpy as jnp
 
+from .._factories import zeros_like
+from .._ops.shape import stack
+from .._tensor import Tensor
 from . import grad_mode
 
 __all__ = ["vjp", "jvp", "jacobian", "hessian", "hvp", "vhp"]
+_grad = None  # funcgrad.autograd.grad: the package __init__ defines it after importing this module
+
+
+def register_grad(grad) -> None:
+    """Called once by funcgrad/autograd/__init__.py at import, with ``funcgrad.autograd.grad``."""
+    global _grad
+    _grad = grad
 
 
 def _T():
-    from .._tensor import Tensor
     return Tensor
 
 
@@ -476,7 +485,6 @@ def _check_requires_grad(inputs, input_type, strict):
 
 
 def _autograd_grad(outputs, inputs, grad_outputs=None, create_graph=False, retain_graph=None):
-    from . import grad
     if grad_outputs is None:
         grad_outputs = (None,) * len(outputs)
     new_o, new_g = [], []
@@ -486,8 +494,8 @@ def _autograd_grad(outputs, inputs, grad_outputs=None, create_graph=False, retai
             new_g.append(g)
     if not new_o:
         return (None,) * len(inputs)
-    return grad(new_o, inputs, new_g, allow_unused=True, create_graph=create_graph,
-                retain_graph=retain_graph)
+    return _grad(new_o, inputs, new_g, allow_unused=True, create_graph=create_graph,
+                 retain_graph=retain_graph)
 
 
 _STRICT_MSGS = {
@@ -505,7 +513,6 @@ _STRICT_MSGS = {
 
 
 def _fill_in_zeros(grads, refs, strict, create_graph, stage):
-    from .._factories import zeros_like
     res = []
     for i, g in enumerate(grads):
         if g is None:
@@ -545,7 +552,6 @@ def _engine_vjp(func, inputs, is_inputs_tuple, v, create_graph, strict):
 
 
 def _engine_jvp(func, inputs, is_inputs_tuple, v, create_graph, strict):
-    from .._factories import zeros_like
     with grad_mode.enable_grad():
         inputs = _grad_preprocess(inputs, create_graph, True)
         if v is not None:
@@ -563,8 +569,6 @@ def _engine_jvp(func, inputs, is_inputs_tuple, v, create_graph, strict):
 
 
 def _engine_jacobian(func, inputs, is_inputs_tuple, create_graph, strict, fn_name="jacobian"):
-    from .._factories import zeros_like
-    from .._ops.shape import stack
     with grad_mode.enable_grad():
         inputs = _grad_preprocess(inputs, create_graph, True)
         is_outputs_tuple, outputs = _call(func, inputs, fn_name, strict)
@@ -613,7 +617,6 @@ def _engine_hessian(func, inputs, is_inputs_tuple, create_graph, strict, strateg
 
 
 def _engine_hv(func, inputs, is_inputs_tuple, v, create_graph, strict, name):
-    from .._factories import zeros_like
     with grad_mode.enable_grad():
         inputs = _grad_preprocess(inputs, create_graph, True)
         if v is not None:

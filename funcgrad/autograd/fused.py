@@ -32,7 +32,7 @@ import jax
 
 from .._dispatch import OpNode
 from .._tensor import Tensor, _apply_chain
-from .engine import _accumulate, _no_leak
+from .engine import _accumulate, _no_leak, register_fast_path
 from .graph import AccumulateGrad
 
 MAX_NODES = 512          # beyond this, compile time outweighs the saved dispatch
@@ -161,3 +161,6 @@ def try_run(roots, grads, retain_graph) -> bool:
             else:
                 _accumulate(node, Tensor._wrap(g), False)
     return True
+
+
+register_fast_path(try_run)

@@ -17,6 +17,8 @@ from typing import Callable
 import jax.numpy as jnp
 import numpy as np
 
+from .._factories import rand, tensor, zeros_like
+from .._tensor import Tensor
 
 
 class GradcheckError(RuntimeError):
@@ -59,8 +61,16 @@ If the test
 """
 
 
+_grad = None  # funcgrad.autograd.grad: the package __init__ defines it after importing this module
+
+
+def register_grad(grad) -> None:
+    """Called once by funcgrad/autograd/__init__.py at import, with ``funcgrad.autograd.grad``."""
+    global _grad
+    _grad = grad
+
+
 def _T():
-    from .._tensor import Tensor
     return Tensor
 
 
@@ -128,8 +138,6 @@ def _numerical(func, inputs, diff_idx, n_out, eps) -> list[list[np.ndarray]]:
 
 def _analytical(output, inputs, diff_idx) -> tuple[list[np.ndarray], bool]:
     """Rows ``e_jᵀ J`` for each output element: ``[inp.numel(), out.numel()]`` per input."""
-    from . import grad as _grad
-    from .._factories import tensor
     diff = [inputs[i] for i in diff_idx]
     n = output.numel()
     jac = [np.zeros((d.numel(), n)) for d in diff]
@@ -154,7 +162,6 @@ def _allclose(a, n, rtol, atol) -> bool:
 
 
 def _fmt(a: np.ndarray, dtype) -> str:
-    from .._factories import tensor
     return repr(tensor(a, dtype=dtype))
 
 
@@ -215,8 +222,6 @@ def _fast(func, inputs, diff_idx, func_out, outputs, eps, rtol, atol, nondet_tol
         if any(np.any(x != 0) for per in num for x in per if x is not None):
             raise GradcheckError("Numerical gradient for function expected to be zero")
         return True
-    from . import grad as _grad
-    from .._factories import tensor
     out_pos = [p for p, o in enumerate(all_out) if isinstance(o, T) and o.requires_grad]
     for i, (o, p) in enumerate(zip(outputs, out_pos)):
         v = rng.uniform(0, 1, o.numel())
@@ -259,8 +264,6 @@ def _slow_report(func, inputs, diff_idx, func_out, output, j, p, eps, rtol, atol
 
 def _check_backward_zero(outputs, inputs, diff_idx, check_undefined_grad) -> None:
     """Backward must be linear in grad_output: zero grad_outputs give zero (or no) gradients."""
-    from . import grad as _grad
-    from .._factories import zeros_like
     diff = [inputs[i] for i in diff_idx]
     gs = _grad(outputs, diff, [zeros_like(o) for o in outputs], retain_graph=True,
                allow_unused=True)
@@ -347,7 +350,6 @@ def gradgradcheck(func: Callable, inputs, grad_outputs=None, *, eps: float = 1e-
     >>> funcgrad.autograd.gradgradcheck(lambda t: t ** 3, (x,))
     True
     """
-    from .._factories import rand
     inputs = _as_tuple(inputs)
     T = _T()
     if grad_outputs is None:
@@ -364,7 +366,6 @@ def gradgradcheck(func: Callable, inputs, grad_outputs=None, *, eps: float = 1e-
         ins = args[:-n_out] if n_out else args
         gos = args[-n_out:] if n_out else ()
         outs = _diff_outputs(func(*ins))
-        from . import grad as _grad
         gi = _grad(outs, [ins[i] for i in diff_in], list(gos), create_graph=True,
                    allow_unused=True)
         return tuple(g for g in gi if g is not None)

@@ -11,16 +11,14 @@ import warnings
 
 import jax.numpy as jnp
 
-# The Tensor class is reached through ``_dispatch._Tensor`` (set by _tensor.py): this module is
-# imported with the autograd package, below the Tensor layer.
-from .. import _dispatch
+from .._tensor import Tensor
 
 VOLATILE_MSG = "volatile was removed and now has no effect. Use `with torch.no_grad():` instead."
 
 
 class VariableMeta(type):
     def __instancecheck__(cls, other) -> bool:
-        return isinstance(other, _dispatch._Tensor)
+        return isinstance(other, Tensor)
 
 
 class Variable(metaclass=VariableMeta):
@@ -36,7 +34,6 @@ class Variable(metaclass=VariableMeta):
     def __new__(cls, data=None, requires_grad: bool = False, volatile: bool = False, **kwargs):
         if kwargs:
             raise TypeError(f"'{next(iter(kwargs))}' is an invalid keyword argument for this function")
-        Tensor = _dispatch._Tensor
         if data is None:
             data = Tensor._wrap(jnp.zeros((0,), jnp.float32))
         elif not isinstance(data, Tensor):

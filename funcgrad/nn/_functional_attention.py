@@ -8,8 +8,11 @@ import math
 import jax.numpy as jnp
 
 from .. import _random
+from .._factories import zeros
 from .._dispatch import apply
 from .._ops import nn_rnn as _k
+from .._ops.linalg import matmul
+from .._ops.shape import cat
 from .._tensor import Tensor
 
 __all__ = ["scaled_dot_product_attention", "multi_head_attention_forward"]
@@ -52,7 +55,6 @@ def scaled_dot_product_attention(query: Tensor, key: Tensor, value: Tensor,
 
 
 def _linear(x, w, b):
-    from .._ops.linalg import matmul
     y = matmul(x, w.t())
     return y if b is None else y + b
 
@@ -93,7 +95,6 @@ def multi_head_attention_forward(query, key, value, embed_dim_to_check, num_head
         bq = bk = bv = None
     q, k, v = _linear(query, wq, bq), _linear(key, wk, bk), _linear(value, wv, bv)
     if bias_k is not None:
-        from .._ops.shape import cat
         k = cat([k, bias_k.repeat(1, bsz, 1)])
         v = cat([v, bias_v.repeat(1, bsz, 1)])
         if attn_mask is not None:
@@ -106,8 +107,6 @@ def multi_head_attention_forward(query, key, value, embed_dim_to_check, num_head
     k = k.reshape(src_len, bsz, num_heads, head_dim).permute(1, 2, 0, 3)
     v = v.reshape(src_len, bsz, num_heads, head_dim).permute(1, 2, 0, 3)
     if add_zero_attn:
-        from .._factories import zeros
-        from .._ops.shape import cat
         z = zeros(bsz, num_heads, 1, head_dim, dtype=k.dtype)
         k, v = cat([k, z], dim=2), cat([v, z], dim=2)
         src_len += 1
@@ -133,15 +132,12 @@ def multi_head_attention_forward(query, key, value, embed_dim_to_check, num_head
 
 
 def _pad_last(m):
-    from .._ops.shape import cat
-    from .._factories import zeros
     return cat([m, zeros(*m.shape[:-1], 1, dtype=m.dtype)], dim=-1)
 
 
 def _merge_masks(attn_mask, key_padding_mask, bsz, num_heads, tgt_len, src_len, dtype):
     """A float mask ``(N, heads, L, S)`` (or broadcastable) with -inf where attention is masked:
     bool masks are True where NOT allowed (MultiheadAttention's convention, the opposite of sdpa)."""
-    from .._tensor import Tensor as _T
     m = None
     if attn_mask is not None:
         a = attn_mask._value
@@ -168,4 +164,4 @@ def _merge_masks(attn_mask, key_padding_mask, bsz, num_heads, tgt_len, src_len, 
     if m is None:
         return None
     # a float attn_mask may require grad in PyTorch; here masks are constants
-    return _T._wrap(m)
+    return Tensor._wrap(m)

@@ -13,10 +13,11 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from .._factories import tensor
 from .._dispatch import _amp_hook, apply
 from .._ops import nn as _nn, nn_loss as _k
 from .._ops.reduce import mean as _mean, sum as _sum
-from .._tensor import Tensor, _scalar_type_name
+from .._tensor import Size, Tensor, _scalar_type_name
 
 __all__ = [
     "mse_loss", "l1_loss", "smooth_l1_loss", "huber_loss", "cross_entropy", "nll_loss",
@@ -50,7 +51,6 @@ def _legacy(size_average, reduce) -> str:
 
 
 def _size(shape) -> str:
-    from .._tensor import Size
     return repr(Size(shape))
 
 
@@ -78,7 +78,6 @@ def _broadcast_shapes(a, b):
 def _as_tensor(x, like):
     if isinstance(x, Tensor):
         return x
-    from .._factories import tensor
     return tensor(x, dtype=like.dtype)
 
 

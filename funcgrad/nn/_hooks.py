@@ -12,6 +12,7 @@ import itertools
 from collections import OrderedDict
 
 from .._tensor import Tensor
+from ..autograd import grad_mode
 from ..autograd.graph import Node
 
 _ids = itertools.count()
@@ -81,7 +82,6 @@ class BackwardHook:
         self.input_pos: list = []
 
     def setup_input_hook(self, args: tuple) -> tuple:
-        from ..autograd import grad_mode
         if not grad_mode.is_grad_enabled():
             return args
         pos = [i for i, a in enumerate(args) if isinstance(a, Tensor) and a.requires_grad]
@@ -118,7 +118,6 @@ class BackwardHook:
         return out
 
     def setup_output_hook(self, result):
-        from ..autograd import grad_mode
         if not grad_mode.is_grad_enabled():
             return result
         single = isinstance(result, Tensor)

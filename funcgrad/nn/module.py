@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections import OrderedDict, namedtuple
 from typing import Any, Callable, Iterator
 
-from .. import _dtype, _jit
+from .. import _dtype, _structure
 from .._tensor import Tensor
 from ..autograd import grad_mode
 from . import _hooks
@@ -210,7 +210,7 @@ class Module:
                 if s is not None and name in s:
                     if s is d:
                         del d[name]
-                        _jit.structure_changed()  # the jit bridge trusts module __dict__s otherwise
+                        _structure.structure_changed()  # the jit bridge trusts module __dict__s otherwise
                     else:
                         del s[name]
 
@@ -253,7 +253,7 @@ class Module:
                     self.register_buffer(name, value, persistent)
                 else:
                     if d.get(name, d) is not value:
-                        _jit.structure_changed()  # the jit bridge trusts module __dict__s otherwise
+                        _structure.structure_changed()  # the jit bridge trusts module __dict__s otherwise
                     object.__setattr__(self, name, value)
 
     def __delattr__(self, name: str) -> None:
@@ -267,7 +267,7 @@ class Module:
             del d["_modules"][name]
         else:
             object.__delattr__(self, name)
-            _jit.structure_changed()
+            _structure.structure_changed()
 
     def __dir__(self):
         keys = list(object.__dir__(self)) + list(self._parameters) + list(self._modules) + list(self._buffers)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from ... import _factories
 from .. import functional as F
+from .. import init
 from ..module import Module
 from ..parameter import Parameter
 
@@ -240,7 +241,6 @@ class PReLU(Module):
         self.weight = Parameter(_factories.full((num_parameters,), init, dtype=dtype, device=device))
 
     def reset_parameters(self) -> None:
-        from .. import init
         init.constant_(self.weight, self.init)
 
     def forward(self, input):

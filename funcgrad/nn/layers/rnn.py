@@ -15,6 +15,7 @@ from ..._ops import nn_rnn as _k
 from .. import init
 from ..module import Module
 from ..parameter import Parameter
+from ..utils.rnn import PackedSequence, _pack_like, _unpack_for_rnn
 
 __all__ = ["RNNBase", "RNN", "LSTM", "GRU", "RNNCellBase", "RNNCell", "LSTMCell", "GRUCell"]
 
@@ -111,7 +112,6 @@ class RNNBase(Module):
 
     # ---- forward -------------------------------------------------------------------------------
     def _run(self, input, hx):
-        from ..utils.rnn import PackedSequence, _pack_like, _unpack_for_rnn
         packed = isinstance(input, PackedSequence)
         lengths = None
         if packed:

@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import copy
 
+from ... import _dtype
+from ..._tensor import Tensor
 from .. import functional as F
 from ..init import xavier_uniform_
 from ..module import Module
@@ -23,8 +25,6 @@ def generate_square_subsequent_mask(sz: int, device=None, dtype=None):
     """A float causal mask: ``-inf`` above the diagonal, ``0`` elsewhere."""
     import jax.numpy as jnp
 
-    from ... import _dtype
-    from ..._tensor import Tensor
     dt = (dtype or _dtype.get_default_dtype()).np
     return Tensor._wrap(jnp.triu(jnp.full((sz, sz), -jnp.inf, dt), 1))
 

@@ -12,6 +12,7 @@ from functools import partial
 import jax
 import jax.numpy as jnp
 
+from ..._factories import tensor as _tensor_of
 from ..._tensor import Tensor
 from ...autograd import grad_mode
 
@@ -75,8 +76,7 @@ def clip_grad_norm_(parameters, max_norm: float, norm_type: float = 2.0, error_i
     params = _grads(parameters)
     norm_type = float(norm_type)
     if not params:
-        from ..._factories import tensor
-        return tensor(0.0)
+        return _tensor_of(0.0)
     gs = [p.grad._value for p in params]
     total, new = _clip_norm_kernel(gs, float(max_norm), norm_type)
     _check_finite(total, norm_type, error_if_nonfinite)

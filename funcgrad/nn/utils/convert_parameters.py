@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from ..._ops.shape import cat as _cat
 from ..._tensor import Tensor
 
 
@@ -13,8 +14,7 @@ def parameters_to_vector(parameters) -> Tensor:
     >>> nn.utils.parameters_to_vector(nn.Linear(2, 3).parameters()).shape
     funcgrad.Size([9])
     """
-    from ..._ops.shape import cat
-    return cat([p.reshape(-1) for p in parameters])
+    return _cat([p.reshape(-1) for p in parameters])
 
 
 def vector_to_parameters(vec: Tensor, parameters) -> None:

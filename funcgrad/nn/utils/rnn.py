@@ -12,6 +12,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from ... import _factories
+from ..._ops.shape import cat, stack
 from ..._tensor import Tensor
 
 __all__ = ["PackedSequence", "pad_sequence", "pack_padded_sequence", "pad_packed_sequence",
@@ -53,7 +54,6 @@ def pad_sequence(sequences, batch_first: bool = False, padding_value: float = 0.
     tensor([[1, 2, 3],
             [4, 0, 0]])
     """
-    from ..._ops.shape import cat, stack
     if padding_side not in ("left", "right"):
         raise ValueError(f"Expected padding_side to be one of left or right, but got {padding_side}.")
     sequences = list(sequences)
@@ -125,7 +125,6 @@ def _lengths(pk: PackedSequence) -> np.ndarray:
 
 def _padded_sorted(pk: PackedSequence, padding_value=0.0, total_length=None):
     """(T, B, *) padded batch in sorted order, and the sorted lengths."""
-    from ..._ops.shape import cat
     lens = _lengths(pk)
     bs = _np(pk.batch_sizes)
     T = len(bs) if total_length is None else int(total_length)

@@ -18,6 +18,8 @@ import jax.numpy as jnp
 import numpy as np
 
 from ... import _dtype
+from ..._factories import tensor
+from ..._ops.shape import stack
 from ..._tensor import Tensor
 
 np_str_obj_array_pattern = re.compile(r"[SaUO]")
@@ -122,7 +124,6 @@ def collate(batch, *, collate_fn_map: dict | None = None):
 
 
 def collate_tensor_fn(batch, *, collate_fn_map=None):
-    from ..._ops.shape import stack
     return stack(list(batch), 0)
 
 
@@ -148,7 +149,6 @@ def collate_float_fn(batch, *, collate_fn_map=None):
 
 
 def collate_int_fn(batch, *, collate_fn_map=None):
-    from ..._factories import tensor
     return tensor(list(batch))  # bools → bool, ints → int64 (PyTorch's inference)
 
 
