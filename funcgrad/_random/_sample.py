@@ -22,8 +22,10 @@ TransformationHelper.h, native/cpu/DistributionTemplates.h, DistributionKernels.
   inside-out variant with ``random64()``.
 - exponential: ``-1 / lambda * log1p(-uniform64)`` in double, then cast.
 
-float16/bfloat16 results are the float32 ones rounded (PyTorch computes some of these in half
-precision, so their last bit may differ).
+float16/bfloat16 follow the same kernels in float32 (PyTorch's op-math type), then round: uniform
+clamps a value rounded up to ``to`` back to ``from``; normal at least 16 elements draws only the
+whole blocks' words plus the tail's; double results (the scalar normal path, exponential) round
+twice, double -> float -> half, as ``static_cast`` does.
 """
 
 from __future__ import annotations
@@ -59,10 +61,14 @@ def _u53(r):
 
 @partial(jax.jit, static_argnums=(3,))
 def _uniform_kernel(r, lo, hi, dtype):
+    """``uniform_kernel``: in the op-math type (float32 for half types), cast, and a value that
+    the cast (or the multiply-add) rounded up to ``to`` becomes ``from``."""
     if dtype == np.float64:
-        return _u53(r) * (hi - lo) + lo
+        v = _u53(r) * (hi - lo) + lo
+        return jnp.where(v == hi, lo, v)
     lo, hi = lo.astype(jnp.float32), hi.astype(jnp.float32)
-    return _u24(r) * (hi - lo) + lo
+    v = (_u24(r) * (hi - lo) + lo).astype(dtype)
+    return jnp.where(v == hi.astype(dtype), lo.astype(dtype), v)
 
 
 # ---- Cephes log / sincos as avx_mathfun.h computes them (float32) ------------------------------
@@ -178,6 +184,18 @@ def _float_dtype(dtype):
     return np.float64 if dtype == np.float64 else np.float32
 
 
+def _reduced(dtype) -> bool:
+    return np.dtype(dtype).itemsize == 2
+
+
+def from_double(x, dtype):
+    """A double result as ``static_cast<scalar_t>(double)`` stores it: half types have only a
+    float constructor, so they round twice (double -> float -> half)."""
+    if _reduced(dtype):
+        x = x.astype(np.float32)
+    return x.astype(dtype)
+
+
 _SMALL = 1 << 15  # eager draws below this many elements run padded to a power of two
 
 
@@ -208,7 +226,7 @@ def uniform(generator, shape, dtype, low=0.0, high=1.0):
     dt = _float_dtype(dtype)
     k = 2 if dt == np.float64 else 1
     r = g._raw(n * k)
-    out = _call(_uniform_kernel, r, k, n, np.float64(low), np.float64(high), dt)
+    out = _call(_uniform_kernel, r, k, n, np.float64(low), np.float64(high), np.dtype(dtype))
     return _finish(out, tuple(shape), dtype)
 
 
@@ -222,12 +240,14 @@ def normal(generator, shape, dtype, mean=0.0, std=1.0):
             vals = normal_scalar_traced(g, n, mean, std)
         else:
             vals = jnp.asarray(np.asarray(_normal_scalar(g, n, float(mean), float(std)), np.float64))
-        return vals.astype(dtype).reshape(shape)
+        return from_double(vals, dtype).reshape(shape)
     k = 2 if dt == np.float64 else 1
-    with g._lock:
-        r = g._raw(n * k)
-        tail = g._raw(16 * k) if n % 16 else None
     m = n // 16 * 16
+    with g._lock:
+        # float/double draw all n uniforms into the output first; half types fill a 16-float
+        # buffer per whole block, so the words of the overwritten partial block are never drawn
+        r = g._raw((m if _reduced(dtype) else n) * k)
+        tail = g._raw(16 * k) if n % 16 else None
     args = (float(mean), float(std), dt)
     out = _call(_normal_blocks_kernel, r[:m * k], k, m, *args)
     if tail is not None:  # the last 16 elements come from 16 fresh uniforms
@@ -290,6 +310,18 @@ def bernoulli_scalar(generator, shape, p, dtype=np.bool_, one=1):
     return _finish(keep, tuple(shape), dt)
 
 
+def dropout_noise(generator, shape, p: float, dtype):
+    """PyTorch's ``_dropout_impl`` noise: ``bernoulli_(1 - p)`` of ``shape`` divided by ``1 - p``
+    (``div_`` by a scalar: for half types in float32, then rounded, so ``p = 0.3`` scales by
+    ``half(1 / float32(0.7))``). ``p == 1`` and empty shapes draw nothing (all zeros)."""
+    dt = np.dtype(dtype)
+    if p == 1.0 or math.prod(shape) == 0:
+        return jnp.zeros(shape, dt)
+    op = np.dtype(_float_dtype(dt))
+    scale = (np.asarray(1, op) / np.asarray(1.0 - p, op)).astype(dt)
+    return bernoulli_scalar(generator, shape, 1.0 - p, dt, scale)
+
+
 @jax.jit
 def _bernoulli_tensor_kernel(r, p):
     if p.dtype == jnp.float64:
@@ -333,10 +365,10 @@ def exponential(generator, shape, dtype, lambd=1.0):
     r = g._raw(2 * n)
     if isinstance(r, jax.core.Tracer):
         u = _u53(r)
-        return (-1.0 / lambd * jnp.log1p(-u)).astype(dtype).reshape(shape)
+        return from_double(-1.0 / lambd * jnp.log1p(-u), dtype).reshape(shape)
     r = r.astype(np.uint64).reshape(-1, 2)
     u = ((r[:, 0] << np.uint64(32) | r[:, 1]) & np.uint64(_MASK53)).astype(np.float64) * 2.0 ** -53
     c = -1.0 / float(lambd)
     # libm's log1p per element (NumPy's vectorised log1p differs in the last bit)
     out = np.fromiter((c * math.log1p(-x) for x in u.tolist()), np.float64, n)
-    return jnp.asarray(out.astype(dtype).reshape(shape))
+    return jnp.asarray(from_double(out, dtype).reshape(shape))
