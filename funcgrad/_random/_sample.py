@@ -310,16 +310,40 @@ def bernoulli_scalar(generator, shape, p, dtype=np.bool_, one=1):
     return _finish(keep, tuple(shape), dt)
 
 
-def dropout_noise(generator, shape, p: float, dtype):
-    """PyTorch's ``_dropout_impl`` noise: ``bernoulli_(1 - p)`` of ``shape`` divided by ``1 - p``
-    (``div_`` by a scalar: for half types in float32, then rounded, so ``p = 0.3`` scales by
-    ``half(1 / float32(0.7))``). ``p == 1`` and empty shapes draw nothing (all zeros)."""
+def _memory_order(shape, strides):
+    """The dims from outermost to innermost in storage when ``strides`` lay ``shape`` out densely
+    but not row-major (a transposed view), else None. ``empty_like`` keeps such a layout and
+    a nullary kernel fills it in storage order, so the draws follow this order."""
+    if strides is None:
+        return None
+    dims = [d for d in range(len(shape)) if shape[d] != 1]
+    perm = sorted(dims, key=lambda d: -strides[d])
+    if perm == dims:
+        return None
+    acc = 1
+    for d in reversed(perm):
+        if strides[d] != acc:
+            return None
+        acc *= shape[d]
+    return perm + [d for d in range(len(shape)) if shape[d] == 1]
+
+
+def dropout_noise(generator, shape, p: float, dtype, strides=None):
+    """PyTorch's ``_dropout_impl`` noise: ``bernoulli_(1 - p)`` of ``empty_like(input)`` divided
+    by ``1 - p`` (``div_`` by a scalar: for half types in float32, then rounded, so ``p = 0.3``
+    scales by ``half(1 / float32(0.7))``). With the input's ``strides``, a dense transposed
+    layout is filled in storage order. ``p == 1`` and empty shapes draw nothing (all zeros)."""
     dt = np.dtype(dtype)
+    shape = tuple(shape)
     if p == 1.0 or math.prod(shape) == 0:
         return jnp.zeros(shape, dt)
     op = np.dtype(_float_dtype(dt))
     scale = (np.asarray(1, op) / np.asarray(1.0 - p, op)).astype(dt)
-    return bernoulli_scalar(generator, shape, 1.0 - p, dt, scale)
+    perm = _memory_order(shape, strides)
+    if perm is None:
+        return bernoulli_scalar(generator, shape, 1.0 - p, dt, scale)
+    noise = bernoulli_scalar(generator, tuple(shape[d] for d in perm), 1.0 - p, dt, scale)
+    return jnp.transpose(noise, np.argsort(perm))
 
 
 @jax.jit
