@@ -18,8 +18,9 @@ TransformationHelper.h, native/cpu/DistributionTemplates.h, DistributionKernels.
   MKL path (``viRngBernoulli``) is active draw other masks, and funcgrad follows the default.
 - bernoulli with tensor probabilities: ``uniform < p`` in the probabilities' precision.
 - randint / ``random_(from, to)``: ``word % range + from`` (``random64()`` when ``range >= 2**32``).
-- randperm (``n < 2**32 / 20``): forward Fisher-Yates, ``z = word % (n - i)``; beyond it the
-  inside-out variant with ``random64()``.
+- randperm (``n < 2**32 / 20``): forward Fisher-Yates, ``z = word % (n - i)`` (its swaps
+  computed without a sequential loop, ``fisher_yates``); beyond it the inside-out variant with
+  ``random64()``.
 - exponential: ``-1 / lambda * log1p(-uniform64)`` in double, then cast.
 
 float16/bfloat16 follow the same kernels in float32 (PyTorch's op-math type), then round: uniform
@@ -360,19 +361,59 @@ def bernoulli_tensor(generator, probs):
     return _bernoulli_tensor_kernel(r, probs)
 
 
+def fisher_yates(j, xp=np):
+    """The permutation PyTorch's forward Fisher-Yates makes (``swap(a[i], a[j[i]])`` for ``i =
+    0, 1, ...``, ``j[i] >= i``; ``j`` has ``n`` entries, the last ``n - 1``), without the
+    sequential loop. Position ``i`` is final after step ``i``. Let ``e[i]`` be the element at
+    position ``i`` just before step ``i``: step ``k`` moves ``e[k]`` to ``j[k]``, so ``e[i] =
+    e[prev(i)]`` for the last step ``prev(i) < i`` that targeted ``i``, or ``i`` if none did;
+    ``e`` is then the root of a forest, found by pointer jumping (``ceil(log2 n)`` gathers). The
+    result at ``i`` is what sits at ``j[i]`` before step ``i``: ``e`` of the last earlier step
+    that targeted ``j[i]``, or ``j[i]`` itself. "Last earlier step with the same target" is the
+    predecessor in the steps sorted by ``(target, step)``. ``xp``: ``numpy`` or ``jax.numpy``."""
+    n = j.shape[0]
+    t = xp.arange(n, dtype=xp.int64)
+    keys = xp.sort(j * n + t)                       # steps ordered by (target, step)
+    ts, js = keys % n, keys // n
+    same = js[1:] == js[:-1]
+    pred = xp.concatenate([xp.full((1,), -1, xp.int64), xp.where(same, ts[:-1], -1)])
+    if xp is np:
+        rank = np.empty(n, np.int64)
+        rank[ts] = t
+    else:
+        rank = xp.zeros(n, xp.int64).at[ts].set(t)
+    src = pred[rank]                                 # last earlier step with target j[i]
+    counts = xp.bincount(j, length=n) if xp is not np else np.bincount(j, minlength=n)
+    end = xp.maximum(xp.cumsum(counts) - 1, 0)       # each target's last step
+    prev = xp.where(counts == 0, -1, xp.where(ts[end] == t, pred[end], ts[end]))
+    ptr = xp.where(prev >= 0, prev, t)
+    if xp is np:
+        while True:
+            nxt = ptr[ptr]
+            if np.array_equal(nxt, ptr):
+                break
+            ptr = nxt
+    else:
+        ptr = lax.fori_loop(0, max(n - 1, 1).bit_length(), lambda _, p: p[p], ptr)
+    return xp.where(src >= 0, ptr[xp.maximum(src, 0)], j)
+
+
 def randperm(generator, n: int) -> np.ndarray:
     """PyTorch's ``randperm`` (int64 NumPy array, or a traced array in a compiled step)."""
     g = generator_or_default(generator)
     if n < (1 << 32) // 20:
         r = g._raw(max(n - 1, 0))
-        if isinstance(r, jax.core.Tracer):
-            from ._jax_scalar import fisher_yates_traced
-            return fisher_yates_traced(r, n)
-        a = list(range(n))
-        for i, z in enumerate((r % np.arange(n, 1, -1, dtype=np.uint32)).tolist()):
-            j = z + i
-            a[i], a[j] = a[j], a[i]
-        return np.asarray(a, np.int64)
+        if n <= 1:
+            return np.arange(n, dtype=np.int64)
+        xp = jnp if isinstance(r, jax.core.Tracer) else np
+        i = xp.arange(n - 1, dtype=xp.int64)
+        z = (r % xp.arange(n, 1, -1, dtype=xp.uint32)).astype(xp.int64)
+        if xp is np and n <= 256:  # a short Python loop beats the vectorised passes' overhead
+            a = list(range(n))
+            for k, zk in enumerate(z.tolist()):
+                a[k], a[k + zk] = a[k + zk], a[k]
+            return np.asarray(a, np.int64)
+        return fisher_yates(xp.concatenate([z + i, xp.full((1,), n - 1, xp.int64)]), xp)
     r = np.asarray(g._raw(2 * n)).astype(np.uint64).reshape(-1, 2)  # inside-out, random64
     v = (r[:, 0] << np.uint64(32)) | r[:, 1]
     a = np.empty(n, np.int64)

@@ -53,8 +53,8 @@ def scaled_dot_product_attention(query: Tensor, key: Tensor, value: Tensor,
         value = value.repeat_interleave(rep, dim=-3)
     s = 1.0 / math.sqrt(query.shape[-1]) if scale is None else float(scale)
     p = float(dropout_p)
-    return apply(_k.scaled_dot_product_attention, query, key, value, attn_mask, _noise(p, query, key), scale=s,
-                 is_causal=bool(is_causal), dropout_p=p)
+    return apply(_k.scaled_dot_product_attention, query, key, value, attn_mask, _noise(p, query, key),
+                 scale=s, is_causal=bool(is_causal), dropout_p=p)
 
 
 def _linear(x, w, b):
