@@ -338,7 +338,7 @@ def randperm(n, *, generator=None, dtype=None, device=None, requires_grad=False)
     n = int(n)
     if n < 0:
         raise RuntimeError(f"n must be non-negative, got{n}")
-    return _finish(jnp.asarray(_sample.randperm(generator, n)).astype(d.np), requires_grad, device)
+    return _finish(jnp.asarray(_sample.randperm(generator, n).astype(d.np)), requires_grad, device)
 
 
 def normal(mean=0.0, std=1.0, size=None, *, generator=None, dtype=None, device=None,

@@ -32,11 +32,24 @@ CASES = {
     "multinomial": lambda m, n: _np(m.multinomial(m.rand(n) + 0.01, min(n, 3))),
     "multinomial_repl": lambda m, n: _np(m.multinomial(m.rand(2, n) + 0.01, 7, replacement=True)),
     "randn_then_scalar": lambda m, n: np.concatenate([_np(m.randn(n)), _np(m.randn(3))]),
+    # sizes 26..40 cross randperm's switch from the short loop to the vectorised swaps
+    "randperm_x10": lambda m, n: _np(m.randperm(10 * n, dtype=m.int32)),
+    # half types (bfloat16 widened to float32, exactly, so .npy can hold it)
+    "rand_f16": lambda m, n: _np(m.rand(n, dtype=m.float16)),
+    "rand_bf16": lambda m, n: _np(m.rand(n, dtype=m.bfloat16).float()),
+    "randn_f16": lambda m, n: _np(m.randn(n, dtype=m.float16)),
+    "randn_bf16": lambda m, n: _np(m.randn(n, dtype=m.bfloat16).float()),
+    "uniform_f16": lambda m, n: _np(m.empty(n, dtype=m.float16).uniform_(0.3, 0.7)),
+    "uniform_bf16": lambda m, n: _np(m.empty(n, dtype=m.bfloat16).uniform_(-3.3, 1.7).float()),
+    "normal_f16": lambda m, n: _np(m.empty(n, dtype=m.float16).normal_(0.5, 2.0)),
+    "dropout_f16": lambda m, n: _np(m.nn.functional.dropout(m.full((n,), 3.0, dtype=m.float16), 0.3)),
+    "exponential_f16": lambda m, n: _np(m.empty(n, dtype=m.float16).exponential_(1.5)),
+    "bernoulli_bf16": lambda m, n: _np(m.bernoulli(m.rand(n).to(m.bfloat16)).float()),
 }
 
 # values per size where a case does not return ``n`` of them
 COUNT = {"multinomial": lambda n: min(n, 3), "multinomial_repl": lambda n: 14,
-         "randn_then_scalar": lambda n: n + 3}
+         "randn_then_scalar": lambda n: n + 3, "randperm_x10": lambda n: 10 * n}
 
 
 def linear_weights(m):
@@ -69,3 +82,79 @@ def dataloader_order(m, num_workers: int = 0) -> list:
     kw = {"num_workers": num_workers} if num_workers else {}
     loader = data.DataLoader(data.TensorDataset(m.arange(50)), batch_size=8, shuffle=True, **kw)
     return [i for _ in range(3) for (b,) in loader for i in b.tolist()]
+
+
+def _flat(arrays) -> np.ndarray:
+    return np.concatenate([np.asarray(a, np.float32).ravel() for a in arrays])
+
+
+def rnn_dropout(m, mode: str, compiled: bool = False, batch_first: bool = False,
+                bidirectional: bool = False, packed: bool = False, p: float = 0.5) -> np.ndarray:
+    """A 3-layer ``mode`` (LSTM/GRU/RNN) with inter-layer dropout in train mode, two steps of a
+    weighted-sum loss: outputs and parameter gradients, flat. Both steps draw new masks."""
+    m.manual_seed(0)
+    net = getattr(m.nn, mode)(3, 4, num_layers=3, dropout=p, batch_first=batch_first,
+                              bidirectional=bidirectional)
+    x = m.randn(5, 2, 3)
+
+    def step(x):
+        if packed:
+            o = net(m.nn.utils.rnn.pack_padded_sequence(x, [5, 3], batch_first=batch_first))[0].data
+        else:
+            o = net(x)[0]
+        (o * (m.arange(o.numel(), dtype=o.dtype).reshape(o.shape) / 10)).sum().backward()
+        return o.detach()
+
+    f = m.jit(step) if compiled else step
+    out = []
+    for _ in range(2):
+        net.zero_grad()
+        out.append(_np(f(x)))
+        out += [_np(q.grad) for q in net.parameters()]
+    return _flat(out)
+
+
+def attention_dropout(m, kind: str, compiled: bool = False) -> np.ndarray:
+    """Attention-weight dropout in train mode, two steps: outputs and gradients, flat.
+    ``kind``: ``mha`` (need_weights=True, bmm path), ``mha_noweights`` (PyTorch's sdpa path),
+    ``sdpa`` (with a broadcast batch and is_causal), ``encoder_bf`` (a batch-first
+    TransformerEncoderLayer: its dropout1 sees MultiheadAttention's transposed output)."""
+    m.manual_seed(0)
+    if kind.startswith("mha"):
+        net = m.nn.MultiheadAttention(8, 2, dropout=0.3)
+    elif kind == "encoder_bf":
+        net = m.nn.TransformerEncoderLayer(8, 2, 16, dropout=0.2, batch_first=True)
+    else:
+        net = m.nn.Linear(8, 8)
+    x = m.randn(4, 3, 8, requires_grad=True)
+    k2 = m.randn(2, 5, 8)
+
+    def step(x):
+        if kind == "sdpa":
+            q = net(x).reshape(2, 3, 2, 8).transpose(1, 2)  # (2, 2, 3, 8) against keys (2, 1, 5, 8)
+            a = m.nn.functional.scaled_dot_product_attention(q, k2[:, None], k2[:, None], dropout_p=0.4)
+            a = a + m.nn.functional.scaled_dot_product_attention(q, q, q, dropout_p=0.4, is_causal=True)
+        elif kind == "encoder_bf":
+            a = net(x)
+        else:
+            a, w = net(x, x, x, need_weights=kind == "mha")
+            if w is not None:
+                a = a + w.sum()
+        (a * m.arange(a.numel(), dtype=a.dtype).reshape(a.shape)).sum().backward()
+        return a.detach()
+
+    f = m.jit(step) if compiled else step
+    out = []
+    for _ in range(2):
+        net.zero_grad()
+        x.grad = None
+        out += [_np(f(x)), _np(x.grad)]
+        out += [_np(q.grad) for q in net.parameters()]
+    return _flat(out)
+
+
+RNN_DROPOUT = {"lstm": dict(mode="LSTM"), "gru": dict(mode="GRU"), "rnn": dict(mode="RNN"),
+               "lstm_bf_p03": dict(mode="LSTM", batch_first=True, p=0.3),
+               "gru_bidir": dict(mode="GRU", bidirectional=True),
+               "lstm_packed": dict(mode="LSTM", packed=True)}
+ATTENTION_DROPOUT = ("mha", "mha_noweights", "sdpa", "encoder_bf")

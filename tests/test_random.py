@@ -10,13 +10,18 @@ import json
 import os
 import threading
 
+import jax
+import jax.numpy as jnp
 import numpy as np
 import pytest
 
 import funcgrad
 from funcgrad.utils import data as fdata
 
-from ._rng_cases import CASES, COUNT, dataloader_order, linear_weights, mlp_losses
+from funcgrad._random import _sample
+
+from ._rng_cases import (ATTENTION_DROPOUT, CASES, COUNT, RNN_DROPOUT, attention_dropout, dataloader_order,
+                         linear_weights, mlp_losses, rnn_dropout)
 
 FIX = os.path.join(os.path.dirname(__file__), "fixtures", "rng")
 with open(os.path.join(FIX, "streams.json")) as _f:
@@ -183,6 +188,77 @@ def test_seed_api():
         funcgrad.set_rng_state(funcgrad.zeros(10, dtype=funcgrad.uint8))
 
 
+# ---- dropout inside recurrent stacks and attention ---------------------------------------------
+# The masks are PyTorch's bit for bit; the values around them are float32 arithmetic in another
+# order (PyTorch's matmuls vs XLA's), so outputs and gradients agree to a few ulps of the largest
+# value. One element dropped differently moves them by O(that value), far outside the tolerance.
+def _close_to(got, expected):
+    np.testing.assert_allclose(got, expected, rtol=1e-5, atol=1e-5 * float(np.abs(expected).max()))
+
+
+_RNN_RUNS = [(n, c) for n, kw in RNN_DROPOUT.items() for c in (False, True)
+             if not (c and kw.get("packed"))]  # packing a sequence inside funcgrad.jit is not supported
+
+
+@pytest.mark.parametrize("name,compiled", _RNN_RUNS,
+                         ids=[f"{n}-{'jit' if c else 'eager'}" for n, c in _RNN_RUNS])
+def test_rnn_inter_layer_dropout_equals_recorded_torch(name, compiled):
+    _close_to(rnn_dropout(funcgrad, compiled=compiled, **RNN_DROPOUT[name]),
+              np.load(os.path.join(FIX, f"rnn_dropout_{name}.npy")))
+
+
+@pytest.mark.parametrize("compiled", [False, True], ids=["eager", "jit"])
+@pytest.mark.parametrize("kind", ATTENTION_DROPOUT)
+def test_attention_dropout_equals_recorded_torch(kind, compiled):
+    _close_to(attention_dropout(funcgrad, kind, compiled=compiled),
+              np.load(os.path.join(FIX, f"attention_dropout_{kind}.npy")))
+
+
+def test_fisher_yates_equals_the_sequential_swaps():
+    rng = np.random.default_rng(0)
+    traced = jax.jit(lambda j: _sample.fisher_yates(j, jnp))  # the compiled-step variant
+    for n in (1, 2, 3, 7, 300, 5000):
+        for _ in range(3):
+            j = np.append(np.arange(n - 1) + rng.integers(0, np.arange(n - 1, 0, -1) + 1), n - 1)
+            a = list(range(n))
+            for i, ji in enumerate(j[:-1].tolist()):
+                a[i], a[ji] = a[ji], a[i]
+            np.testing.assert_array_equal(_sample.fisher_yates(j.astype(np.int64)), a)
+            if n in (7, 300):
+                np.testing.assert_array_equal(np.asarray(traced(jnp.asarray(j, jnp.int64))), a)
+
+
+def test_compiled_randperm_equals_eager():
+    def perms(compiled):
+        funcgrad.manual_seed(9)
+        def f(x):
+            return funcgrad.randperm(300) + x
+        f = funcgrad.jit(f) if compiled else f
+        out = [f(funcgrad.zeros((), dtype=funcgrad.int64)).numpy() for _ in range(2)]
+        return out, funcgrad.get_rng_state().numpy()
+    (a, sa), (b, sb) = perms(False), perms(True)
+    for x, y in zip(a, b):
+        np.testing.assert_array_equal(x, y)
+    np.testing.assert_array_equal(sa, sb)
+
+
+def test_compiled_half_draws_equal_eager():
+    def draws(compiled):
+        funcgrad.manual_seed(4)
+
+        def f(x):
+            return (funcgrad.rand(37, dtype=funcgrad.float16), funcgrad.randn(40, dtype=funcgrad.bfloat16),
+                    funcgrad.empty(5, dtype=funcgrad.float16).normal_(), x.uniform_(0.3, 0.7),
+                    funcgrad.nn.functional.dropout(x * 3, 0.3))
+        f = funcgrad.jit(f) if compiled else f
+        out = [t.float().numpy() for t in f(funcgrad.empty(33, dtype=funcgrad.float16))]
+        return out, funcgrad.get_rng_state().numpy()
+    (a, sa), (b, sb) = draws(False), draws(True)
+    for x, y in zip(a, b):
+        np.testing.assert_array_equal(x, y)
+    np.testing.assert_array_equal(sa, sb)
+
+
 # ---- live against torch -----------------------------------------------------------------------
 @pytest.mark.torch
 @pytest.mark.parametrize("name", sorted(CASES))
@@ -236,3 +312,31 @@ def test_samplers_and_random_split_equal_live_torch():
         funcgrad.manual_seed(2)
         torch.manual_seed(2)
         assert case(funcgrad, fdata) == case(torch, tdata)
+
+
+@pytest.mark.torch
+@pytest.mark.parametrize("name", sorted(RNN_DROPOUT))
+def test_rnn_inter_layer_dropout_equals_live_torch(name):
+    torch = pytest.importorskip("torch")
+    _close_to(rnn_dropout(funcgrad, **RNN_DROPOUT[name]), rnn_dropout(torch, **RNN_DROPOUT[name]))
+    np.testing.assert_array_equal(funcgrad.get_rng_state().numpy(), torch.get_rng_state().numpy())
+
+
+@pytest.mark.torch
+@pytest.mark.parametrize("kind", ATTENTION_DROPOUT)
+def test_attention_dropout_equals_live_torch(kind):
+    torch = pytest.importorskip("torch")
+    _close_to(attention_dropout(funcgrad, kind), attention_dropout(torch, kind))
+    np.testing.assert_array_equal(funcgrad.get_rng_state().numpy(), torch.get_rng_state().numpy())
+
+
+@pytest.mark.torch
+def test_dropout_on_transposed_views_draws_in_storage_order_as_torch():
+    torch = pytest.importorskip("torch")
+    for m in (funcgrad, torch):
+        m.manual_seed(0)
+    x = np.arange(2 * 3 * 5, dtype=np.float32).reshape(2, 3, 5) + 1
+    for view in (lambda t: t.transpose(0, 1), lambda t: t.permute(2, 0, 1), lambda t: t[:, 1:]):
+        a = funcgrad.nn.functional.dropout(view(funcgrad.tensor(x)), 0.4).numpy()
+        b = torch.nn.functional.dropout(view(torch.tensor(x)), 0.4).numpy()
+        np.testing.assert_array_equal(a, b)

@@ -4,8 +4,8 @@ A recurrent stack is ONE op: every layer and direction runs as a ``jax.lax.scan`
 function of all the weights, so the forward is one jitted XLA call and the backward one jitted
 ``jax.vjp``, whatever the sequence length (a new length is a new trace, cached by jax). PyTorch's
 gate order: LSTM ``i, f, g, o``; GRU ``r, z, n`` with ``n = tanh(W_in x + b_in + r * (W_hn h + b_hn))``.
-Dropout masks (between layers, attention weights) come from a PRNG key passed as a plain array
-operand, so the kernels stay pure.
+Dropout noise (between layers, on attention weights) is drawn from the generator's stream by the
+caller, as PyTorch draws it, and passed as a plain array operand, so the kernels stay pure.
 """
 
 from __future__ import annotations
@@ -64,10 +64,11 @@ def _layer(mode, x, h0, c0, w_ih, w_hh, b_ih, b_hh, w_hr, reverse, lengths):
     return ys, h, c
 
 
-def _stack(x, h0, c0, key, lengths, *weights, mode, num_layers, bidirectional, has_bias, has_proj, dropout,
+def _stack(x, h0, c0, noise, lengths, *weights, mode, num_layers, bidirectional, has_bias, has_proj, dropout,
            train):
     """The whole stack. ``weights`` in PyTorch's ``_flat_weights`` order: per layer, per direction
-    ``w_ih, w_hh, [b_ih, b_hh], [w_hr]``. x: (L, N, H_in); h0: (layers*dirs, N, H_out)."""
+    ``w_ih, w_hh, [b_ih, b_hh], [w_hr]``. x: (L, N, H_in); h0: (layers*dirs, N, H_out); noise:
+    the inter-layer dropout noise ``(layers - 1, L, N, H_out*dirs)`` or None."""
     per = 2 + 2 * has_bias + has_proj
     dirs = 2 if bidirectional else 1
     hs, cs = [], []
@@ -87,24 +88,23 @@ def _stack(x, h0, c0, key, lengths, *weights, mode, num_layers, bidirectional, h
             hs.append(h)
             cs.append(c)
         inp = outs[0] if dirs == 1 else jnp.concatenate(outs, axis=-1)
-        if dropout > 0.0 and train and layer < num_layers - 1:
-            keep = jax.random.bernoulli(jax.random.fold_in(key, layer), 1.0 - dropout, inp.shape)
-            inp = jnp.where(keep, inp / (1.0 - dropout), 0.0).astype(inp.dtype)
+        if noise is not None and layer < num_layers - 1:
+            inp = inp * noise[layer]  # PyTorch's dropout: input * (bernoulli(1 - p) / (1 - p))
     if mode == "lstm":
         return inp, jnp.stack(hs), jnp.stack(cs)
     return inp, jnp.stack(hs)
 
 
-def _stack_lstm(x, h0, c0, key, lengths, *weights, **kw):
-    return _stack(x, h0, c0, key, lengths, *weights, mode="lstm", **kw)
+def _stack_lstm(x, h0, c0, noise, lengths, *weights, **kw):
+    return _stack(x, h0, c0, noise, lengths, *weights, mode="lstm", **kw)
 
 
-def _stack_gru(x, h0, key, lengths, *weights, **kw):
-    return _stack(x, h0, None, key, lengths, *weights, mode="gru", **kw)
+def _stack_gru(x, h0, noise, lengths, *weights, **kw):
+    return _stack(x, h0, None, noise, lengths, *weights, mode="gru", **kw)
 
 
-def _stack_rnn(x, h0, key, lengths, *weights, nonlinearity, **kw):
-    return _stack(x, h0, None, key, lengths, *weights, mode="rnn_" + nonlinearity, **kw)
+def _stack_rnn(x, h0, noise, lengths, *weights, nonlinearity, **kw):
+    return _stack(x, h0, None, noise, lengths, *weights, mode="rnn_" + nonlinearity, **kw)
 
 
 # PyTorch's CPU node names for these outputs depend on its backend; these are the common ones.
@@ -143,7 +143,7 @@ rnn_relu_cell = defop("rnn_relu_cell", lambda *a: _rnn_cell(*a, nonlinearity="re
 
 
 # ---- attention -----------------------------------------------------------------------------------
-def _attention(q, k, v, mask, key, *, scale, is_causal, dropout_p):
+def _attention(q, k, v, mask, noise, *, scale, is_causal, dropout_p):
     """softmax(q kᵀ · scale + mask) v over (..., L, E) / (..., S, E); returns (out, weights)."""
     s = (q @ jnp.swapaxes(k, -1, -2)) * scale
     L, S = q.shape[-2], k.shape[-2]
@@ -152,14 +152,13 @@ def _attention(q, k, v, mask, key, *, scale, is_causal, dropout_p):
     if mask is not None:
         s = jnp.where(mask, s, -jnp.inf) if mask.dtype == jnp.bool_ else s + mask
     w = jax.nn.softmax(s, axis=-1)
-    if dropout_p > 0.0:
-        keep = jax.random.bernoulli(key, 1.0 - dropout_p, w.shape)
-        w = jnp.where(keep, w / (1.0 - dropout_p), 0.0).astype(w.dtype)
+    if noise is not None:  # dropout of the weights: w * (bernoulli(1 - p) / (1 - p)), PyTorch's noise
+        w = w * noise
     return w @ v, w
 
 
-def _sdpa(q, k, v, mask, key, **kw):
-    return _attention(q, k, v, mask, key, **kw)[0]
+def _sdpa(q, k, v, mask, noise, **kw):
+    return _attention(q, k, v, mask, noise, **kw)[0]
 
 
 scaled_dot_product_attention = defop("scaled_dot_product_attention", _sdpa,

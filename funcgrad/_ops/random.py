@@ -95,7 +95,7 @@ def exponential_(self, lambd: float = 1.0, *, generator=None) -> Tensor:
 def cauchy_(self, median: float = 0.0, sigma: float = 1.0, *, generator=None) -> Tensor:
     """Fill with Cauchy draws: ``median + sigma * tan(pi * (u - 0.5))`` (u: float64 uniforms)."""
     u = _sample.uniform(generator, tuple(self.shape), np.float64)
-    return _fill(self, (median + sigma * jnp.tan(math.pi * (u - 0.5))).astype(self.dtype.np))
+    return _fill(self, _sample.from_double(median + sigma * jnp.tan(math.pi * (u - 0.5)), self.dtype.np))
 
 
 @export("log_normal_", function=False)
@@ -104,7 +104,7 @@ def log_normal_(self, mean: float = 1.0, std: float = 2.0, *, generator=None) ->
     g = _sample.generator_or_default(generator)
     n = math.prod(self.shape)
     z = np.asarray(_sample._normal_scalar(g, n, float(mean), float(std)), np.float64)
-    return _fill(self, jnp.asarray(np.exp(z).astype(self.dtype.np).reshape(tuple(self.shape))))
+    return _fill(self, jnp.asarray(_sample.from_double(np.exp(z), self.dtype.np).reshape(tuple(self.shape))))
 
 
 @export("geometric_", function=False)

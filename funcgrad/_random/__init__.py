@@ -15,8 +15,8 @@ as eager and as PyTorch. (That costs about what ``jax.random`` costs: a dropout 
 activation inside a compiled step took 3.2 ms against 2.9 ms with ``jax.random.bernoulli`` here;
 ``python -m funcgrad.bench --only random`` shows both, so there is no opt-in to another PRNG.)
 
-Not PyTorch's numbers: RNN inter-layer and attention-weight dropout draw ``jax.random`` masks
-from a key made of two stream words (``next_key``).
+Not PyTorch's numbers: Gamma-family samples (``distributions._gamma``) draw with
+``jax.random.gamma`` from a key made of two stream words (``next_key``).
 """
 
 from __future__ import annotations
@@ -221,8 +221,8 @@ def generator_or_default(generator) -> Generator:
 def next_key(generator: Generator | None = None):
     """A JAX PRNG key made from two words of the generator's stream.
 
-    For the few samplers that still draw with ``jax.random`` (RNN inter-layer and attention
-    dropout): they advance the same stream, but their values are not PyTorch's.
+    For the one sampler that still draws with ``jax.random`` (``distributions``' Gamma): it
+    advances the same stream, but its values are not PyTorch's.
     """
     g = generator_or_default(generator)
     w = g._raw(2)

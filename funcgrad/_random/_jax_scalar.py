@@ -1,5 +1,5 @@
-"""The sequential samplers inside a compiled step: PyTorch's scalar normal path (with the
-cached second sample kept in the traced state vector) and randperm's Fisher-Yates swaps.
+"""The sequential sampler inside a compiled step: PyTorch's scalar normal path (with the
+cached second sample kept in the traced state vector).
 
 libm's ``log1p`` is replaced by XLA's here, so a scalar-path normal drawn inside
 ``funcgrad.jit`` may differ from eager (and PyTorch) in the last bit; the stream stays the same.
@@ -41,10 +41,3 @@ def normal_scalar_traced(g, n: int, mean: float, std: float):
         g._cell.value = st
     return jnp.stack(out) if out else jnp.zeros((0,), jnp.float64)
 
-
-def fisher_yates_traced(r, n: int):
-    def body(i, a):
-        j = (r[i] % (n - i).astype(jnp.uint32)).astype(jnp.int64) + i
-        ai, aj = a[i], a[j]
-        return a.at[i].set(aj).at[j].set(ai)
-    return lax.fori_loop(0, max(n - 1, 0), body, jnp.arange(n, dtype=jnp.int64))

@@ -18,12 +18,15 @@ TransformationHelper.h, native/cpu/DistributionTemplates.h, DistributionKernels.
   MKL path (``viRngBernoulli``) is active draw other masks, and funcgrad follows the default.
 - bernoulli with tensor probabilities: ``uniform < p`` in the probabilities' precision.
 - randint / ``random_(from, to)``: ``word % range + from`` (``random64()`` when ``range >= 2**32``).
-- randperm (``n < 2**32 / 20``): forward Fisher-Yates, ``z = word % (n - i)``; beyond it the
-  inside-out variant with ``random64()``.
+- randperm (``n < 2**32 / 20``): forward Fisher-Yates, ``z = word % (n - i)`` (its swaps
+  computed without a sequential loop, ``fisher_yates``); beyond it the inside-out variant with
+  ``random64()``.
 - exponential: ``-1 / lambda * log1p(-uniform64)`` in double, then cast.
 
-float16/bfloat16 results are the float32 ones rounded (PyTorch computes some of these in half
-precision, so their last bit may differ).
+float16/bfloat16 follow the same kernels in float32 (PyTorch's op-math type), then round: uniform
+clamps a value rounded up to ``to`` back to ``from``; normal at least 16 elements draws only the
+whole blocks' words plus the tail's; double results (the scalar normal path, exponential) round
+twice, double -> float -> half, as ``static_cast`` does.
 """
 
 from __future__ import annotations
@@ -59,10 +62,14 @@ def _u53(r):
 
 @partial(jax.jit, static_argnums=(3,))
 def _uniform_kernel(r, lo, hi, dtype):
+    """``uniform_kernel``: in the op-math type (float32 for half types), cast, and a value that
+    the cast (or the multiply-add) rounded up to ``to`` becomes ``from``."""
     if dtype == np.float64:
-        return _u53(r) * (hi - lo) + lo
+        v = _u53(r) * (hi - lo) + lo
+        return jnp.where(v == hi, lo, v)
     lo, hi = lo.astype(jnp.float32), hi.astype(jnp.float32)
-    return _u24(r) * (hi - lo) + lo
+    v = (_u24(r) * (hi - lo) + lo).astype(dtype)
+    return jnp.where(v == hi.astype(dtype), lo.astype(dtype), v)
 
 
 # ---- Cephes log / sincos as avx_mathfun.h computes them (float32) ------------------------------
@@ -178,6 +185,18 @@ def _float_dtype(dtype):
     return np.float64 if dtype == np.float64 else np.float32
 
 
+def _reduced(dtype) -> bool:
+    return np.dtype(dtype).itemsize == 2
+
+
+def from_double(x, dtype):
+    """A double result as ``static_cast<scalar_t>(double)`` stores it: half types have only a
+    float constructor, so they round twice (double -> float -> half)."""
+    if _reduced(dtype):
+        x = x.astype(np.float32)
+    return x.astype(dtype)
+
+
 _SMALL = 1 << 15  # eager draws below this many elements run padded to a power of two
 
 
@@ -208,7 +227,7 @@ def uniform(generator, shape, dtype, low=0.0, high=1.0):
     dt = _float_dtype(dtype)
     k = 2 if dt == np.float64 else 1
     r = g._raw(n * k)
-    out = _call(_uniform_kernel, r, k, n, np.float64(low), np.float64(high), dt)
+    out = _call(_uniform_kernel, r, k, n, np.float64(low), np.float64(high), np.dtype(dtype))
     return _finish(out, tuple(shape), dtype)
 
 
@@ -222,12 +241,14 @@ def normal(generator, shape, dtype, mean=0.0, std=1.0):
             vals = normal_scalar_traced(g, n, mean, std)
         else:
             vals = jnp.asarray(np.asarray(_normal_scalar(g, n, float(mean), float(std)), np.float64))
-        return vals.astype(dtype).reshape(shape)
+        return from_double(vals, dtype).reshape(shape)
     k = 2 if dt == np.float64 else 1
-    with g._lock:
-        r = g._raw(n * k)
-        tail = g._raw(16 * k) if n % 16 else None
     m = n // 16 * 16
+    with g._lock:
+        # float/double draw all n uniforms into the output first; half types fill a 16-float
+        # buffer per whole block, so the words of the overwritten partial block are never drawn
+        r = g._raw((m if _reduced(dtype) else n) * k)
+        tail = g._raw(16 * k) if n % 16 else None
     args = (float(mean), float(std), dt)
     out = _call(_normal_blocks_kernel, r[:m * k], k, m, *args)
     if tail is not None:  # the last 16 elements come from 16 fresh uniforms
@@ -290,6 +311,42 @@ def bernoulli_scalar(generator, shape, p, dtype=np.bool_, one=1):
     return _finish(keep, tuple(shape), dt)
 
 
+def _memory_order(shape, strides):
+    """The dims from outermost to innermost in storage when ``strides`` lay ``shape`` out densely
+    but not row-major (a transposed view), else None. ``empty_like`` keeps such a layout and
+    a nullary kernel fills it in storage order, so the draws follow this order."""
+    if strides is None:
+        return None
+    dims = [d for d in range(len(shape)) if shape[d] != 1]
+    perm = sorted(dims, key=lambda d: -strides[d])
+    if perm == dims:
+        return None
+    acc = 1
+    for d in reversed(perm):
+        if strides[d] != acc:
+            return None
+        acc *= shape[d]
+    return perm + [d for d in range(len(shape)) if shape[d] == 1]
+
+
+def dropout_noise(generator, shape, p: float, dtype, strides=None):
+    """PyTorch's ``_dropout_impl`` noise: ``bernoulli_(1 - p)`` of ``empty_like(input)`` divided
+    by ``1 - p`` (``div_`` by a scalar: for half types in float32, then rounded, so ``p = 0.3``
+    scales by ``half(1 / float32(0.7))``). With the input's ``strides``, a dense transposed
+    layout is filled in storage order. ``p == 1`` and empty shapes draw nothing (all zeros)."""
+    dt = np.dtype(dtype)
+    shape = tuple(shape)
+    if p == 1.0 or math.prod(shape) == 0:
+        return jnp.zeros(shape, dt)
+    op = np.dtype(_float_dtype(dt))
+    scale = (np.asarray(1, op) / np.asarray(1.0 - p, op)).astype(dt)
+    perm = _memory_order(shape, strides)
+    if perm is None:
+        return bernoulli_scalar(generator, shape, 1.0 - p, dt, scale)
+    noise = bernoulli_scalar(generator, tuple(shape[d] for d in perm), 1.0 - p, dt, scale)
+    return jnp.transpose(noise, np.argsort(perm))
+
+
 @jax.jit
 def _bernoulli_tensor_kernel(r, p):
     if p.dtype == jnp.float64:
@@ -304,19 +361,59 @@ def bernoulli_tensor(generator, probs):
     return _bernoulli_tensor_kernel(r, probs)
 
 
+def fisher_yates(j, xp=np):
+    """The permutation PyTorch's forward Fisher-Yates makes (``swap(a[i], a[j[i]])`` for ``i =
+    0, 1, ...``, ``j[i] >= i``; ``j`` has ``n`` entries, the last ``n - 1``), without the
+    sequential loop. Position ``i`` is final after step ``i``. Let ``e[i]`` be the element at
+    position ``i`` just before step ``i``: step ``k`` moves ``e[k]`` to ``j[k]``, so ``e[i] =
+    e[prev(i)]`` for the last step ``prev(i) < i`` that targeted ``i``, or ``i`` if none did;
+    ``e`` is then the root of a forest, found by pointer jumping (``ceil(log2 n)`` gathers). The
+    result at ``i`` is what sits at ``j[i]`` before step ``i``: ``e`` of the last earlier step
+    that targeted ``j[i]``, or ``j[i]`` itself. "Last earlier step with the same target" is the
+    predecessor in the steps sorted by ``(target, step)``. ``xp``: ``numpy`` or ``jax.numpy``."""
+    n = j.shape[0]
+    t = xp.arange(n, dtype=xp.int64)
+    keys = xp.sort(j * n + t)                       # steps ordered by (target, step)
+    ts, js = keys % n, keys // n
+    same = js[1:] == js[:-1]
+    pred = xp.concatenate([xp.full((1,), -1, xp.int64), xp.where(same, ts[:-1], -1)])
+    if xp is np:
+        rank = np.empty(n, np.int64)
+        rank[ts] = t
+    else:
+        rank = xp.zeros(n, xp.int64).at[ts].set(t)
+    src = pred[rank]                                 # last earlier step with target j[i]
+    counts = xp.bincount(j, length=n) if xp is not np else np.bincount(j, minlength=n)
+    end = xp.maximum(xp.cumsum(counts) - 1, 0)       # each target's last step
+    prev = xp.where(counts == 0, -1, xp.where(ts[end] == t, pred[end], ts[end]))
+    ptr = xp.where(prev >= 0, prev, t)
+    if xp is np:
+        while True:
+            nxt = ptr[ptr]
+            if np.array_equal(nxt, ptr):
+                break
+            ptr = nxt
+    else:
+        ptr = lax.fori_loop(0, max(n - 1, 1).bit_length(), lambda _, p: p[p], ptr)
+    return xp.where(src >= 0, ptr[xp.maximum(src, 0)], j)
+
+
 def randperm(generator, n: int) -> np.ndarray:
     """PyTorch's ``randperm`` (int64 NumPy array, or a traced array in a compiled step)."""
     g = generator_or_default(generator)
     if n < (1 << 32) // 20:
         r = g._raw(max(n - 1, 0))
-        if isinstance(r, jax.core.Tracer):
-            from ._jax_scalar import fisher_yates_traced
-            return fisher_yates_traced(r, n)
-        a = list(range(n))
-        for i, z in enumerate((r % np.arange(n, 1, -1, dtype=np.uint32)).tolist()):
-            j = z + i
-            a[i], a[j] = a[j], a[i]
-        return np.asarray(a, np.int64)
+        if n <= 1:
+            return np.arange(n, dtype=np.int64)
+        xp = jnp if isinstance(r, jax.core.Tracer) else np
+        i = xp.arange(n - 1, dtype=xp.int64)
+        z = (r % xp.arange(n, 1, -1, dtype=xp.uint32)).astype(xp.int64)
+        if xp is np and n <= 256:  # a short Python loop beats the vectorised passes' overhead
+            a = list(range(n))
+            for k, zk in enumerate(z.tolist()):
+                a[k], a[k + zk] = a[k + zk], a[k]
+            return np.asarray(a, np.int64)
+        return fisher_yates(xp.concatenate([z + i, xp.full((1,), n - 1, xp.int64)]), xp)
     r = np.asarray(g._raw(2 * n)).astype(np.uint64).reshape(-1, 2)  # inside-out, random64
     v = (r[:, 0] << np.uint64(32)) | r[:, 1]
     a = np.empty(n, np.int64)
@@ -333,10 +430,10 @@ def exponential(generator, shape, dtype, lambd=1.0):
     r = g._raw(2 * n)
     if isinstance(r, jax.core.Tracer):
         u = _u53(r)
-        return (-1.0 / lambd * jnp.log1p(-u)).astype(dtype).reshape(shape)
+        return from_double(-1.0 / lambd * jnp.log1p(-u), dtype).reshape(shape)
     r = r.astype(np.uint64).reshape(-1, 2)
     u = ((r[:, 0] << np.uint64(32) | r[:, 1]) & np.uint64(_MASK53)).astype(np.float64) * 2.0 ** -53
     c = -1.0 / float(lambd)
     # libm's log1p per element (NumPy's vectorised log1p differs in the last bit)
     out = np.fromiter((c * math.log1p(-x) for x in u.tolist()), np.float64, n)
-    return jnp.asarray(out.astype(dtype).reshape(shape))
+    return jnp.asarray(from_double(out, dtype).reshape(shape))

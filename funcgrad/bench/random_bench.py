@@ -17,7 +17,8 @@ def run() -> list[dict]:
     cases = [("randn(1000, 1000)", lambda m, x: m.randn(1000, 1000)),
              ("dropout mask 64x4096 (p=0.1)", lambda m, x: m.nn.functional.dropout(x, 0.1)),
              ("rand(1000, 1000)", lambda m, x: m.rand(1000, 1000)),
-             ("randperm(60000)", lambda m, x: m.randperm(60000))]
+             ("randperm(60000)", lambda m, x: m.randperm(60000)),
+             ("randperm(1000)", lambda m, x: m.randperm(1000))]
     for name, f in cases:
         rows.append(dict(bench=f"eager {name}", impl="funcgrad",
                          us=_time(lambda: jax.block_until_ready(f(fg, x)._value), 20) * 1e6))

@@ -6,21 +6,27 @@ from __future__ import annotations
 import math
 
 import jax.numpy as jnp
+import numpy as np
 
-from .. import _random
-from .._factories import zeros
 from .._dispatch import apply
+from .._factories import zeros
 from .._ops import nn_rnn as _k
 from .._ops.linalg import matmul
 from .._ops.shape import cat
+from .._random import _sample
 from .._tensor import Tensor
 
 __all__ = ["scaled_dot_product_attention", "multi_head_attention_forward"]
 
 
-def _key(p: float):
-    """A PRNG key operand for a dropout inside a kernel, or None (deterministic kernel)."""
-    return _random.next_key() if p > 0.0 else None
+def _noise(p: float, q: Tensor, k: Tensor):
+    """The attention weights' dropout noise, or None (no dropout): PyTorch's math path (and
+    ``multi_head_attention_forward``) applies ``dropout`` to the softmax weights of shape
+    ``batch (broadcast) + (L, S)``, so the mask is that shape's ``bernoulli_`` draw, row-major."""
+    if p <= 0.0:
+        return None
+    shape = tuple(np.broadcast_shapes(tuple(q.shape[:-2]), tuple(k.shape[:-2]))) + (q.shape[-2], k.shape[-2])
+    return _sample.dropout_noise(None, shape, p, q.dtype.np)
 
 
 def scaled_dot_product_attention(query: Tensor, key: Tensor, value: Tensor,
@@ -50,8 +56,8 @@ def scaled_dot_product_attention(query: Tensor, key: Tensor, value: Tensor,
         value = value.repeat_interleave(rep, dim=-3)
     s = 1.0 / math.sqrt(query.shape[-1]) if scale is None else float(scale)
     p = float(dropout_p)
-    return apply(_k.scaled_dot_product_attention, query, key, value, attn_mask, _key(p), scale=s,
-                 is_causal=bool(is_causal), dropout_p=p)
+    return apply(_k.scaled_dot_product_attention, query, key, value, attn_mask, _noise(p, query, key),
+                 scale=s, is_causal=bool(is_causal), dropout_p=p)
 
 
 def _linear(x, w, b):
@@ -116,7 +122,7 @@ def multi_head_attention_forward(query, key, value, embed_dim_to_check, num_head
             key_padding_mask = _pad_last(key_padding_mask)
     mask = _merge_masks(attn_mask, key_padding_mask, bsz, num_heads, tgt_len, src_len, q.dtype)
     p = float(dropout_p) if training else 0.0
-    out, w = apply(_k.attention_with_weights, q, k, v, mask, _key(p), scale=1.0 / math.sqrt(head_dim),
+    out, w = apply(_k.attention_with_weights, q, k, v, mask, _noise(p, q, k), scale=1.0 / math.sqrt(head_dim),
                    is_causal=False, dropout_p=p)
     out = out.permute(2, 0, 1, 3).reshape(tgt_len * bsz, embed_dim)
     out = _linear(out, out_proj_weight, out_proj_bias).view(tgt_len, bsz, embed_dim)

@@ -341,10 +341,10 @@ def _check_p(p):
 
 
 def _noise(input, shape, p):
-    """PyTorch's ``_dropout_impl`` noise: ``bernoulli_(1 - p)`` of ``shape``, divided by ``1 - p``
-    in the input's dtype (so ``p = 0.1`` scales by ``float32(1) / float32(0.9)``)."""
-    dt = np.dtype(input.dtype.np)
-    return _sample.bernoulli_scalar(None, shape, 1.0 - p, dt, np.asarray(1, dt) / np.asarray(1.0 - p, dt))
+    """PyTorch's ``_dropout_impl`` noise (``_sample.dropout_noise``) in the input's dtype, drawn
+    in the input's storage order when it is a dense transposed view (as ``empty_like`` keeps it)."""
+    strides = input.stride() if shape == tuple(input.shape) and not input.is_contiguous() else None
+    return _sample.dropout_noise(None, shape, p, input.dtype.np, strides)
 
 
 def dropout(input: Tensor, p: float = 0.5, training: bool = True, inplace: bool = False) -> Tensor:

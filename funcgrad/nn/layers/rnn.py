@@ -9,12 +9,16 @@ from __future__ import annotations
 import math
 import warnings
 
-from ... import _dtype, _factories, _random
+import jax.numpy as jnp
+
+from ... import _dtype, _factories
 from ..._dispatch import apply
 from ..._ops import nn_rnn as _k
+from ..._random import _sample
 from .. import init
 from ..module import Module
 from ..parameter import Parameter
+from ..utils.rnn import _layout, _lengths
 from ..utils.rnn import PackedSequence, _pack_like, _unpack_for_rnn
 
 __all__ = ["RNNBase", "RNN", "LSTM", "GRU", "RNNCellBase", "RNNCell", "LSTMCell", "GRUCell"]
@@ -150,20 +154,23 @@ class RNNBase(Module):
             h0, c0 = hx, None
             _check_hidden(h0, h_shape, "Expected hidden size")
         p = self.dropout if self.training else 0.0
-        key = _random.next_key() if p > 0 and self.num_layers > 1 else None
+        noise = None
+        if p > 0 and self.num_layers > 1:
+            noise = _inter_layer_noise(p, self.num_layers - 1, input, real_hidden * dirs,
+                                       pk if packed else None)
         lens = None if lengths is None else lengths
         kw = dict(num_layers=self.num_layers, bidirectional=self.bidirectional, has_bias=self.bias,
                   has_proj=self.proj_size > 0, dropout=p, train=self.training)
         w = self._flat_weights
         if self.mode == "LSTM":
-            out, h, c = apply(_k.lstm, input, h0, c0, key, lens, *w, **kw)
+            out, h, c = apply(_k.lstm, input, h0, c0, noise, lens, *w, **kw)
             hidden = (h, c)
         elif self.mode == "GRU":
-            out, h = apply(_k.gru, input, h0, key, lens, *w, **kw)
+            out, h = apply(_k.gru, input, h0, noise, lens, *w, **kw)
             hidden = h
         else:
             nl = "tanh" if self.mode == "RNN_TANH" else "relu"
-            out, h = apply(_k.rnn, input, h0, key, lens, *w, nonlinearity=nl, **kw)
+            out, h = apply(_k.rnn, input, h0, noise, lens, *w, nonlinearity=nl, **kw)
             hidden = h
         if out.grad_fn is not None:  # PyTorch's node names for the assembled results
             if self.bidirectional:
@@ -180,6 +187,20 @@ class RNNBase(Module):
         elif self.batch_first:
             out = out.transpose(0, 1)
         return out, hidden
+
+
+def _inter_layer_noise(p, n, input, width, packed):
+    """The dropout noise of the ``n`` layer outputs between layers, drawn as PyTorch's
+    ``apply_layer_stack`` draws it: ``dropout(layer_output)`` after each layer but the last, on
+    the sequence-first ``(L, N, width)`` output, or on a packed sequence's data ``(rows, width)``
+    (its rows are scattered back into the padded batch the kernel runs on). Nothing else draws
+    between the layers, so the ``n`` masks are one draw, layer after layer."""
+    L, N = input.shape[0], input.shape[1]
+    if packed is None:
+        return _sample.dropout_noise(None, (n, L, N, width), p, input.dtype.np)
+    _, t_idx, b_idx = _layout(_lengths(packed))
+    rows = _sample.dropout_noise(None, (n, t_idx.size, width), p, input.dtype.np)
+    return jnp.zeros((n, L, N, width), rows.dtype).at[:, t_idx, b_idx].set(rows)
 
 
 def _check_hidden(h, shape, what):
