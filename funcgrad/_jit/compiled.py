@@ -84,8 +84,7 @@ class CompiledFunction:
         small = (tree, tuple(map(_leaf_key, leaves)), _autocast_key())
         entry = layout.fast.get(small)  # per layout: no hashing of the long layout key per call
         if entry is None:
-            key = (layout.key,) + small
-            entry = self._entries.get(key)
+            entry = self._lookup(layout, small, in_tensors)  # (trace.lookup)
             if entry is None:
                 entry = self._trace(layout, args, kwargs, leaves, tree, in_tensors, hyp)
                 if layout is not self._layout:  # the trace lifted more state: a new layout
@@ -93,11 +92,10 @@ class CompiledFunction:
                     in_tensors = [x for x in leaves if isinstance(x, Tensor)
                                   and id(x._cell) not in layout.cell_index]
                     hyp = layout.hyper_values()
-                    key = (layout.key,) + small
-            if not entry.one_shot:
-                self._entries[key] = layout.fast[small] = entry
-            else:  # the state it creates is found by the next call's discovery, then cached
-                self._layout = None
+                if not entry.one_shot:
+                    self._store(layout, small, entry, in_tensors)
+                else:  # the state it creates is found by the next call's discovery, then cached
+                    self._layout = None
         return self._run(entry, layout, leaves, in_tensors, hyp)
 
     def _discover(self, leaves, objs) -> _Layout:
@@ -162,6 +160,8 @@ class CompiledFunction:
 
     # phase 3, tracing (funcgrad/_jit/trace.py): plain functions of the step, used as methods
     _trace = _trace_mod.trace
+    _lookup = _trace_mod.lookup
+    _store = _trace_mod.store
     _walk_roots = _trace_mod.walk_roots
     _scrub = _trace_mod.scrub
 
@@ -190,9 +190,7 @@ class CompiledFunction:
             if layout is None or list(map(id, objs)) != self._layout_args or not layout.valid():
                 layout = self._discover(leaves, objs)
             small = (tree, tuple(map(_leaf_key, leaves)), _autocast_key())
-            entry = layout.fast.get(small)
-            if entry is None:
-                entry = self._entries.get((layout.key,) + small)
+            entry = self._lookup(layout, small, self._in_tensors(leaves, layout))
             if entry is None:
                 before = _walk(self._walk_roots(leaves), dicts=True).dicts
                 entry = self._trace(layout, args, kwargs, leaves, tree, self._in_tensors(leaves, layout),
@@ -206,7 +204,7 @@ class CompiledFunction:
                         for k in [k for k in d if k not in keys]:
                             del d[k]
                 else:
-                    self._entries[(layout.key,) + small] = layout.fast[small] = entry
+                    self._store(layout, small, entry, self._in_tensors(leaves, layout))
             state, hyp, inputs = self._program_inputs(entry, leaves, self._in_tensors(leaves, layout),
                                                       layout.hyper_values())
             fn, consts = entry.fn, ()

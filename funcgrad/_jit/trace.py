@@ -37,9 +37,127 @@ _PKG_DIR = os.path.dirname(os.path.abspath(__file__)) + os.sep
 class _Entry:
     """One compiled program and how to write its results back into the Python objects."""
 
-    __slots__ = ("fn", "changed", "grad_reuse", "grad_none", "grad_new", "grad_objs", "new_cells",
-                 "new_tensors", "inputs_written", "versions", "out_tree", "out_kinds", "n_changed",
-                 "one_shot", "in_cells", "hyp_idx", "inp_idx", "packs", "in_packs")
+    __slots__ = ("fn", "changed", "grad_none", "grad_new", "grad_objs", "new_tensors",
+                 "inputs_written", "versions", "out_tree", "out_kinds", "n_changed", "one_shot",
+                 "in_cells", "hyp_idx", "inp_idx", "packs", "in_packs", "tpl")
+
+
+# ---- programs shared by the layouts of one structure (CompiledFunction._lookup/_store) ----------
+# An _Entry names the objects it writes back (cells, tensors, version counters). Its template
+# names them by place instead: ("s", i) is layout.tensors[i], ("i", j) the j-th tensor argument
+# of the call (so a call with other argument tensors writes back into those), cells by their
+# index in layout.cells. One template serves every layout of its structure key (``skey``).
+class _Template:
+    __slots__ = ("same", "changed", "in_cells", "packs", "in_packs", "grad_none", "grad_new",
+                 "grad_objs", "inputs_written", "versions", "per_call")
+
+
+_SAME = ("fn", "out_tree", "out_kinds", "n_changed", "one_shot", "hyp_idx", "inp_idx")
+
+
+def _encode(e: _Entry, layout, in_tensors):
+    """``e``'s template, or None when it names an object that has no place in the layout."""
+    ci = layout.cell_index
+    ti = {id(t): i for i, t in enumerate(layout.tensors)}
+    ii = {id(t): j for j, t in enumerate(in_tensors)}
+    vi = {}
+    for i, t in enumerate(layout.tensors):
+        vi.setdefault(id(t._ver), i)
+
+    def tref(t):
+        if id(t) in ii:
+            return ("i", ii[id(t)])
+        return ("s", ti[id(t)])
+
+    try:
+        p = _Template()
+        p.same = {k: getattr(e, k) for k in _SAME}  # (no object of the layout: kept alive)
+        p.changed = [ci[id(c)] for c in e.changed]
+        p.in_cells = [ci[id(c)] for c in e.in_cells]
+        p.packs = [([ci[id(c)] for c in P.cells], P.shapes) for P in e.packs]
+        p.in_packs = [next(k for k, P in enumerate(e.packs) if P is Q) for Q in e.in_packs]
+        p.grad_none = list(map(tref, e.grad_none))
+        p.grad_new = list(map(tref, e.grad_new))
+        p.grad_objs = [(tref(t), ("s", ti[id(g)])) for t, g in e.grad_objs]
+        p.inputs_written = [(ii[id(t)], d) for t, d in e.inputs_written]
+        p.versions = [(vi[id(v)], d) for v, d in e.versions]
+    except KeyError:
+        return None
+    p.per_call = any(r[0] == "i" for r in p.grad_none + p.grad_new + [a for a, _ in p.grad_objs]) \
+        or bool(p.inputs_written)
+    return p
+
+
+def _decode_inputs(e: _Entry, p: _Template, tensors, in_tensors) -> None:
+    def t(r):
+        return tensors[r[1]] if r[0] == "s" else in_tensors[r[1]]
+    e.grad_none = list(map(t, p.grad_none))
+    e.grad_new = list(map(t, p.grad_new))
+    e.grad_objs = [(t(a), t(b)) for a, b in p.grad_objs]
+    e.inputs_written = [(in_tensors[j], d) for j, d in p.inputs_written]
+
+
+def _decode(p: _Template, layout, in_tensors) -> _Entry:
+    """An entry of ``p``'s program for ``layout`` (whose skey is the template's)."""
+    e = _Entry()
+    for k, v in p.same.items():
+        setattr(e, k, v)
+    e.new_tensors = []  # (a trace that makes state tensors is never cached)
+    cells, tensors = layout.cells, layout.tensors
+    e.changed = [cells[i] for i in p.changed]
+    e.in_cells = [cells[i] for i in p.in_cells]
+    e.packs = [_pack.Pack([cells[i] for i in idx], shapes) for idx, shapes in p.packs]
+    e.in_packs = [e.packs[k] for k in p.in_packs]
+    e.versions = [(tensors[i]._ver, d) for i, d in p.versions]
+    _decode_inputs(e, p, tensors, in_tensors)
+    e.tpl = p
+    return e
+
+
+def lookup(self, layout, small, in_tensors):
+    """The entry cached for ``layout`` and these arguments (``CompiledFunction._lookup``), or None.
+
+    A layout met before (same cells) has its entries in ``layout.fast``; a new layout of a
+    structure met before (``.grad`` tensors made anew) gets the template's program rebound.
+    An entry whose write-back names tensor arguments is kept apart (``(small, 1)``: a call
+    never finds it on the fast path) and rebound to each call's arguments.
+    """
+    e = layout.fast.get(small)
+    if e is not None:
+        return e
+    e = layout.fast.get((small, 1))
+    if e is None:
+        p = self._entries.get((layout.skey,) + small)
+        if p is None:
+            p = self._entries.get((layout.key,) + small)
+            if p is None:
+                return None
+        e = p if isinstance(p, _Entry) else _decode(p, layout, in_tensors)
+        layout.fast[_fast_key(e, small)] = e
+    p = e.tpl
+    if p is not None and p.per_call:
+        e = _copy(e)
+        _decode_inputs(e, p, layout.tensors, in_tensors)
+    return e
+
+
+def store(self, layout, small, e: _Entry, in_tensors) -> None:
+    """Cache a traced entry (``CompiledFunction._store``): for this layout and its structure."""
+    e.tpl = p = _encode(e, layout, in_tensors)
+    layout.fast[_fast_key(e, small)] = e
+    # (an entry without a template is cached for this layout's cells only: its key names them)
+    self._entries[(layout.skey if p is not None else layout.key,) + small] = p if p is not None else e
+
+
+def _fast_key(e: _Entry, small):
+    return (small, 1) if e.tpl is not None and e.tpl.per_call else small
+
+
+def _copy(e: _Entry) -> _Entry:
+    c = _Entry()
+    for k in _Entry.__slots__:
+        setattr(c, k, getattr(e, k))
+    return c
 
 
 # ---- the trace (CompiledFunction._trace) -------------------------------------------------------
@@ -441,6 +559,7 @@ def _collect(plan, layout, state, inputs, in_tensors, grads0, in_leaves, in_grad
              out, roots):
     """Read the effects of the traced step into an ``_Entry`` and the flat traced outputs."""
     e = _Entry()
+    e.tpl = None
     cells = layout.cells
     changed, vals = [], []
     for c, v in zip(cells, state):
