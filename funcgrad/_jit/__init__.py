@@ -1,7 +1,7 @@
 """The jit bridge: an unmodified PyTorch-style step as one XLA program (``funcgrad.jit``).
 
 (Package named ``_jit`` so that importing it can never shadow the ``funcgrad.jit`` function.
-Its modules follow the phases: ``common`` (shared counters, the call lock, input keys),
+Its modules follow the phases: ``common`` (shared counters, input keys),
 ``discover`` (1, and the layout that 2 checks), ``trace`` (3, and ``cond``), ``compiled``
 (``CompiledFunction``: 2 and 4, ``lower``; ``jit``), ``pack`` (small state as one buffer, 4)
 and ``module`` (``compile(module)``).)

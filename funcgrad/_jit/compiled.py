@@ -8,6 +8,7 @@ writes the new arrays back into the Python objects. ``lower`` stops before runni
 from __future__ import annotations
 
 import functools
+import threading
 from typing import Callable
 
 import jax
@@ -17,7 +18,7 @@ from .. import _random
 from ..amp.autocast_mode import state_key as _autocast_key
 from .._tensor import Tensor
 from . import trace as _trace_mod
-from .common import (_CALL_LOCK, _GEN, _flatten_args, _get_cell_value, _is_fast_leaf,
+from .common import (_GEN, _flatten_args, _get_cell_value, _is_fast_leaf,
                      _leaf_key, _objects, structure_changed)
 from .discover import _WRAPPERS, _Layout, _walk
 from .trace import _Entry
@@ -42,6 +43,7 @@ class CompiledFunction:
         self._trees: dict = {}
         self._warned_attrs: set = set()  # Python attributes a trace changed (warned once)
         self._last_trace = None  # (layout, input tree, leaf keys) of the last trace: retrace_reasons
+        self._lock = threading.RLock()  # see __call__
         self.num_traces = 0
         self.retrace_reasons: list[str] = []
         functools.update_wrapper(self, fn, updated=())
@@ -59,10 +61,10 @@ class CompiledFunction:
 
     # -- the call ---------------------------------------------------------------------------
     def __call__(self, *args, **kwargs):
-        # one call at a time, process-wide: tracing swaps tracers into shared cells (the
-        # global RNG key, Tensor._set_value, the _Cell class) that another thread's trace or
-        # run would otherwise read or restore wrongly; running holds it only for the dispatch
-        with _CALL_LOCK:
+        # one call of this step at a time (its caches and layout are per step); other steps
+        # run concurrently on other threads: a trace binds its tracers in this thread's frame
+        # (funcgrad._storage.Frame), so no other thread ever sees them
+        with self._lock:
             return self._call(args, kwargs)
 
     def _call(self, args, kwargs):
@@ -183,7 +185,7 @@ class CompiledFunction:
         >>> step(funcgrad.ones(3)), step.num_traces
         (tensor(3.), 1)
         """
-        with _CALL_LOCK:  # tracing swaps tracers into shared cells, as in __call__
+        with self._lock:  # as __call__
             leaves, tree = _flatten_args(args, kwargs)
             objs = _objects(leaves)
             layout = self._layout

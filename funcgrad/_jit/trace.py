@@ -11,7 +11,6 @@ resulting program. ``trace``/``scrub``/``walk_roots`` are ``CompiledFunction`` m
 from __future__ import annotations
 
 import functools
-import gc
 import itertools
 import os
 import sys
@@ -24,7 +23,7 @@ import numpy as np
 from jax.extend.core import ClosedJaxpr, jaxpr_as_fun
 
 from .. import _lift, _random, _storage
-from .._storage import _Cell, _TracedCell
+from .._storage import _TracedCell
 from .._tensor import Tensor
 from . import pack as _pack
 from .common import (_GEN, _SCALARS, _Tracer, _get_cell_value, _leaf_key, _objects,
@@ -169,34 +168,34 @@ def trace(self, layout, args, kwargs, leaves, tree, in_tensors, hyp, _attempt=0)
     fn = self._fn
     n_state, n_hyp = len(layout.cells), len(hyp)
 
+    # this thread's binding frame: the state cells are bound to the tracers (other threads
+    # keep seeing their arrays), cells made by the step are _TracedCell, reads and writes of
+    # tensors that are not state (not discovered) are recorded (the writes stay in the frame)
+    frame = _storage.Frame(set(layout.cell_index) | {id(t._cell) for t in in_tensors})
+
     def pure(state, hypers, inputs):
         return _pure_body(fn, layout, plan, state, hypers, inputs, leaves, tree, in_tensors,
-                          arr_pos, self._walk_roots(leaves))
+                          arr_pos, self._walk_roots(leaves), frame)
 
     in_vals = [t._value for t in in_tensors] + [leaves[i] for i in arr_pos]
     state_vals = list(map(_get_cell_value, layout.cells))
-    # this thread's binding frame: cells made by the step are _TracedCell; writes to tensors
-    # that are not state (not discovered) are recorded, undone and lifted
-    frame = _storage.Frame(set(layout.cell_index) | {id(t._cell) for t in in_tensors})
     py = _py_snapshot(self._walk_roots(leaves))  # Python attributes the step may change
     try:
         with frame:
             closed = jax.make_jaxpr(pure)(state_vals, hyp, in_vals)
     except _lift.Relift as r:
-        frame.restore()
         _py_restore(py)  # the aborted attempt's side effects are undone: they run once
         if _attempt > 8:
             raise
         self._lifted_keys.add(r.key)
         return _again(self, args, kwargs, leaves, tree, _attempt)
     except BaseException:
-        frame.restore()
         self._scrub(leaves)
         raise
-    frame.restore()
-    written = frame.written
-    # arrays captured as constants: an older Tensor's storage read but not discovered?
-    missed = _missed_cells(closed.consts, layout) + [c for c, _, _ in written.values()]
+    # arrays captured as constants: an older Tensor's storage read (or written) but not
+    # discovered? (``frame.reads`` minus the layout: the frame knows the layout's cells)
+    consts = {id(c) for c in closed.consts}
+    missed = [c for c, v in frame.reads.values() if id(v) in consts] + list(frame.written.values())
     if missed:
         if _attempt > 8:
             raise RuntimeError("funcgrad.jit: could not lift tensors read by the step")
@@ -478,30 +477,13 @@ def _state_out_shardings(layout, e, state_vals, n_out):
     return sh + [None] * (n_out - len(sh))
 
 
-def _missed_cells(consts, layout) -> list:
-    """Storage cells of tensors that existed before the trace whose array became a constant."""
-    out = []
-    packs = _pack.live_packs()
-    for c in consts:
-        if not isinstance(c, jax.Array) or isinstance(c, _Tracer):
-            continue
-        for r in gc.get_referrers(c):
-            if type(r) is _Cell and r.value is c and id(r) not in layout.cell_index:
-                out.append(r)
-        for p in packs:  # an unpacked piece: referred to by its pack, not by its cell
-            r = p.cell_of(c)
-            if r is not None and id(r) not in layout.cell_index:
-                out.append(r)
-    return out
-
-
-def _pure_body(fn, layout, plan, state, hypers, inputs, leaves, tree, in_tensors, arr_pos, roots):
-    """Run the user's step on tracers; fill ``plan['entry']``; always restore the objects."""
+def _pure_body(fn, layout, plan, state, hypers, inputs, leaves, tree, in_tensors, arr_pos, roots,
+               frame):
+    """Run the user's step on tracers bound in ``frame``; fill ``plan['entry']``; always restore
+    the objects (the bindings are dropped, the Python attributes put back)."""
     cells = layout.cells
-    saved = [(c.value, c.gen) for c in cells]
     gen = next(_GEN)
     grads0 = [t._grad for t in layout.leaves]
-    in_saved = []
     in_leaves = [t for t in in_tensors if t._requires_grad]
     in_grads0 = [t._grad for t in in_leaves]
     ver0 = [(t, t._ver[0]) for t in layout.tensors]
@@ -516,16 +498,13 @@ def _pure_body(fn, layout, plan, state, hypers, inputs, leaves, tree, in_tensors
     prev_ctx = getattr(_lift._local, "ctx", None)
     try:
         for c, v in zip(cells, state):
-            c.value, c.gen = v, gen
+            frame.bind(c, v, gen)
         n_t = len(in_tensors)
         for t, v in zip(in_tensors, inputs[:n_t]):
-            vi = t._viewinfo
-            in_saved.append((t, t._cell, t._cell.value, t._cell.gen,
-                             None if vi is None else (vi.cache, vi.gen)))
-            if vi is None:
-                t._cell.value, t._cell.gen = v, gen
+            if t._viewinfo is None:
+                frame.bind(t._cell, v, gen)
             else:
-                vi.cache, vi.gen = v, t._cell.gen
+                frame.bind_view(t, v, gen)
         call_leaves = list(leaves)
         for i, v in zip(arr_pos, inputs[n_t:]):
             call_leaves[i] = v
@@ -537,12 +516,7 @@ def _pure_body(fn, layout, plan, state, hypers, inputs, leaves, tree, in_tensors
                         ver0, in_ver0, out, roots)
     finally:
         _lift._local.ctx = prev_ctx
-        for c, (v, g) in zip(cells, saved):
-            c.value, c.gen = v, g
-        for t, cell, v, g, vc in in_saved:
-            cell.value, cell.gen = v, g
-            if vc is not None:
-                t._viewinfo.cache, t._viewinfo.gen = vc
+        frame.release()
         for t, g in zip(layout.leaves, grads0):
             t._grad = g
         for t, g in zip(in_leaves, in_grads0):
