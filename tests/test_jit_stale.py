@@ -190,6 +190,88 @@ def test_tensor_made_on_another_thread_during_a_trace_is_not_frozen():
     assert [float(v) for v in step(funcgrad.ones(3))] == [3.0, 30.0]
 
 
+def _sgd_step(model, opt, hold=None):
+    def step(x, y):
+        if hold is not None and hold[0]:  # (Python: runs while the step is traced)
+            hold[0] = False
+            hold[1]()
+        opt.zero_grad()
+        loss = F.cross_entropy(model(x), y)
+        loss.backward()
+        opt.step()
+        return loss
+    return step
+
+
+def test_two_compiled_steps_trace_and_run_concurrently_on_two_threads():
+    import threading
+    import jax
+    data = _data(4)
+    barrier = threading.Barrier(3, timeout=60)
+    seen = {}
+
+    def inside():  # both steps are tracing now: their tracers are bound on their own threads
+        barrier.wait()
+        barrier.wait()  # (the main thread looks at the parameters in between)
+
+    runs = []
+    for k in range(2):
+        funcgrad.manual_seed(k)
+        m, o = _sgd()()
+        runs.append((m, o, funcgrad.jit(_sgd_step(m, o, [True, inside]))))
+    errors = []
+
+    def work(k):
+        try:
+            for x, y in data:
+                runs[k][2](x, y)
+        except BaseException as e:  # noqa: BLE001 (reported below)
+            errors.append(e)
+
+    ths = [threading.Thread(target=work, args=(k,)) for k in range(2)]
+    for t in ths:
+        t.start()
+    barrier.wait()
+    seen["tracer"] = any(isinstance(p._value, jax.core.Tracer) for m, _, _ in runs
+                         for p in m.parameters())
+    seen["rng"] = isinstance(funcgrad._random.default_generator._cell.value, jax.core.Tracer)
+    barrier.wait()
+    for t in ths:
+        t.join(120)
+    assert not errors, errors
+    assert seen == {"tracer": False, "rng": False}  # another thread sees concrete arrays
+    for k, (m, o, step) in enumerate(runs):
+        funcgrad.manual_seed(k)
+        me, oe = _sgd()()
+        eager = _sgd_step(me, oe)
+        for x, y in data:
+            eager(x, y)
+        for a, b in zip(_params(m), _params(me)):
+            np.testing.assert_allclose(a, b, rtol=1e-6, atol=1e-6)
+        assert step.num_traces == 2, step.retrace_reasons  # (.grad None, then set)
+
+
+def test_one_compiled_step_called_from_two_threads_is_serialized_and_correct():
+    import threading
+    x, y = _data(1)[0]
+    funcgrad.manual_seed(0)
+    m, o = _sgd()()
+    step = funcgrad.jit(_sgd_step(m, o))
+    ths = [threading.Thread(target=lambda: [step(x, y) for _ in range(5)]) for _ in range(2)]
+    for t in ths:
+        t.start()
+    for t in ths:
+        t.join(120)
+    funcgrad.manual_seed(0)
+    me, oe = _sgd()()
+    eager = _sgd_step(me, oe)
+    for _ in range(10):  # the same batch each call: the order of the calls does not matter
+        eager(x, y)
+    for a, b in zip(_params(m), _params(me)):
+        np.testing.assert_allclose(a, b, rtol=1e-6, atol=1e-6)
+    assert step.num_traces == 2, step.retrace_reasons
+
+
 @pytest.mark.parametrize("writes", [1, 2])
 def test_input_written_in_place_bumps_its_version_as_eagerly(writes):
     def f(x):
