@@ -109,9 +109,16 @@ def current():
 
 
 def new_cell(value) -> _Cell:
-    """A storage cell for a new tensor (a ``_TracedCell`` under this thread's tracing frame)."""
+    """A storage cell for a new tensor (a ``_TracedCell`` under this thread's tracing frame;
+    under another frame a plain cell the frame knows: writes to it are the tensor's own)."""
     f = _local.frame
-    return _Cell(value) if f is None or not f.mark_new else _TracedCell(value)
+    if f is None:
+        return _Cell(value)
+    if f.mark_new:
+        return _TracedCell(value)
+    c = _Cell(value)
+    f.known.add(id(c))
+    return c
 
 
 # ---- bindings ------------------------------------------------------------------------------------
@@ -253,7 +260,8 @@ class Frame:
         while f is not None:
             if id(cell) in f.known or type(cell) is _TracedCell:
                 return
-            f.reads.setdefault(id(cell), (cell, value))
+            if f.mark_new:  # (a frame of the jit bridge's trace: the others need no reads)
+                f.reads.setdefault(id(cell), (cell, value))
             f = f._prev
 
     def write(self, cell) -> None:
@@ -280,7 +288,9 @@ class Frame:
         bound, self.bound = self.bound, {}
         for cell, v, g in bound.values():
             _detach_binding(cell)
-            if commit is not None and v is not cell.value and commit(v):
+            if commit is not None and commit(v) and v is not cell.value:
+                if self._prev is not None:
+                    self._prev.write(cell)
                 cell.value, cell.gen = v, g
 
     def __enter__(self) -> "Frame":
