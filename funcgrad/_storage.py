@@ -1,12 +1,16 @@
 """Storage cells and the per-thread binding frame.
 
-A Tensor's array lives in a ``_Cell`` shared by its views and ``detach()``-ed aliases. While
-the jit bridge traces a step on a thread, that thread has a :class:`Frame`: cells created
-under it are ``_TracedCell`` (the bridge tells state made by the step from older state), and
-writes to cells the frame does not know are recorded (undone after the trace and lifted into
-the program). The frame is consulted where cells are created and values set — nothing is
-patched on a class, so another thread creating or writing tensors at the same time is not
-affected.
+A Tensor's array lives in a ``_Cell`` shared by its views and ``detach()``-ed aliases. A
+:class:`Frame` is one thread's stack entry of cell → value bindings: a bound cell reads and
+writes its binding on that thread only (its object's class is switched to a bound variant
+while any frame binds it, as a packed cell's is; other threads read the cell's own array).
+The jit bridge's trace, ``compile(module)``, ``func.functional_call`` and ``export`` all run
+inside one: the trace binds the state cells to tracers; cells created under a trace frame are
+``_TracedCell`` (the bridge tells state made by the step from older state); reads of cells
+nobody bound are recorded (``frame.reads``: the bridge lifts those that became constants) and
+writes to them are kept in the frame (``frame.written``: dropped on leaving and lifted, or
+written through when concrete). Nothing is patched on a class, so another thread creating,
+reading or writing tensors at the same time, or tracing another step, is not affected.
 
 >>> f = Frame(known=set())
 >>> with f:

@@ -479,3 +479,34 @@ def test_tensor_arguments_written_by_a_cached_program_are_this_calls():
             assert x._version == 1 and x.tolist() == [1.0, 1.0, 1.0]
             assert w.grad.tolist() == [2.0, 2.0, 2.0]
     assert step.num_traces == 1, step.retrace_reasons
+
+
+def test_compiled_step_called_inside_another_compiled_step_leaves_no_tracer():
+    import jax
+    x = funcgrad.ones(2, 3)
+
+    def make():
+        funcgrad.manual_seed(0)
+        m = nn.Sequential(nn.Linear(3, 3), nn.Linear(3, 1))
+        opt = optim.SGD(m.parameters(), lr=0.1)
+
+        def step(x):
+            opt.zero_grad()
+            loss = m(x).sum()
+            loss.backward()
+            opt.step()
+            return loss
+        return m, step
+
+    m, inner = make()
+    inner_c = funcgrad.jit(inner)
+    inner_c(x), inner_c(x)  # (its small state is packed now: the outer trace binds those cells)
+    outer = funcgrad.jit(lambda x: inner_c(x) + inner_c(x))
+    for _ in range(3):
+        outer(x)
+    me, eager = make()
+    for _ in range(8):
+        eager(x)
+    assert not any(isinstance(p._value, jax.core.Tracer) for p in m.parameters())
+    for a, b in zip(_params(m), _params(me)):
+        np.testing.assert_allclose(a, b, rtol=1e-6, atol=1e-6)

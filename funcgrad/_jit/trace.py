@@ -1,11 +1,12 @@
 """Phase 3 of a call — tracing: ``jax.make_jaxpr`` of the step as a pure function of its state.
 
-``_pure_body`` swaps tracers into the state cells, runs the user's step, reads the cells back
-(``_collect``: what changed, new grads, tensors created, outputs) and *always* restores the
-concrete values, so an exception leaves no tracer behind; ``trace`` retries with more state
-lifted when the step read a tensor or hyperparameter that discovery missed, and jits the
-resulting program. ``trace``/``scrub``/``walk_roots`` are ``CompiledFunction`` methods
-(``self`` is the step).
+``_pure_body`` binds tracers to the state cells in this thread's ``_storage.Frame``, runs the
+user's step, reads the cells back (``_collect``: what changed, new grads, tensors created,
+outputs) and *always* drops the bindings, so an exception leaves no tracer behind; ``trace``
+retries with more state lifted when the step read a tensor (``frame.reads``) or hyperparameter
+that discovery missed, and jits the resulting program; ``lookup``/``store`` cache programs per
+state structure. ``trace``/``scrub``/``walk_roots``/``lookup``/``store`` are
+``CompiledFunction`` methods (``self`` is the step).
 """
 
 from __future__ import annotations
