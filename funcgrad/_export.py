@@ -37,10 +37,9 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from . import _dtype
+from . import _dtype, _storage
 from ._errors import TracedValueError
 from ._tensor import Tensor
-from ._jit import _walk
 from ._version import __version__
 from .autograd.grad_mode import no_grad
 from .func import from_jax, functional_call, to_jax
@@ -211,15 +210,10 @@ def _pure_fn(model_or_fn, is_module: bool) -> Callable:
         return pure
 
     def pure_plain(w, *xs):
-        # a forward writing a captured tensor (BatchNorm stats) must leave no tracer behind
-        cells = {id(t._cell): t._cell for t in _walk([model_or_fn]).tensors.values()}
-        saved = [(c, c.value, c.gen) for c in cells.values()]
-        try:
+        # a forward writing a captured tensor (BatchNorm stats) must leave no tracer behind:
+        # the write is kept in this thread's binding frame, dropped on leaving
+        with _storage.Frame(mark_new=False):
             return to_jax(model_or_fn(*from_jax(xs)))
-        finally:
-            for c, v, g in saved:
-                if isinstance(c.value, jax.core.Tracer):
-                    c.value, c.gen = v, g
     return pure_plain
 
 

@@ -1,12 +1,16 @@
 """Storage cells and the per-thread binding frame.
 
-A Tensor's array lives in a ``_Cell`` shared by its views and ``detach()``-ed aliases. While
-the jit bridge traces a step on a thread, that thread has a :class:`Frame`: cells created
-under it are ``_TracedCell`` (the bridge tells state made by the step from older state), and
-writes to cells the frame does not know are recorded (undone after the trace and lifted into
-the program). The frame is consulted where cells are created and values set — nothing is
-patched on a class, so another thread creating or writing tensors at the same time is not
-affected.
+A Tensor's array lives in a ``_Cell`` shared by its views and ``detach()``-ed aliases. A
+:class:`Frame` is one thread's stack entry of cell → value bindings: a bound cell reads and
+writes its binding on that thread only (its object's class is switched to a bound variant
+while any frame binds it, as a packed cell's is; other threads read the cell's own array).
+The jit bridge's trace, ``compile(module)``, ``func.functional_call`` and ``export`` all run
+inside one: the trace binds the state cells to tracers; cells created under a trace frame are
+``_TracedCell`` (the bridge tells state made by the step from older state); reads of cells
+nobody bound are recorded (``frame.reads``: the bridge lifts those that became constants) and
+writes to them are kept in the frame (``frame.written``: dropped on leaving and lifted, or
+written through when concrete). Nothing is patched on a class, so another thread creating,
+reading or writing tensors at the same time, or tracing another step, is not affected.
 
 >>> f = Frame(known=set())
 >>> with f:
@@ -18,6 +22,7 @@ affected.
 
 from __future__ import annotations
 
+import itertools
 import threading
 
 from jax.core import Tracer as _Tracer
@@ -97,6 +102,9 @@ class _Local(threading.local):
 
 
 _local = _Local()
+# how many frames are entered, all threads together: Tensor._value records reads only while
+# some thread has one (eagerly the check is one list index)
+ACTIVE = [0]
 
 
 def current():
@@ -105,39 +113,203 @@ def current():
 
 
 def new_cell(value) -> _Cell:
-    """A storage cell for a new tensor (a ``_TracedCell`` under this thread's tracing frame)."""
+    """A storage cell for a new tensor (a ``_TracedCell`` under this thread's tracing frame;
+    under another frame a plain cell the frame knows: writes to it are the tensor's own)."""
     f = _local.frame
-    return _Cell(value) if f is None or not f.mark_new else _TracedCell(value)
+    if f is None:
+        return _Cell(value)
+    if f.mark_new:
+        return _TracedCell(value)
+    c = _Cell(value)
+    f.known.add(id(c))
+    return c
+
+
+# ---- bindings ------------------------------------------------------------------------------------
+def _binding(cell):
+    """This thread's binding of ``cell`` (innermost frame first): ``[cell, value, gen]`` or None."""
+    f = _local.frame
+    while f is not None:
+        b = f.bound.get(id(cell))
+        if b is not None:
+            return b
+        f = f._prev
+    return None
+
+
+class _BoundMixin:
+    """Cells bound by some thread's frame: that thread reads and writes its binding, every other
+    thread the cell's own value (``_orig_value``/``_orig_gen``, the class's descriptors)."""
+
+    __slots__ = ()
+
+    @property
+    def value(self):
+        b = _binding(self)
+        return type(self)._orig_value.__get__(self) if b is None else b[1]
+
+    @value.setter
+    def value(self, v):
+        b = _binding(self)
+        if b is None:
+            type(self)._orig_value.__set__(self, v)
+        else:
+            b[1] = v
+
+    @property
+    def gen(self):
+        b = _binding(self)
+        return type(self)._orig_gen.__get__(self) if b is None else b[2]
+
+    @gen.setter
+    def gen(self, g):
+        b = _binding(self)
+        if b is None:
+            type(self)._orig_gen.__set__(self, g)
+        else:
+            b[2] = g
+
+    def traced(self):  # (generator cells: the state vector a draw advances while tracing)
+        b = _binding(self)
+        if b is None:
+            return super().traced()
+        return b[1] if is_tracer(b[1]) else None
+
+
+_bound_classes: dict = {}
+_bind_lock = threading.Lock()
+_attached: dict = {}  # id(cell) -> [cell, its class, how many frames (all threads) bind it]
+
+
+def _attach(cell) -> None:
+    with _bind_lock:
+        a = _attached.get(id(cell))
+        if a is not None:
+            a[2] += 1
+            return
+        if type(cell) is _PackedCell:  # a piece of a pack: a plain cell again while bound
+            cell._detach()
+        cls = type(cell)
+        b = _bound_classes.get(cls)
+        if b is None:
+            b = _bound_classes[cls] = type(f"_Bound{cls.__name__}", (_BoundMixin, cls), {
+                "__slots__": (), "_orig_value": cls.value, "_orig_gen": cls.gen})
+        _attached[id(cell)] = [cell, cls, 1]
+        cell.__class__ = b
+
+
+def _detach_binding(cell) -> None:
+    with _bind_lock:
+        a = _attached[id(cell)]
+        a[2] -= 1
+        if not a[2]:
+            del _attached[id(cell)]
+            if type(cell) is _bound_classes[a[1]]:  # (not re-packed meanwhile by another thread)
+                cell.__class__ = a[1]
 
 
 class Frame:
-    """One trace's binding frame on this thread (a context manager; frames nest).
+    """A binding frame on this thread (a context manager; frames nest).
 
-    ``written`` maps ``id(cell)`` to ``(cell, old value, old gen)`` for every pre-existing cell
-    outside ``known`` written under the frame (the first write only), so that the trace can
-    restore and lift them.
+    ``bind(cell, value)`` makes ``value`` the cell's value for this thread until the frame is
+    left (other threads keep seeing the cell's own value; nothing is patched on a class: the
+    bound cell's own class is switched while bound). Under the frame:
+
+    - ``reads``: ``id(cell) -> (cell, value read)`` for every pre-existing cell read through a
+      Tensor that is neither bound nor ``known`` (the jit bridge lifts those whose value became
+      a constant of the program);
+    - ``written``: ``id(cell) -> cell`` for every such cell written (``capture=True``: the write
+      binds the cell, so it is undone on leaving and lifted; otherwise it goes to an outer
+      frame, or to the cell);
+    - cells made are ``_TracedCell`` (``mark_new=True``).
+
+    >>> c = _Cell(1)
+    >>> with Frame() as f:
+    ...     f.bind(c, 2); c.value
+    2
+    >>> c.value, type(c).__name__
+    (1, '_Cell')
     """
 
-    __slots__ = ("known", "written", "mark_new", "_prev")
+    __slots__ = ("known", "written", "reads", "bound", "mark_new", "capture", "views", "_prev")
 
-    def __init__(self, known: set, mark_new: bool = True):
-        # mark_new=False: a frame that only records writes (``functional_call`` under a JAX
-        # transformation, whose new tensors are ordinary ones)
-        self.known, self.written, self.mark_new, self._prev = known, {}, mark_new, None
+    def __init__(self, known=(), mark_new: bool = True, capture: bool = True):
+        self.known, self.written, self.reads, self.bound = set(known), {}, {}, {}
+        self.mark_new, self.capture, self.views, self._prev = mark_new, capture, [], None
+
+    def bind(self, cell, value, gen=None) -> None:
+        """Bind ``cell`` to ``value`` (and ``gen``: by default a new generation) for this thread."""
+        b = self.bound.get(id(cell))
+        if gen is None:
+            gen = next(_BIND_GEN)
+        if b is not None:
+            b[1], b[2] = value, gen
+            return
+        _attach(cell)
+        self.bound[id(cell)] = [cell, value, gen]
+        self.known.add(id(cell))
+
+    def bind_view(self, t, value, gen) -> None:
+        """Make the view tensor ``t`` read ``value`` for this thread (its base cell bound at ``gen``)."""
+        vi = t._viewinfo
+        self.views.append((vi, vi.cache, vi.gen))
+        cell = t._cell
+        if id(cell) not in self.bound:
+            self.bind(cell, cell.value, gen)
+        vi.cache, vi.gen = value, self.bound[id(cell)][2]
+
+    def read(self, cell, value) -> None:
+        """Called when a Tensor's value is read under this frame."""
+        f = self
+        while f is not None:
+            if id(cell) in f.known or type(cell) is _TracedCell:
+                return
+            if f.mark_new:  # (a frame of the jit bridge's trace: the others need no reads)
+                f.reads.setdefault(id(cell), (cell, value))
+            f = f._prev
 
     def write(self, cell) -> None:
-        """Called before ``cell`` is written under this frame."""
-        if type(cell) is not _TracedCell and id(cell) not in self.known \
-                and id(cell) not in self.written:
-            self.written[id(cell)] = (cell, cell.value, cell.gen)
+        """Called before ``cell`` is written under this frame: a cell no frame of this thread
+        binds is bound by the innermost capturing frame (and recorded), so the write stays in it."""
+        if type(cell) is _TracedCell:
+            return
+        f = self
+        while f is not None:
+            if id(cell) in f.bound or id(cell) in f.known:
+                return
+            if f.capture:
+                f.written[id(cell)] = cell
+                f.bind(cell, cell.value, cell.gen)
+                return
+            f = f._prev
 
-    def restore(self) -> None:
-        for c, v, g in self.written.values():
-            c.value, c.gen = v, g
+    def release(self, commit=None) -> None:
+        """Drop every binding (the cells read their own values again). ``commit(value)``: bound
+        values for which it is true are written into their cells (e.g. concrete ones)."""
+        for vi, cache, gen in reversed(self.views):
+            vi.cache, vi.gen = cache, gen
+        self.views = []
+        bound, self.bound = self.bound, {}
+        for cell, v, g in bound.values():
+            _detach_binding(cell)
+            if commit is not None and commit(v) and v is not cell.value:
+                if self._prev is not None:
+                    self._prev.write(cell)
+                cell.value, cell.gen = v, g
 
     def __enter__(self) -> "Frame":
         self._prev, _local.frame = _local.frame, self
+        with _bind_lock:
+            ACTIVE[0] += 1
         return self
 
     def __exit__(self, *exc) -> None:
-        _local.frame, self._prev = self._prev, None
+        try:
+            self.release()
+        finally:
+            with _bind_lock:
+                ACTIVE[0] -= 1
+            _local.frame, self._prev = self._prev, None
+
+
+_BIND_GEN = itertools.count(1 << 60, 1 << 32)  # generations of bound values (never reached otherwise)

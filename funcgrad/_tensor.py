@@ -25,6 +25,7 @@ from ._device import jax_device
 from ._storage import _Cell, _PackedCell, _PlainCell, _raw_gen, _raw_value  # noqa: F401
 from ._storage import RAW_TRANSFORM_MSG as RAW_TRANSFORM_MSG
 from ._storage import _local as _storage_local
+from ._storage import ACTIVE as _storage_active
 from ._storage import new_cell as _new_cell
 from ._errors import TracedValueError
 from ._graph import AccumulateGrad, RemovableHandle
@@ -197,11 +198,17 @@ class Tensor:
     def _value(self):
         vi = self._viewinfo
         if vi is None:
-            return self._cell.value
-        cell = self._cell
-        if vi.gen != cell.gen:
-            vi.cache, vi.gen = _view_kernel(vi.chain)(cell.value), cell.gen
-        return vi.cache
+            v = self._cell.value
+        else:
+            cell = self._cell
+            if vi.gen != cell.gen:
+                vi.cache, vi.gen = _view_kernel(vi.chain)(cell.value), cell.gen
+            v = vi.cache
+        if _storage_active[0]:  # some thread is in a binding frame: this one records the read
+            f = _storage_local.frame
+            if f is not None:
+                f.read(self._cell, v)
+        return v
 
     def _set_value(self, new) -> None:
         """Write ``new`` (already of this shape and dtype) into the storage."""

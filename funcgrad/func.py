@@ -17,7 +17,6 @@ import jax
 
 from . import _random, _storage
 from ._tensor import Tensor
-from ._jit import _walk  # object-graph walk (finds every tensor of the module)
 from .autograd.grad_mode import no_grad
 
 __all__ = ["functional_call", "grad", "grad_and_value", "vjp", "jacrev", "vmap", "to_jax",
@@ -132,20 +131,17 @@ def functional_call(module, parameter_and_buffer_dicts, args: Any = None, kwargs
                     values.setdefault(alias, values[k])
     if array_mode:
         args, kwargs = from_jax((args, kwargs))
-    # tracer guard: a forward writing a buffer that was not replaced (BatchNorm stats under
-    # jax.grad) must not leave a tracer in the module
-    w = _walk([module])
-    cells = {id(t._cell): t._cell for t in w.tensors.values()}
     gen = _random.default_generator
-    cells[id(gen._cell)] = gen._cell  # dropout under jax.jit must not leave a tracer as the state
-    saved = [(c, c.value, c.gen) for c in cells.values()]
     state0, gen0 = gen._cell.value, gen._cell.gen  # the global stream's state vector
     if rng is not None:  # the forward draws from this stream; the global generator is untouched
         gen._cell.value = rng._cell.value if isinstance(rng, _random.Generator) else \
             _random.state_from_key(getattr(rng, "_value", rng))
     staging = rng is None and isinstance(_staging_probe(), jax.core.Tracer)  # inside jax.jit & co.
     restores = []
-    frame = _storage.Frame(set(cells), mark_new=False)  # writes with tracers are allowed here
+    # this thread's binding frame: a write to an existing tensor (a buffer that was not
+    # replaced: BatchNorm stats under jax.grad) is kept in the frame and written through on
+    # leaving only if concrete, so no tracer is left in the module (nor seen by other threads)
+    frame = _storage.Frame(mark_new=False)
     failure = None
     try:
         frame.__enter__()
@@ -159,6 +155,7 @@ def functional_call(module, parameter_and_buffer_dicts, args: Any = None, kwargs
     except Exception as e:  # re-raised below, unless it came from a draw that needed rng=
         failure = e
     finally:
+        frame.release(commit=lambda v: not isinstance(v, jax.core.Tracer))
         frame.__exit__()
         for r in reversed(restores):
             r()
@@ -170,10 +167,8 @@ def functional_call(module, parameter_and_buffer_dicts, args: Any = None, kwargs
                 rng._cell.value = advanced  # a Generator advances as it would eagerly
             elif not isinstance(state0, jax.core.Tracer):
                 leaked = True  # a Generator cannot advance inside a traced function: use a key
-        for c, v, g in saved:
-            if isinstance(c.value, jax.core.Tracer) and not isinstance(v, jax.core.Tracer):
-                c.value, c.gen = v, g
-        if rng is not None or leaked:
+        if rng is not None or leaked or isinstance(gen._cell.value, jax.core.Tracer) \
+                and not isinstance(state0, jax.core.Tracer):
             gen._cell.value, gen._cell.gen = state0, gen0
     if leaked:
         raise RuntimeError(

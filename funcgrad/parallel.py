@@ -362,7 +362,7 @@ def compiled_text(step, *args, **kwargs) -> str:
         raise RuntimeError("compiled_text: call the step with these arguments first")
     in_tensors = [x for x in leaves if isinstance(x, Tensor) and id(x._cell) not in layout.cell_index]
     key = (layout.key, tree, tuple(map(_jit._leaf_key, leaves)), _autocast_key())  # as CompiledFunction._call
-    e = step._entries.get(key)
+    e = step._lookup(layout, key[1:], in_tensors)
     if e is None:
         raise RuntimeError("compiled_text: no program compiled for these arguments; call the step first")
     # capture the exact arguments the bridge passes (it may prune unread state) without running

@@ -1,7 +1,7 @@
 """The jit bridge: an unmodified PyTorch-style step as one XLA program (``funcgrad.jit``).
 
 (Package named ``_jit`` so that importing it can never shadow the ``funcgrad.jit`` function.
-Its modules follow the phases: ``common`` (shared counters, the call lock, input keys),
+Its modules follow the phases: ``common`` (shared counters, input keys),
 ``discover`` (1, and the layout that 2 checks), ``trace`` (3, and ``cond``), ``compiled``
 (``CompiledFunction``: 2 and 4, ``lower``; ``jit``), ``pack`` (small state as one buffer, 4)
 and ``module`` (``compile(module)``).)
@@ -29,14 +29,20 @@ Design note — the phases of a call:
    rediscover. The layout's key holds the cells, flags, grad-None pattern, static
    hyperparameters, group membership, the non-zero pattern and the watched containers'
    identities, so a rediscovered layout that differs in any of them is a new program. Entries
-   are found per layout by the inputs' (tree, shapes/dtypes) only.
+   are found per layout by the inputs' (tree, shapes/dtypes) only; a new layout finds the
+   programs of its *structure* (``_Layout.skey``: the key with the cells held only by ``.grad``
+   tensors named by place, shape and dtype) rebound to its cells (``trace.lookup``), so a
+   step cycling through states (gradient accumulation: ``.grad`` None / set, a flag) traces
+   each once although every ``backward()`` after ``zero_grad()`` makes new ``.grad`` tensors.
+   Write-back to tensor arguments always goes to the call's own arguments.
 3. **Trace** (once per layout × input shapes/dtypes/static args): ``jax.make_jaxpr`` of a
    pure function ``(state, hypers, inputs) -> (changed state, new grads, new tensors,
-   outputs)`` that swaps tracers into the cells, runs the user function, reads the cells
-   back and *always* restores the concrete values (so an exception leaves no tracer behind).
-   It runs inside this thread's binding frame (``funcgrad._storage.Frame``): cells created
-   under it are ``_TracedCell``, writes to undiscovered cells are recorded (undone, lifted);
-   other threads are unaffected (nothing is patched on a class). Public Python scalars of the
+   outputs)`` that binds tracers to the state cells in this thread's binding frame
+   (``funcgrad._storage.Frame``), runs the user function, reads the cells back and drops the
+   bindings (so an exception leaves no tracer behind, and no other thread ever sees one:
+   compiled steps on different threads trace and run concurrently; each step's own lock
+   serializes its calls). Cells created under the frame are ``_TracedCell``; writes to
+   undiscovered cells stay in the frame (``frame.written``, lifted). Public Python scalars of the
    objects the step reaches (a scheduler's ``last_epoch``, a group's ``lr``, a module counter,
    a global) that the trace changes are reported once in a ``UserWarning`` (they would change
    once per trace, not per call); an aborted attempt (a hyperparameter or tensor to lift)
@@ -44,7 +50,8 @@ Design note — the phases of a call:
    not cached: the next call rediscovers with that state and its program is cached.
    ``retrace_reasons`` says what differs from the previous trace and the calling line.
    Arrays captured as constants are checked: a pre-existing Tensor cell read but not
-   discovered is lifted and the step traced again (it is never silently frozen).
+   discovered (``frame.reads``, whose value is a constant of the jaxpr) is lifted and the
+   step traced again (it is never silently frozen).
 4. **Run**: ``jax.jit`` of the jaxpr without the inputs it never reads (a ``.grad`` that
    ``zero_grad()`` clears before ``backward()``, an unused RNG key: only written, so not
    passed), donating exactly the state buffers it overwrites; the

@@ -1,11 +1,10 @@
-"""Shared pieces of the jit bridge: the call lock, storage generations, the structure counter
+"""Shared pieces of the jit bridge: storage generations, the structure counter
 and the keys that tell one call's inputs from another's."""
 
 from __future__ import annotations
 
 import itertools
 import operator
-import threading
 
 import jax
 import numpy as np
@@ -21,7 +20,6 @@ _get_grad = operator.attrgetter("_grad")
 _get_requires_grad = operator.attrgetter("_requires_grad")
 _get_cell_value = operator.attrgetter("value")  # not the slot: a _PackedCell unpacks
 _SCALARS = (bool, int, float, complex, str, bytes, type(None))
-_CALL_LOCK = threading.RLock()  # see CompiledFunction.__call__
 # _STRUCTURE: bumped by Module.__setattr__/__delattr__ (funcgrad/_structure.py, below nn and here)
 
 

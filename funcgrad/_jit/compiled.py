@@ -8,6 +8,7 @@ writes the new arrays back into the Python objects. ``lower`` stops before runni
 from __future__ import annotations
 
 import functools
+import threading
 from typing import Callable
 
 import jax
@@ -17,7 +18,7 @@ from .. import _random
 from ..amp.autocast_mode import state_key as _autocast_key
 from .._tensor import Tensor
 from . import trace as _trace_mod
-from .common import (_CALL_LOCK, _GEN, _flatten_args, _get_cell_value, _is_fast_leaf,
+from .common import (_GEN, _flatten_args, _get_cell_value, _is_fast_leaf,
                      _leaf_key, _objects, structure_changed)
 from .discover import _WRAPPERS, _Layout, _walk
 from .trace import _Entry
@@ -42,6 +43,7 @@ class CompiledFunction:
         self._trees: dict = {}
         self._warned_attrs: set = set()  # Python attributes a trace changed (warned once)
         self._last_trace = None  # (layout, input tree, leaf keys) of the last trace: retrace_reasons
+        self._lock = threading.RLock()  # see __call__
         self.num_traces = 0
         self.retrace_reasons: list[str] = []
         functools.update_wrapper(self, fn, updated=())
@@ -59,10 +61,10 @@ class CompiledFunction:
 
     # -- the call ---------------------------------------------------------------------------
     def __call__(self, *args, **kwargs):
-        # one call at a time, process-wide: tracing swaps tracers into shared cells (the
-        # global RNG key, Tensor._set_value, the _Cell class) that another thread's trace or
-        # run would otherwise read or restore wrongly; running holds it only for the dispatch
-        with _CALL_LOCK:
+        # one call of this step at a time (its caches and layout are per step); other steps
+        # run concurrently on other threads: a trace binds its tracers in this thread's frame
+        # (funcgrad._storage.Frame), so no other thread ever sees them
+        with self._lock:
             return self._call(args, kwargs)
 
     def _call(self, args, kwargs):
@@ -84,8 +86,7 @@ class CompiledFunction:
         small = (tree, tuple(map(_leaf_key, leaves)), _autocast_key())
         entry = layout.fast.get(small)  # per layout: no hashing of the long layout key per call
         if entry is None:
-            key = (layout.key,) + small
-            entry = self._entries.get(key)
+            entry = self._lookup(layout, small, in_tensors)  # (trace.lookup)
             if entry is None:
                 entry = self._trace(layout, args, kwargs, leaves, tree, in_tensors, hyp)
                 if layout is not self._layout:  # the trace lifted more state: a new layout
@@ -93,11 +94,10 @@ class CompiledFunction:
                     in_tensors = [x for x in leaves if isinstance(x, Tensor)
                                   and id(x._cell) not in layout.cell_index]
                     hyp = layout.hyper_values()
-                    key = (layout.key,) + small
-            if not entry.one_shot:
-                self._entries[key] = layout.fast[small] = entry
-            else:  # the state it creates is found by the next call's discovery, then cached
-                self._layout = None
+                if not entry.one_shot:
+                    self._store(layout, small, entry, in_tensors)
+                else:  # the state it creates is found by the next call's discovery, then cached
+                    self._layout = None
         return self._run(entry, layout, leaves, in_tensors, hyp)
 
     def _discover(self, leaves, objs) -> _Layout:
@@ -162,6 +162,8 @@ class CompiledFunction:
 
     # phase 3, tracing (funcgrad/_jit/trace.py): plain functions of the step, used as methods
     _trace = _trace_mod.trace
+    _lookup = _trace_mod.lookup
+    _store = _trace_mod.store
     _walk_roots = _trace_mod.walk_roots
     _scrub = _trace_mod.scrub
 
@@ -183,16 +185,14 @@ class CompiledFunction:
         >>> step(funcgrad.ones(3)), step.num_traces
         (tensor(3.), 1)
         """
-        with _CALL_LOCK:  # tracing swaps tracers into shared cells, as in __call__
+        with self._lock:  # as __call__
             leaves, tree = _flatten_args(args, kwargs)
             objs = _objects(leaves)
             layout = self._layout
             if layout is None or list(map(id, objs)) != self._layout_args or not layout.valid():
                 layout = self._discover(leaves, objs)
             small = (tree, tuple(map(_leaf_key, leaves)), _autocast_key())
-            entry = layout.fast.get(small)
-            if entry is None:
-                entry = self._entries.get((layout.key,) + small)
+            entry = self._lookup(layout, small, self._in_tensors(leaves, layout))
             if entry is None:
                 before = _walk(self._walk_roots(leaves), dicts=True).dicts
                 entry = self._trace(layout, args, kwargs, leaves, tree, self._in_tensors(leaves, layout),
@@ -206,7 +206,7 @@ class CompiledFunction:
                         for k in [k for k in d if k not in keys]:
                             del d[k]
                 else:
-                    self._entries[(layout.key,) + small] = layout.fast[small] = entry
+                    self._store(layout, small, entry, self._in_tensors(leaves, layout))
             state, hyp, inputs = self._program_inputs(entry, leaves, self._in_tensors(leaves, layout),
                                                       layout.hyper_values())
             fn, consts = entry.fn, ()

@@ -257,6 +257,31 @@ class _Layout:
                     tuple(_scalar_key(g[k]) for g, k in static), scalars,
                     tuple(t for _, _, t in self.hyper_slots), members,
                     tuple(self.hyper_nonzero), tuple(self.watch_ids))
+        self.skey = self._structure_key()
+
+    def _structure_key(self) -> tuple:
+        """The key of the programs this layout shares with others of the same structure.
+
+        ``key`` names every state cell by identity, but a ``.grad`` that ``zero_grad()`` drops
+        comes back from the next ``backward()`` as a new tensor: gradient accumulation cycles
+        through layouts that differ only in those objects. Here a cell held only by ``.grad``
+        tensors (not a view, not shared with a parameter) is named by its place, shape and
+        dtype, so each structure the step cycles through is traced once and its program is
+        rebound to the new cells (``trace.lookup``); every other cell keeps its identity.
+        """
+        grads = {id(t._grad) for t in self.leaves if t._grad is not None}
+        anon = {}
+        for t in self.tensors:
+            c = id(t._cell)
+            anon[c] = anon.get(c, True) and id(t) in grads and t._viewinfo is None
+        cells = []
+        for c in self.cells:
+            v = c.value if anon.get(id(c)) else None
+            cells.append(("g", v.shape, v.dtype) if v is not None else id(c))
+        index = {id(t): i for i, t in enumerate(self.tensors)}
+        links = tuple(self.cell_index[id(t._cell)] for t in self.tensors) + tuple(
+            index.get(id(t._grad), -1) for t in self.leaves)
+        return (tuple(cells), links) + self.key[1:]
 
     def _ids(self):
         return list(map(id, itertools.chain(

@@ -8,15 +8,17 @@ jitted vjp, so that an eager ``backward()`` reaches the module's parameters.
 from __future__ import annotations
 
 import functools
+import threading
 
 import jax
 
 from .. import _dispatch
 from .. import _random
 from .._tensor import Tensor
+from .. import _storage
 from ..autograd import grad_mode
 from ..autograd.grad_mode import no_grad
-from .common import _CALL_LOCK, _GEN, _flatten_args, _leaf_key
+from .common import _GEN, _flatten_args, _leaf_key
 from .compiled import jit
 from .discover import _WRAPPERS, _is_module, _walk
 
@@ -52,6 +54,7 @@ class _CompiledModule:
         object.__setattr__(self, "_module", module)
         object.__setattr__(self, "_fwd", jit(module.__call__))
         object.__setattr__(self, "_diff", {})
+        object.__setattr__(self, "_lock", threading.RLock())
 
     def __getattr__(self, name):
         return getattr(self._module, name)
@@ -65,7 +68,7 @@ class _CompiledModule:
     def __call__(self, *args, **kwargs):
         if not (grad_mode._state.enabled and any(p._requires_grad for p in self._module.parameters())):
             return self._fwd(*args, **kwargs)
-        with _CALL_LOCK:  # it swaps values into the module's cells while tracing, as jit does
+        with self._lock:  # one call of this module at a time (its program cache)
             return _differentiable_forward(self, args, kwargs)
 
 
@@ -92,11 +95,12 @@ def _differentiable_forward(cm, args, kwargs):
 
         def fn(*arrays):
             cells = [p._cell for p in params] + others
-            saved = [(c.value, c.gen) for c in cells]
             gen = next(_GEN)
-            try:
+            # the module's cells read the traced arrays on this thread only, for this trace
+            # (a write to another tensor stays in the frame: no tracer left behind)
+            with _storage.Frame(mark_new=False) as frame:
                 for c, v in zip(cells, arrays[:n_p + n_o]):
-                    c.value, c.gen = v, gen
+                    frame.bind(c, v, gen)
                 call = list(leaves)
                 for i, v in zip(tpos, arrays[n_p + n_o:]):
                     call[i] = Tensor._wrap(v)
@@ -107,9 +111,6 @@ def _differentiable_forward(cm, args, kwargs):
                 info["n"] = len(flat)
                 return tuple(x._value if isinstance(x, Tensor) else x for x in flat) + tuple(
                     c.value for c in others)
-            finally:
-                for c, (v, g) in zip(cells, saved):
-                    c.value, c.gen = v, g
 
         vals = [p._value for p in params] + [c.value for c in others] + [
             leaves[i]._value if isinstance(leaves[i], Tensor) else leaves[i] for i in tpos]

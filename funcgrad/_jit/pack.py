@@ -19,6 +19,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from .._random import _GenCell
+from .._storage import _BoundMixin
 from .._tensor import _PackedCell, _raw_gen, _raw_value
 
 PACK_MAX = 4096  # elements: state arrays at most this big are packed (16 KiB of float32)
@@ -83,16 +84,21 @@ class Pack:
         """The program's new buffer: every cell of the group is now a piece of it."""
         self.buf, self.gen, self.unpacked = buf, gen, None
         if self.dirty:
+            bound = False
             for i, c in enumerate(self.cells):
                 if type(c) is _PackedCell:
                     old = _raw_value.__get__(c)
                     if old is not self:
                         old.dirty = True
-                else:
+                elif not isinstance(c, _BoundMixin):
                     c.__class__ = _PackedCell
+                else:  # bound by a frame (a step run inside another's trace): its own piece
+                    c.value, c.gen = self.get(i), gen
+                    bound = True
+                    continue
                 _raw_value.__set__(c, self)
                 _raw_gen.__set__(c, i)
-            self.dirty = False
+            self.dirty = bound
 
     def cell_of(self, array):
         """The attached cell whose unpacked array is ``array`` (or None)."""

@@ -1,17 +1,17 @@
 """Phase 3 of a call — tracing: ``jax.make_jaxpr`` of the step as a pure function of its state.
 
-``_pure_body`` swaps tracers into the state cells, runs the user's step, reads the cells back
-(``_collect``: what changed, new grads, tensors created, outputs) and *always* restores the
-concrete values, so an exception leaves no tracer behind; ``trace`` retries with more state
-lifted when the step read a tensor or hyperparameter that discovery missed, and jits the
-resulting program. ``trace``/``scrub``/``walk_roots`` are ``CompiledFunction`` methods
-(``self`` is the step).
+``_pure_body`` binds tracers to the state cells in this thread's ``_storage.Frame``, runs the
+user's step, reads the cells back (``_collect``: what changed, new grads, tensors created,
+outputs) and *always* drops the bindings, so an exception leaves no tracer behind; ``trace``
+retries with more state lifted when the step read a tensor (``frame.reads``) or hyperparameter
+that discovery missed, and jits the resulting program; ``lookup``/``store`` cache programs per
+state structure. ``trace``/``scrub``/``walk_roots``/``lookup``/``store`` are
+``CompiledFunction`` methods (``self`` is the step).
 """
 
 from __future__ import annotations
 
 import functools
-import gc
 import itertools
 import os
 import sys
@@ -24,7 +24,7 @@ import numpy as np
 from jax.extend.core import ClosedJaxpr, jaxpr_as_fun
 
 from .. import _lift, _random, _storage
-from .._storage import _Cell, _TracedCell
+from .._storage import _TracedCell
 from .._tensor import Tensor
 from .._ops.pointwise import where
 from . import pack as _pack
@@ -38,9 +38,127 @@ _PKG_DIR = os.path.dirname(os.path.abspath(__file__)) + os.sep
 class _Entry:
     """One compiled program and how to write its results back into the Python objects."""
 
-    __slots__ = ("fn", "changed", "grad_reuse", "grad_none", "grad_new", "grad_objs", "new_cells",
-                 "new_tensors", "inputs_written", "versions", "out_tree", "out_kinds", "n_changed",
-                 "one_shot", "in_cells", "hyp_idx", "inp_idx", "packs", "in_packs")
+    __slots__ = ("fn", "changed", "grad_none", "grad_new", "grad_objs", "new_tensors",
+                 "inputs_written", "versions", "out_tree", "out_kinds", "n_changed", "one_shot",
+                 "in_cells", "hyp_idx", "inp_idx", "packs", "in_packs", "tpl")
+
+
+# ---- programs shared by the layouts of one structure (CompiledFunction._lookup/_store) ----------
+# An _Entry names the objects it writes back (cells, tensors, version counters). Its template
+# names them by place instead: ("s", i) is layout.tensors[i], ("i", j) the j-th tensor argument
+# of the call (so a call with other argument tensors writes back into those), cells by their
+# index in layout.cells. One template serves every layout of its structure key (``skey``).
+class _Template:
+    __slots__ = ("same", "changed", "in_cells", "packs", "in_packs", "grad_none", "grad_new",
+                 "grad_objs", "inputs_written", "versions", "per_call")
+
+
+_SAME = ("fn", "out_tree", "out_kinds", "n_changed", "one_shot", "hyp_idx", "inp_idx")
+
+
+def _encode(e: _Entry, layout, in_tensors):
+    """``e``'s template, or None when it names an object that has no place in the layout."""
+    ci = layout.cell_index
+    ti = {id(t): i for i, t in enumerate(layout.tensors)}
+    ii = {id(t): j for j, t in enumerate(in_tensors)}
+    vi = {}
+    for i, t in enumerate(layout.tensors):
+        vi.setdefault(id(t._ver), i)
+
+    def tref(t):
+        if id(t) in ii:
+            return ("i", ii[id(t)])
+        return ("s", ti[id(t)])
+
+    try:
+        p = _Template()
+        p.same = {k: getattr(e, k) for k in _SAME}  # (no object of the layout: kept alive)
+        p.changed = [ci[id(c)] for c in e.changed]
+        p.in_cells = [ci[id(c)] for c in e.in_cells]
+        p.packs = [([ci[id(c)] for c in P.cells], P.shapes) for P in e.packs]
+        p.in_packs = [next(k for k, P in enumerate(e.packs) if P is Q) for Q in e.in_packs]
+        p.grad_none = list(map(tref, e.grad_none))
+        p.grad_new = list(map(tref, e.grad_new))
+        p.grad_objs = [(tref(t), ("s", ti[id(g)])) for t, g in e.grad_objs]
+        p.inputs_written = [(ii[id(t)], d) for t, d in e.inputs_written]
+        p.versions = [(vi[id(v)], d) for v, d in e.versions]
+    except KeyError:
+        return None
+    p.per_call = any(r[0] == "i" for r in p.grad_none + p.grad_new + [a for a, _ in p.grad_objs]) \
+        or bool(p.inputs_written)
+    return p
+
+
+def _decode_inputs(e: _Entry, p: _Template, tensors, in_tensors) -> None:
+    def t(r):
+        return tensors[r[1]] if r[0] == "s" else in_tensors[r[1]]
+    e.grad_none = list(map(t, p.grad_none))
+    e.grad_new = list(map(t, p.grad_new))
+    e.grad_objs = [(t(a), t(b)) for a, b in p.grad_objs]
+    e.inputs_written = [(in_tensors[j], d) for j, d in p.inputs_written]
+
+
+def _decode(p: _Template, layout, in_tensors) -> _Entry:
+    """An entry of ``p``'s program for ``layout`` (whose skey is the template's)."""
+    e = _Entry()
+    for k, v in p.same.items():
+        setattr(e, k, v)
+    e.new_tensors = []  # (a trace that makes state tensors is never cached)
+    cells, tensors = layout.cells, layout.tensors
+    e.changed = [cells[i] for i in p.changed]
+    e.in_cells = [cells[i] for i in p.in_cells]
+    e.packs = [_pack.Pack([cells[i] for i in idx], shapes) for idx, shapes in p.packs]
+    e.in_packs = [e.packs[k] for k in p.in_packs]
+    e.versions = [(tensors[i]._ver, d) for i, d in p.versions]
+    _decode_inputs(e, p, tensors, in_tensors)
+    e.tpl = p
+    return e
+
+
+def lookup(self, layout, small, in_tensors):
+    """The entry cached for ``layout`` and these arguments (``CompiledFunction._lookup``), or None.
+
+    A layout met before (same cells) has its entries in ``layout.fast``; a new layout of a
+    structure met before (``.grad`` tensors made anew) gets the template's program rebound.
+    An entry whose write-back names tensor arguments is kept apart (``(small, 1)``: a call
+    never finds it on the fast path) and rebound to each call's arguments.
+    """
+    e = layout.fast.get(small)
+    if e is not None:
+        return e
+    e = layout.fast.get((small, 1))
+    if e is None:
+        p = self._entries.get((layout.skey,) + small)
+        if p is None:
+            p = self._entries.get((layout.key,) + small)
+            if p is None:
+                return None
+        e = p if isinstance(p, _Entry) else _decode(p, layout, in_tensors)
+        layout.fast[_fast_key(e, small)] = e
+    p = e.tpl
+    if p is not None and p.per_call:
+        e = _copy(e)
+        _decode_inputs(e, p, layout.tensors, in_tensors)
+    return e
+
+
+def store(self, layout, small, e: _Entry, in_tensors) -> None:
+    """Cache a traced entry (``CompiledFunction._store``): for this layout and its structure."""
+    e.tpl = p = _encode(e, layout, in_tensors)
+    layout.fast[_fast_key(e, small)] = e
+    # (an entry without a template is cached for this layout's cells only: its key names them)
+    self._entries[(layout.skey if p is not None else layout.key,) + small] = p if p is not None else e
+
+
+def _fast_key(e: _Entry, small):
+    return (small, 1) if e.tpl is not None and e.tpl.per_call else small
+
+
+def _copy(e: _Entry) -> _Entry:
+    c = _Entry()
+    for k in _Entry.__slots__:
+        setattr(c, k, getattr(e, k))
+    return c
 
 
 # ---- the trace (CompiledFunction._trace) -------------------------------------------------------
@@ -52,34 +170,34 @@ def trace(self, layout, args, kwargs, leaves, tree, in_tensors, hyp, _attempt=0)
     fn = self._fn
     n_state, n_hyp = len(layout.cells), len(hyp)
 
+    # this thread's binding frame: the state cells are bound to the tracers (other threads
+    # keep seeing their arrays), cells made by the step are _TracedCell, reads and writes of
+    # tensors that are not state (not discovered) are recorded (the writes stay in the frame)
+    frame = _storage.Frame(set(layout.cell_index) | {id(t._cell) for t in in_tensors})
+
     def pure(state, hypers, inputs):
         return _pure_body(fn, layout, plan, state, hypers, inputs, leaves, tree, in_tensors,
-                          arr_pos, self._walk_roots(leaves))
+                          arr_pos, self._walk_roots(leaves), frame)
 
     in_vals = [t._value for t in in_tensors] + [leaves[i] for i in arr_pos]
     state_vals = list(map(_get_cell_value, layout.cells))
-    # this thread's binding frame: cells made by the step are _TracedCell; writes to tensors
-    # that are not state (not discovered) are recorded, undone and lifted
-    frame = _storage.Frame(set(layout.cell_index) | {id(t._cell) for t in in_tensors})
     py = _py_snapshot(self._walk_roots(leaves))  # Python attributes the step may change
     try:
         with frame:
             closed = jax.make_jaxpr(pure)(state_vals, hyp, in_vals)
     except _lift.Relift as r:
-        frame.restore()
         _py_restore(py)  # the aborted attempt's side effects are undone: they run once
         if _attempt > 8:
             raise
         self._lifted_keys.add(r.key)
         return _again(self, args, kwargs, leaves, tree, _attempt)
     except BaseException:
-        frame.restore()
         self._scrub(leaves)
         raise
-    frame.restore()
-    written = frame.written
-    # arrays captured as constants: an older Tensor's storage read but not discovered?
-    missed = _missed_cells(closed.consts, layout) + [c for c, _, _ in written.values()]
+    # arrays captured as constants: an older Tensor's storage read (or written) but not
+    # discovered? (``frame.reads`` minus the layout: the frame knows the layout's cells)
+    consts = {id(c) for c in closed.consts}
+    missed = [c for c, v in frame.reads.values() if id(v) in consts] + list(frame.written.values())
     if missed:
         if _attempt > 8:
             raise RuntimeError("funcgrad.jit: could not lift tensors read by the step")
@@ -361,30 +479,13 @@ def _state_out_shardings(layout, e, state_vals, n_out):
     return sh + [None] * (n_out - len(sh))
 
 
-def _missed_cells(consts, layout) -> list:
-    """Storage cells of tensors that existed before the trace whose array became a constant."""
-    out = []
-    packs = _pack.live_packs()
-    for c in consts:
-        if not isinstance(c, jax.Array) or isinstance(c, _Tracer):
-            continue
-        for r in gc.get_referrers(c):
-            if type(r) is _Cell and r.value is c and id(r) not in layout.cell_index:
-                out.append(r)
-        for p in packs:  # an unpacked piece: referred to by its pack, not by its cell
-            r = p.cell_of(c)
-            if r is not None and id(r) not in layout.cell_index:
-                out.append(r)
-    return out
-
-
-def _pure_body(fn, layout, plan, state, hypers, inputs, leaves, tree, in_tensors, arr_pos, roots):
-    """Run the user's step on tracers; fill ``plan['entry']``; always restore the objects."""
+def _pure_body(fn, layout, plan, state, hypers, inputs, leaves, tree, in_tensors, arr_pos, roots,
+               frame):
+    """Run the user's step on tracers bound in ``frame``; fill ``plan['entry']``; always restore
+    the objects (the bindings are dropped, the Python attributes put back)."""
     cells = layout.cells
-    saved = [(c.value, c.gen) for c in cells]
     gen = next(_GEN)
     grads0 = [t._grad for t in layout.leaves]
-    in_saved = []
     in_leaves = [t for t in in_tensors if t._requires_grad]
     in_grads0 = [t._grad for t in in_leaves]
     ver0 = [(t, t._ver[0]) for t in layout.tensors]
@@ -399,16 +500,13 @@ def _pure_body(fn, layout, plan, state, hypers, inputs, leaves, tree, in_tensors
     prev_ctx = getattr(_lift._local, "ctx", None)
     try:
         for c, v in zip(cells, state):
-            c.value, c.gen = v, gen
+            frame.bind(c, v, gen)
         n_t = len(in_tensors)
         for t, v in zip(in_tensors, inputs[:n_t]):
-            vi = t._viewinfo
-            in_saved.append((t, t._cell, t._cell.value, t._cell.gen,
-                             None if vi is None else (vi.cache, vi.gen)))
-            if vi is None:
-                t._cell.value, t._cell.gen = v, gen
+            if t._viewinfo is None:
+                frame.bind(t._cell, v, gen)
             else:
-                vi.cache, vi.gen = v, t._cell.gen
+                frame.bind_view(t, v, gen)
         call_leaves = list(leaves)
         for i, v in zip(arr_pos, inputs[n_t:]):
             call_leaves[i] = v
@@ -420,12 +518,7 @@ def _pure_body(fn, layout, plan, state, hypers, inputs, leaves, tree, in_tensors
                         ver0, in_ver0, out, roots)
     finally:
         _lift._local.ctx = prev_ctx
-        for c, (v, g) in zip(cells, saved):
-            c.value, c.gen = v, g
-        for t, cell, v, g, vc in in_saved:
-            cell.value, cell.gen = v, g
-            if vc is not None:
-                t._viewinfo.cache, t._viewinfo.gen = vc
+        frame.release()
         for t, g in zip(layout.leaves, grads0):
             t._grad = g
         for t, g in zip(in_leaves, in_grads0):
@@ -442,6 +535,7 @@ def _collect(plan, layout, state, inputs, in_tensors, grads0, in_leaves, in_grad
              out, roots):
     """Read the effects of the traced step into an ``_Entry`` and the flat traced outputs."""
     e = _Entry()
+    e.tpl = None
     cells = layout.cells
     changed, vals = [], []
     for c, v in zip(cells, state):
