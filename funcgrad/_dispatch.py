@@ -44,17 +44,20 @@ class Op:
             as ``float0`` zeros. It is attached to ``fn`` as a ``jax.custom_jvp``, so the
             eager backward kernel, ``create_graph``, ``funcgrad.jit`` and ``jax.grad`` of a
             functional call all use the same formula.
+        jvp_graph: the formula of the backward when it is itself recorded (``create_graph``),
+            where PyTorch switches formulas with grad mode (cumprod at zeros); default: ``jvp``.
     """
 
     __slots__ = ("name", "fn", "grad_name", "promote", "diff", "linear", "diff_outputs",
-                 "view", "saves_result", "jvp", "_fwd", "_bwd", "_bwd_ops", "_node_cls", "doc")
+                 "view", "saves_result", "jvp", "jvp_graph", "_fwd", "_bwd", "_bwd_ops", "_node_cls", "doc")
 
     def __init__(self, name, fn, grad_name=None, promote="none", diff=None, linear=False,
-                 diff_outputs=None, view=False, doc=None, saves_result=False, jvp=None):
+                 diff_outputs=None, view=False, doc=None, saves_result=False, jvp=None,
+                 jvp_graph=None):
         self.name, self.fn, self.grad_name, self.promote = name, fn, grad_name, promote
         self.diff, self.linear, self.diff_outputs, self.view = diff, linear, diff_outputs, view
         self.saves_result = saves_result
-        self.doc, self.jvp = doc, jvp
+        self.doc, self.jvp, self.jvp_graph = doc, jvp, jvp_graph
         self._fwd, self._bwd, self._bwd_ops = {}, {}, {}
         self._node_cls = node_class(grad_name, OpNode) if grad_name else None
 
@@ -65,11 +68,13 @@ class Op:
         return range(nargs) if self.diff is None else self.diff
 
     # -- kernels ---------------------------------------------------------------------------
-    def traced(self, static, cast, nargs):
-        """The pure function with the dtype cast applied to the operands."""
+    def traced(self, static, cast, nargs, graph=False):
+        """The pure function with the dtype cast applied to the operands (``graph``: with the
+        derivative formula of a recorded backward, ``jvp_graph``)."""
         fn, kw = self.fn, dict(static)
-        if self.jvp is not None:
-            fn, kw = _with_jvp(fn, self.jvp, kw), {}
+        rule = self.jvp_graph if graph and self.jvp_graph is not None else self.jvp
+        if rule is not None:
+            fn, kw = _with_jvp(fn, rule, kw), {}
         if cast is None:
             return lambda *a: fn(*a, **kw)
         pos = frozenset(self.positions(nargs))
@@ -86,9 +91,9 @@ class Op:
             k = self._fwd[key] = jax.jit(self.traced(static, cast, nargs))
         return k
 
-    def vjp_fn(self, static, cast, nargs, mask, avals):
+    def vjp_fn(self, static, cast, nargs, mask, avals, graph=False):
         """``bwd(args, cots) -> grads`` for the masked positions (unjitted, traceable)."""
-        f = self.traced(static, cast, nargs)
+        f = self.traced(static, cast, nargs, graph)
         idx = [i for i in range(nargs) if mask[i]]
         douts = self.diff_outputs
 
@@ -122,7 +127,7 @@ class Op:
         key = (static, cast, nargs, mask, avals)
         op = self._bwd_ops.get(key)
         if op is None:
-            bwd = self.vjp_fn(static, cast, nargs, mask, avals)
+            bwd = self.vjp_fn(static, cast, nargs, mask, avals, graph=True)
             n_args = nargs
             aval_pos = {i for i, _ in avals}
 

@@ -35,7 +35,8 @@ def _logit_jvp(primals, tangents, out, eps=None):
     (x,), (t,) = primals, tangents
     # the factor multiplies the tangent (a constant picked by ``where`` would vanish in the vjp)
     g = 1 / (x * (1 - x))
-    if eps is None:  # PyTorch: nan outside [0, 1]
+    if eps is None:  # PyTorch: nan outside [0, 1], grad * inf at 0 and 1 (+inf at -0.0 too)
+        g = jnp.where((x == 0) | (x == 1), jnp.inf, g)
         g = jnp.where((x < 0) | (x > 1), jnp.nan, g)
     else:  # zero where clamped (the bounds themselves pass the gradient)
         g = jnp.where((x < eps) | (x > 1 - eps), 0, g)
@@ -46,6 +47,16 @@ def _i0_jvp(primals, tangents, out):
     # jax.scipy's i0 goes through |x| and has derivative 1 at 0; i0' = i1 (0 at 0)
     (x,), (t,) = primals, tangents
     return t * jsp.i1(x)
+
+
+def _i1_jvp(primals, tangents, out):
+    # PyTorch's i1_backward: i0(x) - i1(x) / x with x made safe, and 0.5 where |x| <= eps (also at
+    # nan, where the comparison is false; jax.vjp gives nan)
+    (x,), (t,) = primals, tangents
+    eps = jnp.finfo(x.dtype).eps
+    big = jnp.abs(x) > eps
+    safe = jnp.where(big, x, eps)
+    return t * jnp.where(big, jsp.i0(safe) - out * (1 / safe), 0.5)
 
 
 def _xlog1py_jvp(primals, tangents, out):
@@ -93,6 +104,7 @@ _UNARY = {
     "entr": (jsp.entr, "SpecialEntrBackward0"),
 }
 _SPECIAL_JVP = {
+    "i1": _i1_jvp,
     # PyTorch: grad * sqrt(2 pi) * exp(result ** 2 / 2) (inf at 0 and 1, where jax.vjp gives 0)
     "ndtri": lambda p, t, out: t[0] * math.sqrt(2 * math.pi) * jnp.exp(out * out / 2),
 }
