@@ -80,11 +80,8 @@ ROWS = {
 }
 # second derivatives not compared: PyTorch does not implement them (hardsigmoid, heaviside), or
 # they differ at the singular points (listed as known bugs)
-_BUG2 = "BUG (issue 14, not fixed yet): second derivative at the singular points differs from PyTorch's"
 NO_DOUBLE = {"heaviside": "PyTorch's backward raises", "hardsigmoid": "PyTorch: derivative for "
-             "aten::hardsigmoid_backward is not implemented", **{k: _BUG2 for k in [
-                 "copysign", "copysign_scalar", "i0", "elu", "celu", "pow_scalar", "pow_tensor", "xlogy",
-                 "xlogy_scalar_self", "lgamma"]},
+             "aten::hardsigmoid_backward is not implemented",
              "cumprod": "BUG (issue 14, not fixed yet): second derivative in a slice with ±inf elements "
                         "(PyTorch differentiates prod's result / self there: inf / inf = nan); at zeros "
                         "and finite values it matches (its create_graph formula is the op's jvp_graph)",

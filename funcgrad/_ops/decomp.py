@@ -495,10 +495,39 @@ def multi_dot(tensors, *, out=None) -> Tensor:
     for i, t in enumerate(tensors):
         if t.ndim != 2 and not (t.ndim == 1 and i in (0, len(tensors) - 1)):
             raise RuntimeError(f"multi_dot(): tensor {i} must be 2D but got {t.ndim}D")
-    r = tensors[0]
-    for t in tensors[1:]:
-        r = matmul(r, t)
-    return _out(r, out)
+    # as PyTorch's multi_dot_impl: 1-D ends viewed as a row / column matrix, the chain of mm in
+    # the cheapest order, the result viewed back to its shape (its node is ViewBackward0)
+    first, last = tensors[0], tensors[-1]
+    shape = ([] if first.ndim == 1 else [first.shape[0]]) + ([] if last.ndim == 1 else [last.shape[1]])
+    if first.ndim == 1:
+        tensors[0] = first.view(1, -1)
+    if last.ndim == 1:
+        tensors[-1] = last.view(-1, 1)
+    return _out(_chain(tensors, _chain_order(tensors), 0, len(tensors) - 1).view(shape), out)
+
+
+def _chain_order(ms):
+    """The split points of the cheapest product order (the matrix-chain DP; PyTorch's order)."""
+    n = len(ms)
+    p = [m.shape[0] for m in ms] + [ms[-1].shape[1]]
+    cost = [[0] * n for _ in range(n)]
+    split = [[0] * n for _ in range(n)]
+    for length in range(1, n):
+        for i in range(n - length):
+            j = i + length
+            cost[i][j] = None
+            for k in range(i, j):
+                c = cost[i][k] + cost[k + 1][j] + p[i] * p[k + 1] * p[j + 1]
+                if cost[i][j] is None or c < cost[i][j]:
+                    cost[i][j], split[i][j] = c, k
+    return split
+
+
+def _chain(ms, split, i, j):
+    if i == j:
+        return ms[i]
+    k = split[i][j]
+    return matmul(_chain(ms, split, i, k), _chain(ms, split, k + 1, j))
 
 
 # ---- top-level aliases (torch.det, torch.inverse …) --------------------------------------------

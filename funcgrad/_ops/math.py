@@ -91,9 +91,32 @@ MATH_OPS = {}
 _NO_INT = {"frac"}
 
 
+@jax.custom_jvp
 def _digamma(x):
     # PyTorch's calc_digamma: copysign(inf, -x) at ±0 (jax: nan)
     return jnp.where(x == 0, jnp.copysign(jnp.asarray(jnp.inf, x.dtype), -x), jax.lax.digamma(x))
+
+
+@_digamma.defjvp
+def _digamma_jvp(primals, tangents):
+    # lgamma's second derivative: PyTorch's polygamma(1, x) (inf at 0, where jax's is nan)
+    (x,), (t,) = primals, tangents
+    return _digamma(x), t * _trigamma(x)
+
+
+@jax.custom_jvp
+def _tdiv(a, b):
+    """``a / b`` differentiated as PyTorch's div: ``-grad * ((a / b) / b)`` for ``b`` (jax's
+    ``a * b ** -2`` overflows at tiny ``b``), for derivative formulas that divide."""
+    return a / b
+
+
+@_tdiv.defjvp
+def _tdiv_jvp(primals, tangents):
+    (a, b), (ta, tb) = primals, tangents
+    # the barrier keeps XLA from rewriting (a / b) / b into a / (b * b), which underflows
+    q = jax.lax.optimization_barrier(a / b)
+    return q, ta / b - tb * (q / b)
 
 
 @jax.custom_jvp
@@ -313,7 +336,7 @@ def _xlogy_jvp(primals, tangents, out):
     # self == 0); other: grad * self / other
     (x, y), (tx, ty) = primals, tangents
     dx = jnp.where((x == 0) & (y <= 0), 0, jnp.log(jnp.where((x == 0) & (y <= 0), 1, y)))
-    return tx * dx.astype(out.dtype) + ty * x / y
+    return tx * dx.astype(out.dtype) + ty * _tdiv(x, y)
 
 
 _xlogy_t = defop("xlogy", jsp.xlogy, "XlogyBackward0", promote="binary_float", jvp=_xlogy_jvp)
@@ -321,9 +344,10 @@ _xlogy_s = defop("xlogy_scalar_other", jsp.xlogy, "XlogyBackward2", promote="bin
 _xlogy_self = defop("xlogy_scalar_self", jsp.xlogy, "XlogyBackward1", promote="binary_float",
                     jvp=_xlogy_jvp)
 def _copysign_jvp(primals, tangents, out):
-    # PyTorch: grad * result / self, masked to 0 where self == 0; no gradient for ``other``
+    # PyTorch: grad * result / self, masked to 0 where self == 0; no gradient for ``other``. The
+    # division is not made safe, as PyTorch's is not (its second derivative at 0 is nan: 0 / 0)
     (x, _), (tx, _) = primals, tangents
-    return tx * jnp.where(x == 0, 0, out / jnp.where(x == 0, 1, x))
+    return tx * jnp.where(x == 0, 0, _tdiv(out, x))
 
 
 _copysign_t = defop("copysign", jnp.copysign, "CopysignBackward0", promote="binary_float",

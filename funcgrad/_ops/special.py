@@ -44,9 +44,10 @@ def _logit_jvp(primals, tangents, out, eps=None):
 
 
 def _i0_jvp(primals, tangents, out):
-    # jax.scipy's i0 goes through |x| and has derivative 1 at 0; i0' = i1 (0 at 0)
+    # jax.scipy's i0 goes through |x| and has derivative 1 at 0; i0' = i1 (0 at 0), itself
+    # differentiated with PyTorch's i1 formula (i0's second derivative at nan is finite there)
     (x,), (t,) = primals, tangents
-    return t * jsp.i1(x)
+    return t * _i1(x)
 
 
 def _i1_jvp(primals, tangents, out):
@@ -57,6 +58,17 @@ def _i1_jvp(primals, tangents, out):
     big = jnp.abs(x) > eps
     safe = jnp.where(big, x, eps)
     return t * jnp.where(big, jsp.i0(safe) - out * (1 / safe), 0.5)
+
+
+@jax.custom_jvp
+def _i1(x):
+    return jsp.i1(x)
+
+
+@_i1.defjvp
+def _i1_rule(primals, tangents):
+    out = _i1(primals[0])
+    return out, _i1_jvp(primals, tangents, out)
 
 
 def _xlog1py_jvp(primals, tangents, out):
