@@ -76,6 +76,9 @@ ROWS = {
     "cumprod": (lambda L, x: x.cumprod(-1), [_G]),
     "logcumsumexp": (lambda L, x: x.logcumsumexp(-1), [_G]),
     "aminmax": (lambda L, x: L.stack(L.aminmax(x, dim=-1)), [_G]),
+    # src gradients of src and index of one shape (another shape raises: tests/opinfo's scatter row)
+    "scatter": (lambda L, x, s: x.scatter(0, L.tensor([2, 0]), s), [[1.0, 2.0, 3.0], [5.0, 6.0]]),
+    "scatter_add": (lambda L, x, s: x.scatter_add(0, L.tensor([2, 2]), s), [[1.0, 2.0, 3.0], [5.0, 6.0]]),
     "heaviside": None,  # its slot raises PyTorch's error: tests/test_ops_math.py
 }
 # second derivatives not compared: PyTorch does not implement them (hardsigmoid, heaviside), or
@@ -129,6 +132,22 @@ def test_gradient_matches_torch(key):
 def test_double_backward_matches_torch(key):
     for got, want in zip(_run(funcgrad, key, create_graph=True), _run(torch, key, create_graph=True)):
         np.testing.assert_allclose(got, want, rtol=1e-10, atol=1e-12, equal_nan=True)
+
+
+@pytest.mark.parametrize("name", ["scatter", "scatter_add"])
+def test_scatter_src_of_another_shape_raises_as_torch(name):
+    # PyTorch's src gradient is grad.gather(dim, index): its engine rejects that shape for a larger
+    # src (the slot raises the same error when funcgrad's backward is traced)
+    msgs = []
+    for L in (funcgrad, torch):
+        x = L.zeros(3, 4, requires_grad=True)
+        s = L.ones(3, 3, requires_grad=True)
+        y = getattr(x, name)(1, L.tensor([[0, 1], [2, 3], [1, 1]]), s)
+        with pytest.raises(RuntimeError) as e:
+            L.autograd.grad(y, (x, s), L.ones(3, 4))
+        msgs.append(str(e.value).replace("funcgrad", "torch"))
+    assert msgs[0] == msgs[1]
+    assert msgs[0].startswith(f"Function {name.title().replace('_', '')}Backward0 returned an invalid gradient")
 
 
 @pytest.mark.parametrize("key", ["hypot", "abs", "maximum", "clamp", "amax", "pow_tensor", "elu"])

@@ -107,7 +107,6 @@ ALLOWED: dict[str, str] = {
                               "triangle, funcgrad symmetrizes",
     "eigvalsh/spec:*:grad": BUG + "as eigh (which triangle gets the gradient)",
     "pinv/spec:pinv_hermitian*:grad": BUG + "as eigh (hermitian=True reads one triangle in PyTorch)",
-    "scatter/spec:*:grad": BUG + "PyTorch's scatter backward raises for this index/src; funcgrad computes one",
 }
 
 EXCLUDED: dict[str, str] = {
