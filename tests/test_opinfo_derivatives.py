@@ -25,6 +25,11 @@ _U = [0.0, 1.0, 0.5, -0.5, 2.0, NAN, 0.25, 1e-300]
 _G = [[NAN, 1.0, 2.0, 0.0], [INF, -INF, 1.0, 2.0], [1.0, 3.0, 3.0, 0.0], [0.0, 0.0, 0.0, 0.0]]
 
 
+def _eig_inv(e):
+    """Eigenvalues and the eigenvectors' squares (invariant under the vectors' signs)."""
+    return e.eigenvalues + (e.eigenvectors ** 2 * e.eigenvalues).sum(0)
+
+
 def _two(f):
     """A binary op at every pair of (0, -0, 1, -1, nan, 2): ties, zeros, nan on either side."""
     v = [0.0, -0.0, 1.0, -1.0, NAN, 2.0]
@@ -79,6 +84,11 @@ ROWS = {
     # src gradients of src and index of one shape (another shape raises: tests/opinfo's scatter row)
     "scatter": (lambda L, x, s: x.scatter(0, L.tensor([2, 0]), s), [[1.0, 2.0, 3.0], [5.0, 6.0]]),
     "scatter_add": (lambda L, x, s: x.scatter_add(0, L.tensor([2, 2]), s), [[1.0, 2.0, 3.0], [5.0, 6.0]]),
+    # non-symmetric inputs: PyTorch's gradient is Hermitian (both triangles), the forward reads one
+    "eigh": (lambda L, x: _eig_inv(L.linalg.eigh(x.view(3, 3), UPLO="U")), [[2.0, 1.0, 0.5, -1.0, 3.0, 0.2, 4.0, 0.7, 1.0]]),
+    "eigvalsh": (lambda L, x: L.linalg.eigvalsh(x.view(3, 3)), [[2.0, 1.0, 0.5, -1.0, 3.0, 0.2, 4.0, 0.7, 1.0]]),
+    "pinv": (lambda L, x: L.linalg.pinv(x.view(3, 3), hermitian=True).flatten(),
+             [[2.0, 1.0, 0.5, -1.0, 3.0, 0.2, 4.0, 0.7, 1.0]]),
     "heaviside": None,  # its slot raises PyTorch's error: tests/test_ops_math.py
 }
 # second derivatives not compared: PyTorch does not implement them (hardsigmoid, heaviside), or
