@@ -34,7 +34,9 @@ class Op:
         diff: positions of the differentiable operands (default: every positional argument).
         linear: the vjp needs only shapes, not values, so nothing is saved (``add``, ``view``).
         diff_outputs: for tuple-valued fns, which outputs carry gradients.
-        view: the result shares storage with input 0 (writes through it reach the base).
+        view: the result shares storage with input 0 (writes through it reach the base); for a
+            tuple-valued fn, ``view(j, static) -> (op, static)`` gives output j's view step
+            (one node with several view outputs, as PyTorch's SplitBackward0).
         saves_result: PyTorch's derivative reads the result, so changing the result in place
             before backward is an error there; its version is recorded and checked here too.
         jvp: the derivative slot, PyTorch's formula where it differs from what ``jax.vjp`` of
@@ -235,6 +237,8 @@ def apply(op: Op, *args, **static):
     elif _state.inference:
         return _inference_result(op, args, out, skey)
     if op.view and isinstance(args[0], T):
+        if type(out) is tuple:
+            return tuple(T._make_view(args[0], o, *op.view(j, skey)) for j, o in enumerate(out))
         return T._make_view(args[0], out, op, skey, args[1:])
     if type(out) is tuple:
         return tuple(T._wrap(o) for o in out)
@@ -244,7 +248,9 @@ def apply(op: Op, *args, **static):
 def _inference_result(op, args, out, skey):
     """Results computed under ``inference_mode`` are inference tensors: no version counter."""
     T = _Tensor
-    if op.view and isinstance(args[0], T):
+    if op.view and isinstance(args[0], T) and type(out) is tuple:
+        res = tuple(T._make_view(args[0], o, *op.view(j, skey)) for j, o in enumerate(out))
+    elif op.view and isinstance(args[0], T):
         res = (T._make_view(args[0], out, op, skey, args[1:]),)
     else:
         res = tuple(T._wrap(o) for o in out) if type(out) is tuple else (T._wrap(out),)
@@ -323,7 +329,8 @@ def _record(op, args, out, skey, cast, mask):
     if type(out) is tuple:
         douts = op.diff_outputs if op.diff_outputs is not None else range(len(out))
         node._out_avals = tuple((out[j].shape, out[j].dtype) for j in douts)
-        res = [_Tensor._wrap(o) for o in out]
+        res = [_Tensor._make_view(args[0], o, *op.view(j, skey)) if op.view else _Tensor._wrap(o)
+               for j, o in enumerate(out)]
         for nr, j in enumerate(douts):
             res[j]._set_grad_fn(node, nr)
         return tuple(res)
