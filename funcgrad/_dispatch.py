@@ -51,7 +51,8 @@ class Op:
     """
 
     __slots__ = ("name", "fn", "grad_name", "promote", "diff", "linear", "diff_outputs",
-                 "view", "saves_result", "jvp", "jvp_graph", "_fwd", "_bwd", "_bwd_ops", "_node_cls", "doc")
+                 "view", "saves_result", "jvp", "jvp_graph", "_fwd", "_bwd", "_bwd_ops", "_node_cls",
+                 "doc")
 
     def __init__(self, name, fn, grad_name=None, promote="none", diff=None, linear=False,
                  diff_outputs=None, view=False, doc=None, saves_result=False, jvp=None,
