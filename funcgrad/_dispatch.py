@@ -34,7 +34,9 @@ class Op:
         diff: positions of the differentiable operands (default: every positional argument).
         linear: the vjp needs only shapes, not values, so nothing is saved (``add``, ``view``).
         diff_outputs: for tuple-valued fns, which outputs carry gradients.
-        view: the result shares storage with input 0 (writes through it reach the base).
+        view: the result shares storage with input 0 (writes through it reach the base); for a
+            tuple-valued fn, ``view(j, static) -> (op, static)`` gives output j's view step
+            (one node with several view outputs, as PyTorch's SplitBackward0).
         saves_result: PyTorch's derivative reads the result, so changing the result in place
             before backward is an error there; its version is recorded and checked here too.
         jvp: the derivative slot, PyTorch's formula where it differs from what ``jax.vjp`` of
@@ -44,17 +46,21 @@ class Op:
             as ``float0`` zeros. It is attached to ``fn`` as a ``jax.custom_jvp``, so the
             eager backward kernel, ``create_graph``, ``funcgrad.jit`` and ``jax.grad`` of a
             functional call all use the same formula.
+        jvp_graph: the formula of the backward when it is itself recorded (``create_graph``),
+            where PyTorch switches formulas with grad mode (cumprod at zeros); default: ``jvp``.
     """
 
     __slots__ = ("name", "fn", "grad_name", "promote", "diff", "linear", "diff_outputs",
-                 "view", "saves_result", "jvp", "_fwd", "_bwd", "_bwd_ops", "_node_cls", "doc")
+                 "view", "saves_result", "jvp", "jvp_graph", "_fwd", "_bwd", "_bwd_ops", "_node_cls",
+                 "doc")
 
     def __init__(self, name, fn, grad_name=None, promote="none", diff=None, linear=False,
-                 diff_outputs=None, view=False, doc=None, saves_result=False, jvp=None):
+                 diff_outputs=None, view=False, doc=None, saves_result=False, jvp=None,
+                 jvp_graph=None):
         self.name, self.fn, self.grad_name, self.promote = name, fn, grad_name, promote
         self.diff, self.linear, self.diff_outputs, self.view = diff, linear, diff_outputs, view
         self.saves_result = saves_result
-        self.doc, self.jvp = doc, jvp
+        self.doc, self.jvp, self.jvp_graph = doc, jvp, jvp_graph
         self._fwd, self._bwd, self._bwd_ops = {}, {}, {}
         self._node_cls = node_class(grad_name, OpNode) if grad_name else None
 
@@ -65,11 +71,13 @@ class Op:
         return range(nargs) if self.diff is None else self.diff
 
     # -- kernels ---------------------------------------------------------------------------
-    def traced(self, static, cast, nargs):
-        """The pure function with the dtype cast applied to the operands."""
+    def traced(self, static, cast, nargs, graph=False):
+        """The pure function with the dtype cast applied to the operands (``graph``: with the
+        derivative formula of a recorded backward, ``jvp_graph``)."""
         fn, kw = self.fn, dict(static)
-        if self.jvp is not None:
-            fn, kw = _with_jvp(fn, self.jvp, kw), {}
+        rule = self.jvp_graph if graph and self.jvp_graph is not None else self.jvp
+        if rule is not None:
+            fn, kw = _with_jvp(fn, rule, kw), {}
         if cast is None:
             return lambda *a: fn(*a, **kw)
         pos = frozenset(self.positions(nargs))
@@ -86,9 +94,9 @@ class Op:
             k = self._fwd[key] = jax.jit(self.traced(static, cast, nargs))
         return k
 
-    def vjp_fn(self, static, cast, nargs, mask, avals):
+    def vjp_fn(self, static, cast, nargs, mask, avals, graph=False):
         """``bwd(args, cots) -> grads`` for the masked positions (unjitted, traceable)."""
-        f = self.traced(static, cast, nargs)
+        f = self.traced(static, cast, nargs, graph)
         idx = [i for i in range(nargs) if mask[i]]
         douts = self.diff_outputs
 
@@ -122,7 +130,7 @@ class Op:
         key = (static, cast, nargs, mask, avals)
         op = self._bwd_ops.get(key)
         if op is None:
-            bwd = self.vjp_fn(static, cast, nargs, mask, avals)
+            bwd = self.vjp_fn(static, cast, nargs, mask, avals, graph=True)
             n_args = nargs
             aval_pos = {i for i, _ in avals}
 
@@ -230,6 +238,8 @@ def apply(op: Op, *args, **static):
     elif _state.inference:
         return _inference_result(op, args, out, skey)
     if op.view and isinstance(args[0], T):
+        if type(out) is tuple:
+            return tuple(T._make_view(args[0], o, *op.view(j, skey)) for j, o in enumerate(out))
         return T._make_view(args[0], out, op, skey, args[1:])
     if type(out) is tuple:
         return tuple(T._wrap(o) for o in out)
@@ -239,7 +249,9 @@ def apply(op: Op, *args, **static):
 def _inference_result(op, args, out, skey):
     """Results computed under ``inference_mode`` are inference tensors: no version counter."""
     T = _Tensor
-    if op.view and isinstance(args[0], T):
+    if op.view and isinstance(args[0], T) and type(out) is tuple:
+        res = tuple(T._make_view(args[0], o, *op.view(j, skey)) for j, o in enumerate(out))
+    elif op.view and isinstance(args[0], T):
         res = (T._make_view(args[0], out, op, skey, args[1:]),)
     else:
         res = tuple(T._wrap(o) for o in out) if type(out) is tuple else (T._wrap(out),)
@@ -318,7 +330,8 @@ def _record(op, args, out, skey, cast, mask):
     if type(out) is tuple:
         douts = op.diff_outputs if op.diff_outputs is not None else range(len(out))
         node._out_avals = tuple((out[j].shape, out[j].dtype) for j in douts)
-        res = [_Tensor._wrap(o) for o in out]
+        res = [_Tensor._make_view(args[0], o, *op.view(j, skey)) if op.view else _Tensor._wrap(o)
+               for j, o in enumerate(out)]
         for nr, j in enumerate(douts):
             res[j]._set_grad_fn(node, nr)
         return tuple(res)

@@ -191,6 +191,7 @@ RULES = {  # op key in the op table -> stride rule (tests/test_strides.py: every
     "getitem_select": _basic_index, "getitem_slice": _basic_index,
     "getitem_unsqueeze_idx": _basic_index, "getitem_alias": _basic_index, "split": _slice,
     "split_with_sizes": _slice, "unbind": _select, "unfold": _unfold, "diagonal": _diagonal,
+    "split_slice": _slice,
     "alias": _alias,
 }
 

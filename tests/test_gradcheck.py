@@ -34,6 +34,14 @@ FD_INVALID = {
                 "exp(log_probs) term cancels only through log_softmax); funcgrad reproduces torch's "
                 "(tests/test_ops_more2.py)",
     "ctc_loss_zero_infinity": "as ctc_loss (tests/test_ops_more2.py compares with torch)",
+    "eigh": "PyTorch's eigh gradient is Hermitian (both triangles) while the forward reads one triangle, "
+            "so it is not the derivative of that function (tests/test_opinfo_derivatives.py compares "
+            "it with torch's)",
+    "eigh_U_vectors": "as eigh",
+    "eigvalsh": "as eigh",
+    "pinv_hermitian": "PyTorch's pinv(hermitian=True) gradient is the general pseudo-inverse derivative at A "
+                      "while the forward reads one triangle (tests/test_opinfo_derivatives.py compares it "
+                      "with torch's)",
 }
 
 

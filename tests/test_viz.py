@@ -230,11 +230,8 @@ def _torch_names(t):
     return sorted(names)
 
 
-# chunk/split: PyTorch records ONE SplitBackward0 node with several outputs, funcgrad one node per
-# output (an autograd-core gap, not a drawing one); strict, so the fix turns this test red->green
-_SPLIT_GAP = pytest.mark.xfail(strict=True, reason="funcgrad records one SplitBackward0 per chunk output")
 # cross_entropy: PyTorch records NllLossBackward0 <- LogSoftmaxBackward0, funcgrad NllLossBackward0 alone
-_GAPS = {"lstm_step": _SPLIT_GAP}
+_GAPS: dict = {}
 
 
 @pytest.mark.torch

@@ -401,8 +401,30 @@ def _eigh_fn(a, *, uplo):
     return w, v
 
 
-_eigh = defop("eigh", _eigh_fn, "LinalgEighBackward0")
-_eigvalsh = defop("eigvalsh", lambda a, uplo: _eigh_fn(a, uplo=uplo)[0], "LinalgEighBackward0")
+def _sym(x):
+    return (x + jnp.conj(jnp.swapaxes(x, -1, -2))) / 2
+
+
+def _eigh_jvp(primals, tangents, out, *, uplo):
+    # PyTorch's linalg_eigh_backward returns the Hermitian V (diag(gL) + skew(V^H gV) / E) V^H:
+    # both triangles get the gradient (the forward reads one). That is the transpose of eigh's
+    # derivative along the Hermitian part of the tangent, whatever triangle the forward read.
+    # The matrix is the triangle's value with the Hermitian part's derivative, so that the second
+    # derivative is Hermitian too, as PyTorch's (its backward's inputs are eigh's outputs).
+    (a,), (t,) = primals, tangents
+    sg = jax.lax.stop_gradient
+    m = _hermitian(sg(a), uplo) + (_sym(a) - sg(_sym(a)))
+    return jax.jvp(_eigh_plain, (m,), (_sym(t),))[1]
+
+
+def _eigh_plain(m):
+    w, v = jnp.linalg.eigh(m, symmetrize_input=False)
+    return w, v
+
+
+_eigh = defop("eigh", _eigh_fn, "LinalgEighBackward0", jvp=_eigh_jvp)
+_eigvalsh = defop("eigvalsh", lambda a, uplo: _eigh_fn(a, uplo=uplo)[0], "LinalgEighBackward0",
+                  jvp=lambda p, t, out, uplo: _eigh_jvp(p, t, None, uplo=uplo)[0])
 
 
 def _check_uplo(UPLO):
@@ -425,8 +447,8 @@ def eigvalsh(A, UPLO="L", *, out=None) -> Tensor:
 
 
 def _pinv_fn(a, *, atol, rtol, hermitian):
-    if hermitian:
-        w, v = jnp.linalg.eigh(a)
+    if hermitian:  # PyTorch's eigh reads the lower triangle
+        w, v = jnp.linalg.eigh(_hermitian(a, "L"), symmetrize_input=False)
         s = jnp.abs(w)
     else:
         u, s, vh = jnp.linalg.svd(a, full_matrices=False)
@@ -441,7 +463,22 @@ def _pinv_fn(a, *, atol, rtol, hermitian):
     return jnp.conj(jnp.swapaxes(vh, -1, -2)) * sinv[..., None, :] @ jnp.conj(jnp.swapaxes(u, -1, -2))
 
 
-_pinv = defop("pinv", _pinv_fn, "LinalgPinvBackward0")
+def _pinv_jvp(primals, tangents, out, *, atol, rtol, hermitian):
+    # PyTorch's pinv_backward is the general pseudo-inverse derivative at the input A, also for
+    # hermitian=True, whose forward reads one triangle (jax.vjp would give the gradient of that
+    # triangle's function): dP = -P dA P + P P^H dA^H (I - A P) + (I - P A) dA^H P^H P
+    (a,), (t,) = primals, tangents
+    if not hermitian:
+        return jax.jvp(lambda m: _pinv_fn(m, atol=atol, rtol=rtol, hermitian=False), (a,), (t,))[1]
+    p = out
+
+    def h(x):
+        return jnp.conj(jnp.swapaxes(x, -1, -2))
+    eye_m, eye_n = jnp.eye(a.shape[-2], dtype=a.dtype), jnp.eye(a.shape[-1], dtype=a.dtype)
+    return (-(p @ t @ p) + p @ h(p) @ h(t) @ (eye_m - a @ p) + (eye_n - p @ a) @ h(t) @ h(p) @ p)
+
+
+_pinv = defop("pinv", _pinv_fn, "LinalgPinvBackward0", jvp=_pinv_jvp)
 
 
 def pinv(A, *, atol=None, rtol=None, hermitian=False, out=None) -> Tensor:
@@ -493,10 +530,39 @@ def multi_dot(tensors, *, out=None) -> Tensor:
     for i, t in enumerate(tensors):
         if t.ndim != 2 and not (t.ndim == 1 and i in (0, len(tensors) - 1)):
             raise RuntimeError(f"multi_dot(): tensor {i} must be 2D but got {t.ndim}D")
-    r = tensors[0]
-    for t in tensors[1:]:
-        r = matmul(r, t)
-    return _out(r, out)
+    # as PyTorch's multi_dot_impl: 1-D ends viewed as a row / column matrix, the chain of mm in
+    # the cheapest order, the result viewed back to its shape (its node is ViewBackward0)
+    first, last = tensors[0], tensors[-1]
+    shape = ([] if first.ndim == 1 else [first.shape[0]]) + ([] if last.ndim == 1 else [last.shape[1]])
+    if first.ndim == 1:
+        tensors[0] = first.view(1, -1)
+    if last.ndim == 1:
+        tensors[-1] = last.view(-1, 1)
+    return _out(_chain(tensors, _chain_order(tensors), 0, len(tensors) - 1).view(shape), out)
+
+
+def _chain_order(ms):
+    """The split points of the cheapest product order (the matrix-chain DP; PyTorch's order)."""
+    n = len(ms)
+    p = [m.shape[0] for m in ms] + [ms[-1].shape[1]]
+    cost = [[0] * n for _ in range(n)]
+    split = [[0] * n for _ in range(n)]
+    for length in range(1, n):
+        for i in range(n - length):
+            j = i + length
+            cost[i][j] = None
+            for k in range(i, j):
+                c = cost[i][k] + cost[k + 1][j] + p[i] * p[k + 1] * p[j + 1]
+                if cost[i][j] is None or c < cost[i][j]:
+                    cost[i][j], split[i][j] = c, k
+    return split
+
+
+def _chain(ms, split, i, j):
+    if i == j:
+        return ms[i]
+    k = split[i][j]
+    return matmul(_chain(ms, split, i, k), _chain(ms, split, k + 1, j))
 
 
 # ---- top-level aliases (torch.det, torch.inverse …) --------------------------------------------

@@ -231,10 +231,29 @@ def _sr_extremum_jvp(dim, reduce, include_self, primals, tangents):
 
 
 _gather = defop("gather", _gather_fn, "GatherBackward0", diff=(0,), linear=True)
-_scatter = defop("scatter", _scatter_fn, "ScatterBackward0", diff=(0, 2))
+def _scatter_src_fn(x, i, src, *, dim, how, src_grad=False):
+    return _scatter_fn(x, i, src, dim, how)
+
+
+def _scatter_src_jvp(node):
+    """scatter / scatter_add's derivative (jax's), except that PyTorch's src gradient is
+    ``grad.gather(dim, index)``, the index's shape: for a src of another shape that requires grad
+    its engine rejects it, and so does this slot when the backward is traced."""
+    def jvp(primals, tangents, out, *, dim, how, src_grad=False):
+        (x, i, src), (tx, _, ts) = primals, tangents
+        if src_grad and tuple(i.shape) != tuple(src.shape):
+            raise RuntimeError(f"Function {node} returned an invalid gradient at index 1 - got "
+                               f"{list(i.shape)} but expected shape compatible with {list(src.shape)}")
+        return jax.jvp(lambda a, b: _scatter_fn(a, i, b, dim, how), (x, src), (tx, ts))[1]
+    return jvp
+
+
+_scatter = defop("scatter", _scatter_src_fn, "ScatterBackward0", diff=(0, 2),
+                 jvp=_scatter_src_jvp("ScatterBackward0"))
 _scatter_value = defop("scatter_value", _scatter_fn, "ScatterBackward1", diff=(0,))
 _scatter_legacy = defop("scatter_reduce_legacy", _scatter_fn, None)  # reduce=: not differentiable
-_scatter_add = defop("scatter_add", _scatter_fn, "ScatterAddBackward0", diff=(0, 2))
+_scatter_add = defop("scatter_add", _scatter_src_fn, "ScatterAddBackward0", diff=(0, 2),
+                     jvp=_scatter_src_jvp("ScatterAddBackward0"))
 _scatter_reduce = defop("scatter_reduce", _scatter_reduce_fn, "ScatterReduceBackward0", diff=(0, 2))
 
 
@@ -290,8 +309,9 @@ def scatter(input, dim, index, src=None, *, value=None, reduce=None, out=None) -
                           "be removed in a future PyTorch release. Use torch.scatter_reduce instead "
                           "for more reduction options.", UserWarning, stacklevel=2)
         return _out(apply(_scatter_legacy, input, index, src, dim=d, how=reduce), out)
-    op = _scatter if is_t else _scatter_value
-    return _out(apply(op, input, index, src, dim=d, how="set"), out)
+    if not is_t:
+        return _out(apply(_scatter_value, input, index, src, dim=d, how="set"), out)
+    return _out(apply(_scatter, input, index, src, dim=d, how="set", src_grad=src.requires_grad), out)
 
 
 @export("scatter_add")
@@ -300,7 +320,8 @@ def scatter_add(input, dim, index, src, *, out=None) -> Tensor:
     _check_index_dtype(index, "scatter_add")
     d = _wrap_dim(dim, input.ndim)
     _check_gather_shapes(input, index, d, "scatter", src)
-    return _out(apply(_scatter_add, input, index, src, dim=d, how="add"), out)
+    return _out(apply(_scatter_add, input, index, src, dim=d, how="add",
+                      src_grad=isinstance(src, Tensor) and src.requires_grad), out)
 
 
 @export("scatter_reduce")

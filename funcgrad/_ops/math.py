@@ -93,13 +93,76 @@ MATH_OPS = {}
 _NO_INT = {"frac"}
 
 
+@jax.custom_jvp
 def _digamma(x):
     # PyTorch's calc_digamma: copysign(inf, -x) at ±0 (jax: nan)
     return jnp.where(x == 0, jnp.copysign(jnp.asarray(jnp.inf, x.dtype), -x), jax.lax.digamma(x))
 
 
+@_digamma.defjvp
+def _digamma_jvp(primals, tangents):
+    # lgamma's second derivative: PyTorch's polygamma(1, x) (inf at 0, where jax's is nan)
+    (x,), (t,) = primals, tangents
+    return _digamma(x), t * _trigamma(x)
+
+
+@jax.custom_jvp
+def _tdiv(a, b):
+    """``a / b`` differentiated as PyTorch's div: ``-grad * ((a / b) / b)`` for ``b`` (jax's
+    ``a * b ** -2`` overflows at tiny ``b``), for derivative formulas that divide."""
+    return a / b
+
+
+@_tdiv.defjvp
+def _tdiv_jvp(primals, tangents):
+    (a, b), (ta, tb) = primals, tangents
+    # the barrier keeps XLA from rewriting (a / b) / b into a / (b * b), which underflows
+    q = jax.lax.optimization_barrier(a / b)
+    return q, ta / b - tb * (q / b)
+
+
+@jax.custom_jvp
+def _trigamma(x):
+    # PyTorch's calc_trigamma (polygamma(1, x), digamma's derivative): reflection below 0.5, six
+    # recurrence steps, then the asymptotic series; inf at 0 and the negative integers' float
+    # neighbours, 0 at +inf (jax.vjp of lax.digamma gives nan there)
+    pi = jnp.asarray(jnp.pi, x.dtype)
+    neg = x < 0.5
+    s = jnp.sin(pi * x)
+    res = jnp.where(neg, -(pi * pi) / (s * s), 0)
+    x = jnp.where(neg, 1 - x, x)
+    for _ in range(6):
+        res = res + 1 / (x * x)
+        x = x + 1
+    ixx = 1 / (x * x)
+    res = res + (1 + 1 / (2 * x) + ixx * (1. / 6 - ixx * (1. / 30 - ixx * (1. / 42)))) / x
+    return jnp.where(neg, -res, res)
+
+
+@_trigamma.defjvp
+def _trigamma_jvp(primals, tangents):
+    # digamma's second derivative as PyTorch's polygamma(2, x) = -2 zeta(3, x), whose Cephes zeta
+    # is inf at 0 and the negative integers (jax's: nan)
+    (x,), (t,) = primals, tangents
+    z = jnp.where((x <= 0) & (x == jnp.floor(x)), jnp.inf, jsp.zeta(jnp.asarray(3.0, x.dtype), x))
+    return _trigamma(x), t * (-2 * z)
+
+
+def _sinc_jvp(primals, tangents, out):
+    # PyTorch's sinc_backward: (pi x cos(pi x) - sin(pi x)) / (pi x^2), 0 where pi x^2 == 0 (also
+    # at tiny x, where jnp.sinc's derivative overflows to inf). The division is not made safe
+    # because PyTorch's is not: its second derivative there is nan (0 * d(1 / x^2)), as here.
+    (x,), (t,) = primals, tangents
+    px, pxx = x * jnp.pi, x * x * jnp.pi
+    d = (px * jnp.cos(px) - jnp.sin(px)) / pxx
+    return t * jnp.where(pxx == 0, 0, d).astype(out.dtype)
+
+
 # PyTorch's derivative formulas where jax.vjp of the forward differs (the op table's jvp slot)
 _JVP = {
+    # grad * polygamma(1, self)
+    "digamma": lambda p, t, out: t[0] * _trigamma(p[0]),
+    "sinc": _sinc_jvp,
     # -0.5 * grad * result ** 3 (the sign of inf at -0 follows the result's, as PyTorch)
     "rsqrt": lambda p, t, out: -0.5 * t[0] * out ** 3,
     # grad * digamma(self), with PyTorch's digamma at 0
@@ -274,7 +337,7 @@ def _xlogy_jvp(primals, tangents, out):
     # self == 0); other: grad * self / other
     (x, y), (tx, ty) = primals, tangents
     dx = jnp.where((x == 0) & (y <= 0), 0, jnp.log(jnp.where((x == 0) & (y <= 0), 1, y)))
-    return tx * dx.astype(out.dtype) + ty * x / y
+    return tx * dx.astype(out.dtype) + ty * _tdiv(x, y)
 
 
 _xlogy_t = defop("xlogy", jsp.xlogy, "XlogyBackward0", promote="binary_float", jvp=_xlogy_jvp)
@@ -282,9 +345,10 @@ _xlogy_s = defop("xlogy_scalar_other", jsp.xlogy, "XlogyBackward2", promote="bin
 _xlogy_self = defop("xlogy_scalar_self", jsp.xlogy, "XlogyBackward1", promote="binary_float",
                     jvp=_xlogy_jvp)
 def _copysign_jvp(primals, tangents, out):
-    # PyTorch: grad * result / self, masked to 0 where self == 0; no gradient for ``other``
+    # PyTorch: grad * result / self, masked to 0 where self == 0; no gradient for ``other``. The
+    # division is not made safe, as PyTorch's is not (its second derivative at 0 is nan: 0 / 0)
     (x, _), (tx, _) = primals, tangents
-    return tx * jnp.where(x == 0, 0, out / jnp.where(x == 0, 1, x))
+    return tx * jnp.where(x == 0, 0, _tdiv(out, x))
 
 
 _copysign_t = defop("copysign", jnp.copysign, "CopysignBackward0", promote="binary_float",

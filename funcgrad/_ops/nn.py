@@ -32,9 +32,11 @@ def _elu(x, *, alpha, scale, input_scale):
 
 
 def _elu_jvp(primals, tangents, out, *, alpha, scale, input_scale):
-    # PyTorch's elu_backward: x <= 0 takes the exponential branch (x == 0 included; nan not)
+    # PyTorch's elu_backward: x <= 0 takes the exponential branch (x == 0 included; nan not).
+    # Its second derivative (elu_double_backward) is masked by x < 0: 0 at x == 0 and at nan,
+    # hence the exponent's input is x only where x < 0.
     (x,), (t,) = primals, tangents
-    neg = (input_scale * alpha * scale) * jnp.exp(jnp.minimum(x, 0) * input_scale)
+    neg = (input_scale * alpha * scale) * jnp.exp(jnp.where(x < 0, x, 0) * input_scale)
     return t * jnp.where(x <= 0, neg, scale).astype(x.dtype)
 
 
@@ -471,7 +473,8 @@ def _cosine_similarity(x1, x2, *, dim, eps):
     return w12 / jnp.sqrt(jnp.maximum(n12, eps * eps))
 
 
-_cosine_op = defop("cosine_similarity", _cosine_similarity, "DivBackward0", promote="binary_float")
+# one kernel named as PyTorch's composite's last node: ((x1 / |x1|) * (x2 / |x2|)).sum(dim)
+_cosine_op = defop("cosine_similarity", _cosine_similarity, "SumBackward1", promote="binary_float")
 
 
 def _pairwise_distance(x1, x2, *, p, eps, keepdim):

@@ -161,7 +161,12 @@ def _sdpa(q, k, v, mask, noise, **kw):
     return _attention(q, k, v, mask, noise, **kw)[0]
 
 
+# one kernel, named as the PyTorch CPU backend that F.scaled_dot_product_attention picks for the
+# call: its flash kernel, or its math composite, whose last node is matmul's (_unsafe_view of a
+# bmm; mm for 2-D inputs)
 scaled_dot_product_attention = defop("scaled_dot_product_attention", _sdpa,
                                      "ScaledDotProductFlashAttentionForCpuBackward0")
+scaled_dot_product_attention_math = defop("scaled_dot_product_attention_math", _sdpa, "UnsafeViewBackward0")
+scaled_dot_product_attention_math_2d = defop("scaled_dot_product_attention_math_2d", _sdpa, "MmBackward0")
 # Attention that also returns its weights (MultiheadAttention with need_weights=True)
 attention_with_weights = defop("attention_with_weights", _attention, "BmmBackward0")

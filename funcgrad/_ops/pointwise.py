@@ -105,12 +105,17 @@ def _power(x, e):
     # derivative is not nan there (double backward of x ** 2 at x < 0 went through sqrt(x))
     half, mhalf = e == 0.5, e == -0.5
     root = half | mhalf
-    xr, xp = jnp.where(root, x, 1), jnp.where(root, 1, x)
-    return jnp.where(half, jnp.sqrt(xr), jnp.where(mhalf, jax.lax.rsqrt(xr), jnp.power(xp, e)))
+    xh, xm, xp = jnp.where(half, x, 1), jnp.where(mhalf, x, 1), jnp.where(root, 1, x)
+    return jnp.where(half, jnp.sqrt(xh), jnp.where(mhalf, jax.lax.rsqrt(xm), jnp.power(xp, e)))
 
 
-def _pow_self(x, e, t):
-    return t * jnp.where(e == 0, 0, e * _power(x, e - 1))
+def _pow_self(x, e, t, safe=False):
+    # PyTorch: where(exponent == 0, 0, grad * exponent * self ** (exponent - 1)) (the gradient
+    # masked, so a nan cotangent there gives 0, as in double backward through ``result``).
+    # ``safe``: the scalar overload returns zeros without touching self at exponent 0, so its
+    # second derivative is 0 there (the tensor overload's where gives 0 * inf = nan at self 0).
+    k = e * _power(jnp.where(e == 0, 1, x) if safe else x, e - 1)
+    return jnp.where(e == 0, 0, t * jnp.where(e == 0, 0, k))
 
 
 def _pow_exp(b, e, out, t):
@@ -118,7 +123,7 @@ def _pow_exp(b, e, out, t):
 
 
 def _pow_scalar_jvp(primals, tangents, out):
-    return _pow_self(primals[0], primals[1], tangents[0])
+    return _pow_self(primals[0], primals[1], tangents[0], safe=True)
 
 
 def _pow_tensor_jvp(primals, tangents, out):

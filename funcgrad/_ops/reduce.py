@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import collections
 
+import jax
 import jax.numpy as jnp
 
 from .._dtype import to_dtype
@@ -415,7 +416,9 @@ def count_nonzero(input: Tensor, dim=None) -> Tensor:
 aminmax_result = return_type("aminmax", ("min", "max"))
 _aminmax = defop("aminmax", lambda x, dim, keepdim: (
     jnp.min(x, axis=dim, keepdims=keepdim), jnp.max(x, axis=dim, keepdims=keepdim)),
-    "AminmaxBackward0", diff_outputs=(0, 1))
+    "AminmaxBackward0", diff_outputs=(0, 1),
+    # PyTorch: amin's and amax's formula for each output (a nan row: 0 / 0 = nan)
+    jvp=lambda p, t, out, dim, keepdim: tuple(_amax_jvp(p, t, o, dim=dim, keepdim=keepdim) for o in out))
 
 
 @export("aminmax")
@@ -443,14 +446,78 @@ def _scan(f):
 
 
 def _cumlogsumexp(x, axis):
-    import jax
     return jax.lax.cumlogsumexp(x, axis=axis)
 
 
 _cumsum = defop("cumsum", _scan(jnp.cumsum), "CumsumBackward0")
-_cumprod = defop("cumprod", _scan(jnp.cumprod), "CumprodBackward0")
-_logcumsumexp = defop("logcumsumexp", lambda x, dim: x if x.ndim == 0 else _cumlogsumexp(x, dim),
-                      "LogcumsumexpBackward0")
+def _cumprod_jvp(primals, tangents, out, *, dim, dtype):
+    # PyTorch's cumprod_backward (its O(n) path), stated as the tangent map jax transposes:
+    # without a zero anywhere in the input, reversed_cumsum(grad * result) / self (so nan/inf
+    # elements spread nan where jax's scan gives ±inf or finite values); with a zero, the masked
+    # formulas: before the first zero of a slice as above, at the first zero the product of the
+    # elements up to the next zero, elsewhere 0. The ``where`` factors are placed so that the
+    # transpose masks exactly what PyTorch masks (a masked inf gives 0, not inf * 0 = nan).
+    (x,), (t,) = primals, tangents
+    if x.ndim == 0 or x.shape[dim] <= 1:
+        return t.astype(out.dtype)
+    x, t = x.astype(out.dtype), t.astype(out.dtype)
+
+    def no_zero(t):
+        return out * jnp.cumsum(t / x, axis=dim)
+
+    def with_zero(t):
+        cz = jnp.cumsum(x == 0, axis=dim)
+        m0, m1 = cz == 0, cz == 1
+        before = jnp.where(m0, out, 0) * jnp.cumsum(jnp.where(m0, t / jnp.where(m0, x, 1), 0), axis=dim)
+        first = jnp.argmax(m1, axis=dim, keepdims=True)  # 0 where a slice has no zero
+        fzm = (jax.lax.broadcasted_iota(jnp.int32, x.shape, dim) == first) & m1
+        between = m1 & ~fzm
+        cp = jnp.cumprod(jnp.where(between, x, 1), axis=dim)
+        prev = jnp.take_along_axis(out, jnp.maximum(first - 1, 0), axis=dim)
+        p = jnp.where(first == 0, 1, prev)
+        t_z = jnp.sum(jnp.where(fzm, t, 0), axis=dim, keepdims=True)
+        return before + jnp.where(m1, cp * (p * t_z), 0)
+    return jax.lax.cond(jnp.any(x == 0), with_zero, no_zero, t)
+
+
+def _cumprod_jvp_graph(primals, tangents, out, *, dim, dtype):
+    # with grad mode on (create_graph) and a zero in the input PyTorch takes the O(n^2) formula
+    # instead: grad_k = sum_{j >= k} grad_j prod_{i <= j, i != k} x_i, whose derivative is the
+    # second derivative of cumprod (the masked O(n) formula's is not)
+    (x,), (t,) = primals, tangents
+    if x.ndim == 0 or x.shape[dim] <= 1:
+        return t.astype(out.dtype)
+
+    def products(t):
+        xs, ts = jnp.moveaxis(x.astype(out.dtype), dim, -1), jnp.moveaxis(t.astype(out.dtype), dim, -1)
+        n = xs.shape[-1]
+        k, i = jnp.arange(n)[:, None], jnp.arange(n)[None, :]
+        until = jnp.concatenate([jnp.ones_like(xs[..., :1]), jnp.cumprod(xs[..., :-1], axis=-1)], -1)
+        after = jnp.cumprod(jnp.where(i > k, xs[..., None, :], 1), axis=-1)
+        omitted = jnp.where(i >= k, until[..., :, None] * after, 0)  # [k, j]
+        return jnp.moveaxis(jnp.einsum("...kj,...k->...j", omitted, ts), -1, dim)
+    return jax.lax.cond(jnp.any(x == 0), products, lambda t: _cumprod_jvp(primals, (t,), out, dim=dim,
+                                                                          dtype=dtype), t)
+
+
+_cumprod = defop("cumprod", _scan(jnp.cumprod), "CumprodBackward0", jvp=_cumprod_jvp,
+                 jvp_graph=_cumprod_jvp_graph)
+def _logcumsumexp_fn(x, dim):
+    return x if x.ndim == 0 else _cumlogsumexp(x, dim)
+
+
+def _logcumsumexp_jvp(primals, tangents, out, dim):
+    # PyTorch's logcumsumexp_backward works in log space: exp(self + reverse_logcumsumexp(
+    # log|grad| - result)), so an input of +inf gets nan (inf - inf) and a finite or -inf input
+    # after an +inf (result +inf there) gets exp(-inf) = 0, where jax's scan passes finite values.
+    # Scaling the tangent by those factors before jax's own rule scales the gradient after it.
+    (x,), (t,) = primals, tangents
+    nan_at_inf = jnp.where(x == jnp.inf, jnp.nan, 1).astype(t.dtype)
+    t = jnp.where((out == jnp.inf) & (x != jnp.inf), 0, t) * nan_at_inf
+    return jax.jvp(lambda v: _logcumsumexp_fn(v, dim), (x,), (t,))[1]
+
+
+_logcumsumexp = defop("logcumsumexp", _logcumsumexp_fn, "LogcumsumexpBackward0", jvp=_logcumsumexp_jvp)
 
 
 @export("cumsum")

@@ -15,6 +15,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from .._tensor import Size, _wrap_dim
+from .._dispatch import Op
 from ._registry import Tensor, apply, defop, export
 from .indexing import index_select
 from .shape import _VIEW_OPS, _shape_arg, _to_basic, cat, expand, permute, reshape, unsqueeze
@@ -32,8 +33,24 @@ def _unbind_fn(x, dim, i):
     return jax.lax.index_in_dim(x, i, axis=dim, keepdims=False)
 
 
-_split = defop("split", _slice_fn, "SplitBackward0", linear=True, view=True)
-_split_sizes = defop("split_with_sizes", _slice_fn, "SplitWithSizesBackward0", linear=True, view=True)
+def _split_fn(x, dim, sizes):
+    starts = np.cumsum((0,) + sizes)
+    return tuple(_slice_fn(x, dim, int(a), int(a) + s) for a, s in zip(starts, sizes))
+
+
+# each output of a split is a view of the input: its view step is one slice
+_SLICE = Op("split_slice", _slice_fn)
+
+
+def _split_view(j, skey):
+    kw = dict(skey)
+    start = sum(kw["sizes"][:j])
+    return _SLICE, (("dim", kw["dim"]), ("start", start), ("stop", start + kw["sizes"][j]))
+
+
+# one node with an output per piece, as PyTorch's SplitBackward0 / SplitWithSizesBackward0
+_split = defop("split", _split_fn, "SplitBackward0", linear=True, view=_split_view)
+_split_sizes = defop("split_with_sizes", _split_fn, "SplitWithSizesBackward0", linear=True, view=_split_view)
 _unbind = defop("unbind", _unbind_fn, "UnbindBackward0", linear=True, view=True)
 
 
@@ -71,11 +88,7 @@ def split(tensor, split_size_or_sections, dim=0) -> tuple:
             return (tensor,)
         sizes = [min(s, n - i) for i in range(0, n, s)] or [0]
         op = _split
-    res, start = [], 0
-    for s in sizes:
-        res.append(apply(op, tensor, dim=d, start=start, stop=start + s))
-        start += s
-    return tuple(res)
+    return tuple(apply(op, tensor, dim=d, sizes=tuple(sizes)))
 
 
 @export("split_with_sizes")
@@ -91,7 +104,7 @@ def chunk(input, chunks, dim=0) -> tuple:
     d = _wrap_dim(dim, input.ndim)
     n = input.shape[d]
     return split(input, max(math.ceil(n / chunks), 1) if n else 0, d) if n else \
-        tuple(apply(_split, input, dim=d, start=0, stop=0) for _ in range(chunks))
+        tuple(apply(_split, input, dim=d, sizes=(0,) * chunks))
 
 
 @export("unbind")

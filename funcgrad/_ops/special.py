@@ -37,7 +37,8 @@ def _logit_jvp(primals, tangents, out, eps=None):
     (x,), (t,) = primals, tangents
     # the factor multiplies the tangent (a constant picked by ``where`` would vanish in the vjp)
     g = 1 / (x * (1 - x))
-    if eps is None:  # PyTorch: nan outside [0, 1]
+    if eps is None:  # PyTorch: nan outside [0, 1], grad * inf at 0 and 1 (+inf at -0.0 too)
+        g = jnp.where((x == 0) | (x == 1), jnp.inf, g)
         g = jnp.where((x < 0) | (x > 1), jnp.nan, g)
     else:  # zero where clamped (the bounds themselves pass the gradient)
         g = jnp.where((x < eps) | (x > 1 - eps), 0, g)
@@ -45,9 +46,31 @@ def _logit_jvp(primals, tangents, out, eps=None):
 
 
 def _i0_jvp(primals, tangents, out):
-    # jax.scipy's i0 goes through |x| and has derivative 1 at 0; i0' = i1 (0 at 0)
+    # jax.scipy's i0 goes through |x| and has derivative 1 at 0; i0' = i1 (0 at 0), itself
+    # differentiated with PyTorch's i1 formula (i0's second derivative at nan is finite there)
     (x,), (t,) = primals, tangents
-    return t * jsp.i1(x)
+    return t * _i1(x)
+
+
+def _i1_jvp(primals, tangents, out):
+    # PyTorch's i1_backward: i0(x) - i1(x) / x with x made safe, and 0.5 where |x| <= eps (also at
+    # nan, where the comparison is false; jax.vjp gives nan)
+    (x,), (t,) = primals, tangents
+    eps = jnp.finfo(x.dtype).eps
+    big = jnp.abs(x) > eps
+    safe = jnp.where(big, x, eps)
+    return t * jnp.where(big, jsp.i0(safe) - out * (1 / safe), 0.5)
+
+
+@jax.custom_jvp
+def _i1(x):
+    return jsp.i1(x)
+
+
+@_i1.defjvp
+def _i1_rule(primals, tangents):
+    out = _i1(primals[0])
+    return out, _i1_jvp(primals, tangents, out)
 
 
 def _xlog1py_jvp(primals, tangents, out):
@@ -95,6 +118,7 @@ _UNARY = {
     "entr": (jsp.entr, "SpecialEntrBackward0"),
 }
 _SPECIAL_JVP = {
+    "i1": _i1_jvp,
     # PyTorch: grad * sqrt(2 pi) * exp(result ** 2 / 2) (inf at 0 and 1, where jax.vjp gives 0)
     "ndtri": lambda p, t, out: t[0] * math.sqrt(2 * math.pi) * jnp.exp(out * out / 2),
 }

@@ -56,8 +56,22 @@ def scaled_dot_product_attention(query: Tensor, key: Tensor, value: Tensor,
         value = value.repeat_interleave(rep, dim=-3)
     s = 1.0 / math.sqrt(query.shape[-1]) if scale is None else float(scale)
     p = float(dropout_p)
-    return apply(_k.scaled_dot_product_attention, query, key, value, attn_mask, _noise(p, query, key),
-                 scale=s, is_causal=bool(is_causal), dropout_p=p)
+    return apply(_backend(query, key, value, attn_mask, p), query, key, value, attn_mask,
+                 _noise(p, query, key), scale=s, is_causal=bool(is_causal), dropout_p=p)
+
+
+def _backend(q, k, v, mask, p):
+    """The kernel named as the backend PyTorch's CPU build selects (sdp_utils_cpp): flash for
+    4-D inputs of one batch size, head count and head dim, no dropout and a 2-D/4-D mask that
+    does not require grad; else the math composite."""
+    dense = q.ndim == k.ndim == v.ndim == 4
+    if (dense and p == 0.0 and q.shape[:2] == k.shape[:2] == v.shape[:2]
+            and q.shape[-1] == k.shape[-1] == v.shape[-1] and q.shape[-2] > 0 and k.shape[-2] > 0
+            and (mask is None or (mask.ndim in (2, 4) and not mask.requires_grad))):
+        return _k.scaled_dot_product_attention
+    if q.ndim <= 2 and v.ndim <= 2:
+        return _k.scaled_dot_product_attention_math_2d
+    return _k.scaled_dot_product_attention_math
 
 
 def _linear(x, w, b):

@@ -7,6 +7,7 @@ nothing changed, then ``apply`` the op.
 
 from __future__ import annotations
 
+import math
 import warnings
 
 import jax
@@ -422,6 +423,9 @@ def poisson_nll_loss(input: Tensor, target: Tensor, log_input: bool = True, full
                      reduction: str = "mean") -> Tensor:
     """Poisson negative log likelihood (``exp(input) - target * input`` with ``log_input``)."""
     reduction = _reduction(size_average, reduce, reduction)
-    loss = apply(_k.poisson_nll_loss, input, target, log_input=bool(log_input), full=bool(full),
+    loss = apply(_k.poisson_nll_loss, input, target, log_input=bool(log_input), full=False,
                  eps=float(eps))
+    if full:  # PyTorch adds the Stirling term as a composite (so its node is AddBackward0)
+        stirling = target * target.log() - target + 0.5 * (2 * math.pi * target).log()
+        loss = loss + stirling.masked_fill(target <= 1, 0)
     return _weighted(loss, reduction)

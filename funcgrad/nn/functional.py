@@ -59,7 +59,11 @@ def bilinear(input1: Tensor, input2: Tensor, weight: Tensor, bias: Tensor | None
     if input1.shape[:-1] != input2.shape[:-1]:
         raise RuntimeError(f"bilinear(): input batch dimensions do not match: got {list(input1.shape[:-1])} "
                            f"and {list(input2.shape[:-1])}")
-    out = _nn.apply(_nn._bilinear_op, input1, input2, weight)
+    # as PyTorch's at::bilinear: the batch flattened, _trilinear, the result reshaped back
+    # (ViewBackward0), then the bias added
+    batch = tuple(input1.shape[:-1])
+    out = _nn.apply(_nn._bilinear_op, input1.reshape(-1, input1.shape[-1]),
+                    input2.reshape(-1, input2.shape[-1]), weight).reshape(*batch, weight.shape[0])
     return out if bias is None else out + bias
 
 

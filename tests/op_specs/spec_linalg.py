@@ -3,6 +3,7 @@
 import math
 import warnings
 
+import jax
 import jax.numpy as jnp
 import numpy as np
 
@@ -31,6 +32,18 @@ def quiet(f):
 def _herm_l(a):
     lo = jnp.tril(a, -1)
     return lo + lo.swapaxes(-1, -2) + jnp.diagonal(a, 0, -2, -1)[..., None] * jnp.eye(a.shape[-1])
+
+
+def _svd_invariant(usv):
+    u, s, vh = usv
+    return (u * s[..., None, :]) @ vh + s.sum() + ((u * u)[:2] * s).sum() + ((vh * vh)[:, :2].T * s).sum()
+
+
+def _herm_ref(a):
+    """The Hermitian matrix read from the lower triangle, differentiated along the Hermitian part
+    of the tangent: PyTorch's eigh gradient is Hermitian (both triangles)."""
+    sg, sym = jax.lax.stop_gradient, (a + a.swapaxes(-1, -2)) / 2
+    return _herm_l(sg(a)) + sym - sg(sym)
 
 
 def _pinv_ref(a):
@@ -121,18 +134,26 @@ SPECS = [
          [(4, 3)], out=0, grad_fn="LinalgSvdBackward0", **TOL),
     Spec("svd", L.svd, lambda a: tuple(jnp.linalg.svd(a, full_matrices=False)), [(3, 5)], out=1, id="svd_S_full",
          **TOL),
+    # sign-invariant functions of U, S, Vh (U S Vh, S, U ⊙ U, Vh ⊙ Vh): LAPACK (PyTorch) and XLA
+    # pick different signs for the singular vectors, so this row compares the gradient with torch's
+    Spec("svd", lambda a: _svd_invariant(L.svd(a, full_matrices=False)),
+         lambda a: _svd_invariant(jnp.linalg.svd(a, full_matrices=False)), [(4, 3)], id="svd_sign_invariant",
+         grad_fn="AddBackward0", **TOL),
     Spec("svd", lambda a: fg.svd(a).V, lambda a: jnp.linalg.svd(a, full_matrices=False)[2].T, [(3, 3)],
          id="svd_legacy_V", grad_fn="TransposeBackward0", **TOL),
     Spec("svdvals", L.svdvals, lambda a: jnp.linalg.svd(a, compute_uv=False), [(2, 3, 4)],
          grad_fn="LinalgSvdBackward0", **TOL),
-    Spec("eigh", L.eigh, lambda a: tuple(jnp.linalg.eigh(_herm_l(a))), [(3, 3)], out=0,
+    Spec("eigh", L.eigh, lambda a: tuple(jnp.linalg.eigh(_herm_ref(a))), [(3, 3)], out=0,
          grad_fn="LinalgEighBackward0", **TOL),
     Spec("eigh", lambda a: L.eigh(a, UPLO="U").eigenvectors.abs(),
-         lambda a: jnp.abs(jnp.linalg.eigh(_herm_l(a.swapaxes(-1, -2)))[1]), [(3, 3)], id="eigh_U_vectors", **TOL),
-    Spec("eigvalsh", L.eigvalsh, lambda a: jnp.linalg.eigh(_herm_l(a))[0], [(2, 3, 3)],
+         lambda a: jnp.abs(jnp.linalg.eigh(_herm_ref(a.swapaxes(-1, -2)))[1]), [(3, 3)], id="eigh_U_vectors",
+         **TOL),
+    Spec("eigvalsh", L.eigvalsh, lambda a: jnp.linalg.eigh(_herm_ref(a))[0], [(2, 3, 3)],
          grad_fn="LinalgEighBackward0", **TOL),
     Spec("pinv", L.pinv, _pinv_ref, [(3, 4)], grad_fn="LinalgPinvBackward0", **TOL),
-    Spec("pinv", lambda a: L.pinv(a, hermitian=True), lambda a: jnp.linalg.inv((a + a.T) / 2), [spd(3)], id="pinv_hermitian", **TOL),
+    # PyTorch's pinv gradient is the general one at A (also for hermitian=True): inv's, for an spd A
+    Spec("pinv", lambda a: L.pinv(a, hermitian=True), lambda a: jnp.linalg.inv(a), [spd(3)], id="pinv_hermitian",
+         **TOL),
     Spec("mm", lambda a: L.matrix_power(a, 3), lambda a: a @ a @ a, [(3, 3)], id="matrix_power_3",
          grad_fn="MmBackward0"),
     Spec("mm", lambda a: fg.matrix_power(a, -2), lambda a: jnp.linalg.inv(a @ a), [spd(3)], id="matrix_power_neg",

@@ -116,7 +116,7 @@ SPECS += [
          lambda x, t, v: 0.5 * (jnp.log(v) + (x - t) ** 2 / v), [S, S, pos(*S)], grad_fn="MulBackward0"),
     Spec("poisson_nll_loss", lambda x, t: F.poisson_nll_loss(x, t, reduction="none", full=True),
          lambda x, t: jnp.exp(x) - t * x + jnp.where(t > 1, t * jnp.log(t) - t + 0.5 * jnp.log(2 * math.pi * t), 0),
-         [S, pos(*S, low=0.5, high=3.0)], grad=(0,), grad_fn="SubBackward0"),
+         [S, pos(*S, low=0.5, high=3.0)], grad=(0,), grad_fn="AddBackward0"),
 ]
 
 
@@ -217,8 +217,14 @@ def _ref_attn(q, k, v, mask=None):
 
 SPECS += [
     Spec("scaled_dot_product_attention", lambda q, k, v, m: FA.scaled_dot_product_attention(q, k, v, m),
+         lambda q, k, v, m: _ref_attn(q, k, v, m)[0], [(1, 2, 3, 4), (1, 2, 5, 4), (1, 2, 5, 4), (3, 5)],
+         grad=(0, 1, 2), grad_fn="ScaledDotProductFlashAttentionForCpuBackward0"),
+    # PyTorch's math path (3-D inputs, a value head dim of its own): matmul's node
+    Spec("scaled_dot_product_attention_math", lambda q, k, v, m: FA.scaled_dot_product_attention(q, k, v, m),
          lambda q, k, v, m: _ref_attn(q, k, v, m)[0], [(2, 3, 4), (2, 5, 4), (2, 5, 3), (3, 5)],
-         grad_fn="ScaledDotProductFlashAttentionForCpuBackward0"),
+         grad_fn="UnsafeViewBackward0"),
+    Spec("scaled_dot_product_attention_math_2d", lambda q, k, v: FA.scaled_dot_product_attention(q, k, v),
+         lambda q, k, v: _ref_attn(q, k, v)[0], [(3, 4), (5, 4), (5, 2)], grad_fn="MmBackward0"),
     Spec("attention_with_weights", _cellop("attention_with_weights", None, None, scale=0.5, is_causal=False,
                                            dropout_p=0.0),
          lambda q, k, v: _ref_attn(q, k, v), [(2, 3, 4), (2, 5, 4), (2, 5, 3)], out=1),
