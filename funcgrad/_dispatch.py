@@ -14,7 +14,7 @@ from __future__ import annotations
 import jax
 import jax.numpy as jnp
 
-from . import _dtype
+from . import _cache, _dtype
 from .autograd import grad_mode
 from .autograd.graph import FREED_MSG, AccumulateGrad, Node, node_class  # noqa: F401
 
@@ -83,7 +83,9 @@ class Op:
         key = (static, cast, nargs)
         k = self._fwd.get(key)
         if k is None:
-            k = self._fwd[key] = jax.jit(self.traced(static, cast, nargs))
+            # a plain jax.jit until its shapes keep changing, then per-shape LRU (_cache.py)
+            k = self._fwd[key] = _cache.kernel(lambda: self.traced(static, cast, nargs),
+                                               self.name, swap=(self._fwd, key))
         return k
 
     def vjp_fn(self, static, cast, nargs, mask, avals):
@@ -114,7 +116,8 @@ class Op:
         key = (static, cast, nargs, mask, avals)
         k = self._bwd.get(key)
         if k is None:
-            k = self._bwd[key] = jax.jit(self.vjp_fn(static, cast, nargs, mask, avals))
+            k = self._bwd[key] = _cache.kernel(lambda: self.vjp_fn(static, cast, nargs, mask, avals),
+                                               self.name + " backward", swap=(self._bwd, key))
         return k
 
     def backward_op(self, static, cast, nargs, mask, avals):
