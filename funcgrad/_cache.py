@@ -22,8 +22,8 @@ shape key; a shape used recently stays compiled while older ones are evicted.
 What is not a funcgrad kernel is bounded by a sweep at safe points (``backward()``, and a
 ``ShapeKernel`` compiling outside any trace, which covers inference-only loops): XLA compilations
 are counted (a ``jax.monitoring`` listener: free when nothing compiles), and every
-``SWEEP_EVERY`` compilations JAX's eager-primitive executables (``x.reshape(b, 20)`` on a bare
-array compiles one per shape) are dropped beyond ``MAX_EXECUTABLES``, and kernels that still
+``SWEEP_EVERY`` compilations JAX's eager-primitive executables (``jnp.asarray`` of a numpy
+array of a new shape compiles one) are dropped, and kernels that still
 hold more than that (e.g. a static argument that changes every step) clear JAX's caches as a
 last resort. Freed compiler memory is handed back to the OS (``malloc_trim``).
 """
@@ -155,6 +155,8 @@ def _describe(key) -> str:
 def _fmt_sig(s) -> str:
     if type(s) is _Arr:
         return f"{s[1]}[{', '.join(map(str, s[0]))}]"
+    if type(s) is _Static:
+        return repr(s[0])
     if type(s) is tuple:
         return "[" + ", ".join(map(_fmt_sig, s)) + "]"
     return s.__name__ if isinstance(s, type) else repr(s)
@@ -162,6 +164,12 @@ def _fmt_sig(s) -> str:
 
 class _Arr(tuple):
     """An array operand's ``(shape, dtype)`` in a signature (told apart from nested lists)."""
+
+    __slots__ = ()
+
+
+class _Static(tuple):
+    """A static argument's value in a signature."""
 
     __slots__ = ()
 
@@ -206,7 +214,8 @@ class ShapeKernel:
 
     def __call__(self, *args):
         static = self.static
-        sig = tuple(a if i in static else _leaf_sig(a) for i, a in enumerate(args)) if static \
+        sig = tuple(_Static((a,)) if i in static else _leaf_sig(a) for i, a in enumerate(args)) \
+            if static \
             else tuple(map(_leaf_sig, args))
         key = (self, sig)
         v = _SHAPED.get(key)
@@ -366,16 +375,19 @@ def _primitive_cache():
 
 
 def sweep(limit: int | None = None) -> bool:
-    """Bound what the per-shape LRU does not: JAX's eager-primitive executables beyond ``limit``
-    are dropped; plain kernels holding more than ``limit`` executables clear JAX's caches.
+    """Bound what the per-shape LRU does not: JAX's eager-primitive executables are dropped; plain
+    kernels holding more than ``limit`` executables clear JAX's caches.
 
     Returns whether it cleared JAX's caches.
     """
     _sweep["due"] = False
     limit = MAX_EXECUTABLES if limit is None else limit
     prim = _primitive_cache()
-    if prim is not None and prim.cache_info().currsize > limit:
-        prim.cache_clear()  # e.g. reshape to (b, 20) on a bare array: one executable per b
+    if prim is not None and prim.cache_info().currsize:
+        # one jitted function per primitive, compiled per shape below it (jnp.asarray of a numpy
+        # array stages one per shape): the sweep comes every SWEEP_EVERY compilations, so
+        # dropping them all costs a recompile of the few in use, rarely
+        prim.cache_clear()
         _sweep["primitive_clears"] += 1
         gc.collect()
         _malloc_trim()

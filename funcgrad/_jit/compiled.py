@@ -8,12 +8,13 @@ writes the new arrays back into the Python objects. ``lower`` stops before runni
 from __future__ import annotations
 
 import functools
+import itertools
 from typing import Callable
 
 import jax
 import numpy as np
 
-from .. import _random
+from .. import _cache, _random
 from ..amp.autocast_mode import state_key as _autocast_key
 from .._tensor import Tensor
 from . import trace as _trace_mod
@@ -41,6 +42,7 @@ class CompiledFunction:
         self._extra_cells: list = []
         self._trees: dict = {}
         self._warned_attrs: set = set()  # Python attributes a trace changed (warned once)
+        self._warned_evict: list = []  # a program was evicted (warned once)
         self._last_trace = None  # (layout, input tree, leaf keys) of the last trace: retrace_reasons
         self.num_traces = 0
         self.retrace_reasons: list[str] = []
@@ -96,9 +98,23 @@ class CompiledFunction:
                     key = (layout.key,) + small
             if not entry.one_shot:
                 self._entries[key] = layout.fast[small] = entry
+                if len(self._entries) > _cache.MAX_PROGRAMS:
+                    self._evict(key)
             else:  # the state it creates is found by the next call's discovery, then cached
                 self._layout = None
+        entry.tick = next(_TICK)
         return self._run(entry, layout, leaves, in_tensors, hyp)
+
+    def _evict(self, new_key) -> None:
+        """Drop the least recently used program (bounded memory when input shapes keep changing)."""
+        old = min((k for k in self._entries if k != new_key), key=lambda k: self._entries[k].tick)
+        del self._entries[old]
+        if self._layout is not None and old[0] == self._layout.key:
+            self._layout.fast.pop(old[1:], None)
+        name = getattr(self._fn, "__qualname__", repr(self._fn))
+        _cache.warn_evicted(_cache.MAX_PROGRAMS, f"programs of the compiled step {name}",
+                            f"the one for inputs {_inputs(new_key)}", f"the one for {_inputs(old)}",
+                            self._warned_evict, stacklevel=5)
 
     def _discover(self, leaves, objs) -> _Layout:
         w = _walk([self._fn, _random.default_generator] + objs)
@@ -218,6 +234,16 @@ class CompiledFunction:
     def _in_tensors(leaves, layout: _Layout) -> list:
         """The tensor arguments that are inputs (not state found elsewhere)."""
         return [x for x in leaves if isinstance(x, Tensor) and id(x._cell) not in layout.cell_index]
+
+
+_TICK = itertools.count(1)
+
+
+def _inputs(key) -> str:
+    """The input shapes/dtypes of a program's cache key, for the eviction warning."""
+    parts = [f"{k[2]}[{', '.join(map(str, k[1]))}]" if k[0] in "ta" else repr(k[1:]) for k in key[2]]
+    s = "(" + ", ".join(parts) + ")"
+    return s if len(s) < 200 else s[:200] + "…"
 
 
 _WRAPPERS.append((CompiledFunction, "_fn"))  # discovery walks what a nested step captures

@@ -39,7 +39,7 @@ class _Entry:
 
     __slots__ = ("fn", "changed", "grad_reuse", "grad_none", "grad_new", "grad_objs", "new_cells",
                  "new_tensors", "inputs_written", "versions", "out_tree", "out_kinds", "n_changed",
-                 "one_shot", "in_cells", "hyp_idx", "inp_idx", "packs", "in_packs")
+                 "one_shot", "in_cells", "hyp_idx", "inp_idx", "packs", "in_packs", "tick")
 
 
 # ---- the trace (CompiledFunction._trace) -------------------------------------------------------
@@ -441,6 +441,7 @@ def _collect(plan, layout, state, inputs, in_tensors, grads0, in_leaves, in_grad
              out, roots):
     """Read the effects of the traced step into an ``_Entry`` and the flat traced outputs."""
     e = _Entry()
+    e.tick = 0  # last use (CompiledFunction: least recently used programs are evicted)
     cells = layout.cells
     changed, vals = [], []
     for c, v in zip(cells, state):
