@@ -23,7 +23,8 @@ What is not a funcgrad kernel is bounded by a sweep at safe points (``backward()
 ``ShapeKernel`` compiling outside any trace, which covers inference-only loops): XLA compilations
 are counted (a ``jax.monitoring`` listener: free when nothing compiles), and every
 ``SWEEP_EVERY`` compilations JAX's eager-primitive executables (``jnp.asarray`` of a numpy
-array of a new shape compiles one) are dropped, and kernels that still
+array of a new shape compiles one) and its caches of traced jaxprs are dropped (what is in use
+stays compiled in the jitted functions' C++ dispatch caches), and kernels that still
 hold more than that (e.g. a static argument that changes every step) clear JAX's caches as a
 last resort. Freed compiler memory is handed back to the OS (``malloc_trim``).
 """
@@ -321,7 +322,7 @@ def _malloc_trim_sometimes() -> None:
 
 
 # ---- the sweep: what is not a funcgrad kernel ----------------------------------------------------
-SWEEP_EVERY = 256
+SWEEP_EVERY = 64  # a sweep (gc + counting) costs ~0.1 s; 64 compilations take seconds
 _BACKEND_COMPILE = "/jax/core/compile/backend_compile_duration"
 _holders: list = []          # callables yielding (label, jitted function) of kernels to count
 _sweep = {"compiles": 0, "due": False, "warned": False, "sweeps": 0, "primitive_clears": 0}
@@ -345,7 +346,7 @@ jax.monitoring.register_event_duration_secs_listener(_on_duration)
 
 def maybe_sweep() -> None:
     """Called at a safe point (``backward()``): sweep if enough compilations happened."""
-    if _sweep["due"]:
+    if _sweep["due"] and _clean():  # (backward() inside funcgrad.jit's trace: later)
         sweep()
 
 
@@ -361,6 +362,21 @@ def executables(shaped: bool = True) -> list:
             if n:
                 out.append((n, label))
     return out
+
+
+def _trace_caches() -> list:
+    """JAX's caches of traced jaxprs (private; [] if this JAX has other ones). Kernels traced
+    inside a funcgrad kernel (``jnp.matmul`` is itself jitted) are cached per shape there, keyed
+    on JAX's own functions, which never die: up to 2048 entries of some KiB each."""
+    try:
+        from jax._src import pjit
+        from jax._src.interpreters import partial_eval as pe
+        caches = [pjit._infer_params_cached, pe.trace_to_jaxpr]
+        for c in caches:
+            c.cache_clear  # noqa: B018 - the API this relies on
+        return caches
+    except (ImportError, AttributeError):
+        return []
 
 
 def _primitive_cache():
@@ -389,8 +405,12 @@ def sweep(limit: int | None = None) -> bool:
         # dropping them all costs a recompile of the few in use, rarely
         prim.cache_clear()
         _sweep["primitive_clears"] += 1
-        gc.collect()
-        _malloc_trim()
+    # the executables in use stay in each jitted function's C++ dispatch cache: nothing in use
+    # recompiles, a call of a new signature traces anew (as it would anyway)
+    for c in _trace_caches():
+        c.cache_clear()
+    gc.collect()
+    _malloc_trim()
     counts = executables(shaped=False)
     total = sum(n for n, _ in counts)
     if total <= limit:

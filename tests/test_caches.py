@@ -1,6 +1,7 @@
 """Compile-cost behaviour: linear-cost cat/stack fan-in, bounded kernel caches, the persistent
 compilation cache. Nothing here is timed: costs are counted (XLA compilations, cache entries)."""
 
+import collections
 import json
 import os
 import subprocess
@@ -233,6 +234,7 @@ def small_bound(monkeypatch):
     monkeypatch.setattr(_cache._SHAPED, "maxsize", 4)
     monkeypatch.setattr(_cache, "MAX_PROGRAMS", 3)
     monkeypatch.setattr(fused, "_CACHE_SIZE", 3)
+    monkeypatch.setattr(fused, "_SEEN", collections.OrderedDict())  # none of earlier tests' programs
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # evictions of what earlier tests compiled
         funcgrad.manual_seed(0)
