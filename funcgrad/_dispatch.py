@@ -14,7 +14,7 @@ from __future__ import annotations
 import jax
 import jax.numpy as jnp
 
-from . import _dtype, _grad_mode as grad_mode, _tensor
+from . import _cache, _dtype, _grad_mode as grad_mode, _tensor
 from ._graph import FREED_MSG, AccumulateGrad, Node, node_class  # noqa: F401
 from ._tensor import Tensor as _Tensor
 
@@ -91,7 +91,9 @@ class Op:
         key = (static, cast, nargs)
         k = self._fwd.get(key)
         if k is None:
-            k = self._fwd[key] = jax.jit(self.traced(static, cast, nargs))
+            # a plain jax.jit until its shapes keep changing, then per-shape LRU (_cache.py)
+            k = self._fwd[key] = _cache.kernel(lambda: self.traced(static, cast, nargs),
+                                               self.name, swap=(self._fwd, key))
         return k
 
     def vjp_fn(self, static, cast, nargs, mask, avals, graph=False):
@@ -122,7 +124,8 @@ class Op:
         key = (static, cast, nargs, mask, avals)
         k = self._bwd.get(key)
         if k is None:
-            k = self._bwd[key] = jax.jit(self.vjp_fn(static, cast, nargs, mask, avals))
+            k = self._bwd[key] = _cache.kernel(lambda: self.vjp_fn(static, cast, nargs, mask, avals),
+                                               self.name + " backward", swap=(self._bwd, key))
         return k
 
     def backward_op(self, static, cast, nargs, mask, avals):

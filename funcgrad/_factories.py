@@ -8,7 +8,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from . import _dtype, _numpy_share
+from . import _cache, _dtype, _numpy_share
 from ._random import _multinomial, _sample
 from ._device import jax_device
 from ._tensor import Size, Tensor
@@ -179,7 +179,8 @@ def _dt(dtype, default=None):
 
 
 # eager jnp.full costs ~300 µs a call; a jitted one specialised on shape/dtype ~5 µs
-_full_jit = jax.jit(lambda fill, shape, dtype: jnp.full(shape, fill, dtype), static_argnums=(1, 2))
+_full_jit = _cache.Kernel(lambda fill, shape, dtype: jnp.full(shape, fill, dtype), "full",
+                          static_argnums=(1, 2))
 
 
 def _fill(shape, fill, np_dtype):

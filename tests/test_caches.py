@@ -1,6 +1,7 @@
 """Compile-cost behaviour: linear-cost cat/stack fan-in, bounded kernel caches, the persistent
 compilation cache. Nothing here is timed: costs are counted (XLA compilations, cache entries)."""
 
+import collections
 import json
 import os
 import subprocess
@@ -13,7 +14,8 @@ import numpy as np
 import pytest
 
 import funcgrad
-from funcgrad import _cache, _compile_cache
+from funcgrad import _cache, _compile_cache, _dispatch, nn
+from funcgrad.autograd import fused
 from funcgrad._ops import _fanin
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -214,36 +216,126 @@ def test_file_cache_trims_least_recently_read(tmp_path):
 
 
 # ---- bounded kernel caches ---------------------------------------------------------------------
-def _step(w, b):
-    x = funcgrad.ones(b, 3) * 0.5
-    (x @ w).tanh().sum().backward()
+# Compilations are counted as traces of the kernel's own function (a persistent-cache hit skips
+# the XLA compile, not the trace): a shape is traced again exactly when it was evicted.
+def _counting_op(name):
+    traced = []
+
+    def fn(x):
+        traced.append(tuple(x.shape))
+        return x * 3.0 + 1.0
+    return _dispatch.Op(name, fn, "CacheTestBackward0", promote="float"), traced
 
 
-def test_kernel_bound_sweeps_with_one_warning(monkeypatch):
-    """Counting entries, not memory: past the bound the next backward() clears the kernels'
-    executables (once warned, naming the kernels compiled for most shapes); they stay bounded."""
-    monkeypatch.setattr(_cache, "SWEEP_EVERY", 4)
-    monkeypatch.setattr(_cache, "MAX_EXECUTABLES", 12)
-    monkeypatch.setitem(_cache._sweep, "warned", False)
-    w = funcgrad.ones(3, 2, requires_grad=True)
-    sweeps0 = _cache._sweep["sweeps"]
-    held = []
-    with pytest.warns(UserWarning, match=r"compiled kernels are held .*most input shapes are: \w+"):
-        for b in range(1, 16):  # 15 batch sizes: every op compiles for each
-            _step(w, b)
-            held.append(sum(n for n, _ in _cache.executables()))
-    assert _cache._sweep["sweeps"] > sweeps0
-    # between sweeps at most SWEEP_EVERY more compilations than the bound, never growing with b
-    assert max(held[-6:]) <= 12 + 4 * 3, held
+@pytest.fixture
+def small_bound(monkeypatch):
+    """Per-shape mode after 2 shapes, 4 executables in the per-shape LRU, warnings re-armed."""
+    monkeypatch.setattr(_cache, "CHURN", 2)
+    monkeypatch.setattr(_cache._SHAPED, "maxsize", 4)
+    monkeypatch.setattr(_cache, "MAX_PROGRAMS", 3)
+    monkeypatch.setattr(fused, "_CACHE_SIZE", 3)
+    monkeypatch.setattr(fused, "_SEEN", collections.OrderedDict())  # none of earlier tests' programs
     with warnings.catch_warnings():
-        warnings.simplefilter("error")  # the warning came once
-        for b in range(16, 22):
-            _step(w, b)
-    assert w.grad is not None and np.allclose(w.grad.numpy()[0], w.grad.numpy()[0][0])
+        warnings.simplefilter("ignore")  # evictions of what earlier tests compiled
+        funcgrad.manual_seed(0)
+        model = nn.Sequential(nn.Linear(5, 8), nn.ReLU(), nn.Linear(8, 3))
+        data = {b: (funcgrad.randn(b, 5), funcgrad.randint(0, 3, (b,))) for b in range(1, 15)}
+    monkeypatch.setattr(_cache._SHAPED, "_warned", True)  # re-armed by the tests that expect it
+    monkeypatch.setattr(fused, "_WARNED", [])  # the one-time warning, re-armed
+    yield model, data
+
+
+def test_kernel_stays_plain_jit_while_shapes_are_stable(small_bound):
+    op, traced = _counting_op("cache_stable")
+    for _ in range(3):
+        for n in (4, 5):  # a DataLoader's full and last batch: two shapes, no per-shape mode
+            _dispatch.apply(op, funcgrad.tensor(np.ones(n, np.float32)))
+    assert traced == [(4,), (5,)]
+    (k,) = op._fwd.values()
+    assert type(k) is not _cache.ShapeKernel  # the eager hot path calls jax.jit directly
+
+
+def test_eviction_is_lru_per_shape_and_warns_once_naming_shapes(small_bound, monkeypatch):
+    monkeypatch.setattr(_cache._SHAPED, "_warned", False)
+    op, traced = _counting_op("cache_lru")
+    run = lambda n: _dispatch.apply(op, funcgrad.tensor(np.arange(n, dtype=np.float32))).numpy()  # noqa: E731
+    first = {n: run(n) for n in (1, 2, 3)}  # the 3rd trace switches the kernel to per-shape
+    assert type(next(iter(op._fwd.values()))) is _cache.ShapeKernel
+    with pytest.warns(UserWarning, match=r"more than 4 eager kernel executables .* latest was "
+                      r"cache_lru\(float32\[\d+\]\), the evicted one \w+\("):
+        for n in range(4, 12):  # 8 new sizes, size 1 used between each: it is never the LRU
+            run(n)
+            np.testing.assert_array_equal(run(1), first[1])
+    assert traced.count((1,)) == 2  # once as a plain jit, once per-shape: never evicted
+    assert all(traced.count((n,)) == 1 for n in range(4, 12))
+    assert len([k for k in _cache._SHAPED.keys() if k[0] is op._fwd[next(iter(op._fwd))]]) <= 4
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # warned once
+        np.testing.assert_array_equal(run(2), first[2])  # evicted: recompiled, same values
+        np.testing.assert_array_equal(run(3), first[3])
+    assert traced.count((2,)) == 2 and traced.count((3,)) == 2
+
+
+def test_inference_only_loop_is_bounded(small_bound, monkeypatch):
+    """No backward() ever runs: the kernels bound themselves as they compile."""
+    monkeypatch.setattr(_cache._SHAPED, "_warned", False)
+    model, data = small_bound
+    xs = {b: x for b, (x, _) in data.items()}
+    with funcgrad.no_grad(), pytest.warns(UserWarning, match=r"eager kernel executables.*latest was "
+                                          r"\w+\(float32\["):
+        ref = {b: model(xs[b]).numpy() for b in (1, 2)}
+        for b in range(1, 15):
+            out = model(xs[b])
+    assert out.shape == (14, 3)
+    assert len(_cache._SHAPED) <= 4
+    with funcgrad.no_grad():
+        for b in (1, 2):  # evicted long ago: recompiled, same values
+            np.testing.assert_array_equal(model(xs[b]).numpy(), ref[b])
+
+
+def test_fused_backward_programs_lru_same_gradients(small_bound):
+    model, data = small_bound
+
+    def grads(b):
+        model.zero_grad()
+        x, y = data[b]
+        nn.functional.cross_entropy(model(x), y).backward()
+        return [p.grad.numpy().copy() for p in model.parameters()]
+    first = grads(1)
+    with pytest.warns(UserWarning, match=r"more than 3 fused backward programs .*the backward of \d+ "
+                      r"ops \(.*\) with shapes"):
+        for b in range(2, 9):
+            grads(b)
+            for a, r in zip(grads(1), first):  # b=1 used between each: kept
+                np.testing.assert_array_equal(a, r)
+    assert len(fused._SEEN) <= 3
+
+
+def test_compiled_step_programs_lru(small_bound):
+    model, data = small_bound
+    seen = []
+
+    @funcgrad.jit(warn_after=100)
+    def step(x):
+        seen.append(tuple(x.shape))
+        return model(x).sum()
+    xs = {b: x for b, (x, _) in data.items()}
+    first = step(xs[1]).item()
+    with pytest.warns(UserWarning, match=r"more than 3 programs of the compiled step .*step.* inputs "
+                      r"\(float32\[\d+, 5\]\)"):
+        for b in range(2, 9):
+            step(xs[b])
+            assert step(xs[1]).item() == first  # used between each: never retraced
+    assert seen.count((1, 5)) == 1 and len(step._entries) <= 3
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # warned once
+        v2 = step(xs[2]).item()  # evicted: traced again, same value as eager
+    assert seen.count((2, 5)) == 2
+    assert v2 == pytest.approx(model(xs[2]).sum().item(), rel=1e-6)
 
 
 def test_sweep_below_bound_keeps_kernels():
-    _step(funcgrad.ones(3, 2, requires_grad=True), 2)
+    _dispatch.apply(_counting_op("cache_keep")[0], funcgrad.ones(2))
     before = _cache.executables()
     assert before and not _cache.sweep(limit=10**9)
     assert _cache.executables() == before

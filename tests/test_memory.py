@@ -7,6 +7,7 @@ issue's full local run). The growth is printed (``pytest -s`` shows it) and must
 ``RSS_LIMIT_MB``.
 """
 
+import collections
 import gc
 import os
 import weakref
@@ -233,6 +234,39 @@ def test_rss_flat_compiled_training_loop():
           f"({step.num_traces} trace(s))")
     assert grown < RSS_LIMIT_MB
     assert step.num_traces <= 2 and np.isfinite(loss.item())
+
+
+@pytest.mark.skipif(not os.path.exists("/proc/self/statm"), reason="needs /proc (Linux)")
+def test_rss_flat_over_changing_batch_sizes_after_the_bound(monkeypatch):
+    """A new batch size every step: once the per-shape LRU and the fused-program LRU are full,
+    each new shape's executables replace the least recently used ones, so RSS stops growing
+    (without the bounds this loop grew some MiB per size)."""
+    from funcgrad import _cache
+    from funcgrad.autograd import fused
+    monkeypatch.setattr(_cache, "CHURN", 2)
+    monkeypatch.setattr(_cache._SHAPED, "maxsize", 12)
+    monkeypatch.setattr(_cache._SHAPED, "_warned", True)  # (the warning is tested in test_caches)
+    monkeypatch.setattr(fused, "_CACHE_SIZE", 2)
+    monkeypatch.setattr(fused, "_SEEN", collections.OrderedDict())
+    monkeypatch.setattr(fused, "_WARNED", [True])
+    w = funcgrad.ones(3, 2, requires_grad=True)
+
+    def step(b):
+        x = funcgrad.ones(b, 3)
+        ((x @ w).tanh() * 0.5).sum().backward()
+    rss = {}
+    for b in range(1, 61):
+        step(b)
+        if b in (20, 60):
+            gc.collect()
+            _cache._malloc_trim()
+            rss[b] = _rss_mb()
+    grown = rss[60] - rss[20]
+    print(f"\n[rss] 40 new batch sizes after the bound: {grown:+.1f} MB; "
+          f"{len(_cache._SHAPED)} per-shape executables, {len(fused._SEEN)} fused programs")
+    assert len(_cache._SHAPED) <= 12 and len(fused._SEEN) <= 2
+    assert grown < RSS_LIMIT_MB
+    assert np.allclose(w.grad.numpy(), w.grad.numpy()[0, 0])
 
 
 # ---------------------------------------------------------------- wide graphs

@@ -9,12 +9,13 @@ from __future__ import annotations
 
 import functools
 import threading
+import itertools
 from typing import Callable
 
 import jax
 import numpy as np
 
-from .. import _random
+from .. import _cache, _random
 from ..amp.autocast_mode import state_key as _autocast_key
 from .._tensor import Tensor
 from . import trace as _trace_mod
@@ -42,6 +43,7 @@ class CompiledFunction:
         self._extra_cells: list = []
         self._trees: dict = {}
         self._warned_attrs: set = set()  # Python attributes a trace changed (warned once)
+        self._warned_evict: list = []  # a program was evicted (warned once)
         self._last_trace = None  # (layout, input tree, leaf keys) of the last trace: retrace_reasons
         self._lock = threading.RLock()  # see __call__
         self.num_traces = 0
@@ -95,10 +97,29 @@ class CompiledFunction:
                                   and id(x._cell) not in layout.cell_index]
                     hyp = layout.hyper_values()
                 if not entry.one_shot:
-                    self._store(layout, small, entry, in_tensors)
+                    key = self._store(layout, small, entry, in_tensors)
+                    if len(self._entries) > _cache.MAX_PROGRAMS:
+                        self._evict(key)
                 else:  # the state it creates is found by the next call's discovery, then cached
                     self._layout = None
+        entry.tick = t = next(_TICK)  # (least recently used programs are evicted)
+        if entry.tpl is not None:
+            entry.tpl.tick = t
         return self._run(entry, layout, leaves, in_tensors, hyp)
+
+    def _evict(self, new_key) -> None:
+        """Drop the least recently used program (bounded memory when input shapes keep changing)."""
+        # (a value is an _Entry or a _Template shared by a structure's layouts: both carry ticks)
+        old = min((k for k in self._entries if k != new_key), key=lambda k: self._entries[k].tick)
+        gone = self._entries.pop(old)
+        if self._layout is not None:  # the current layout's fast path must not keep it alive
+            fast = self._layout.fast
+            for k in [k for k, e in fast.items() if e is gone or e.tpl is gone]:
+                del fast[k]
+        name = getattr(self._fn, "__qualname__", repr(self._fn))
+        _cache.warn_evicted(_cache.MAX_PROGRAMS, f"programs of the compiled step {name}",
+                            f"the one for inputs {_inputs(new_key)}", f"the one for {_inputs(old)}",
+                            self._warned_evict, stacklevel=5)
 
     def _discover(self, leaves, objs) -> _Layout:
         w = _walk([self._fn, _random.default_generator] + objs)
@@ -218,6 +239,16 @@ class CompiledFunction:
     def _in_tensors(leaves, layout: _Layout) -> list:
         """The tensor arguments that are inputs (not state found elsewhere)."""
         return [x for x in leaves if isinstance(x, Tensor) and id(x._cell) not in layout.cell_index]
+
+
+_TICK = itertools.count(1)
+
+
+def _inputs(key) -> str:
+    """The input shapes/dtypes of a program's cache key, for the eviction warning."""
+    parts = [f"{k[2]}[{', '.join(map(str, k[1]))}]" if k[0] in "ta" else repr(k[1:]) for k in key[2]]
+    s = "(" + ", ".join(parts) + ")"
+    return s if len(s) < 200 else s[:200] + "…"
 
 
 _WRAPPERS.append((CompiledFunction, "_fn"))  # discovery walks what a nested step captures

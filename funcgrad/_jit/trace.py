@@ -40,7 +40,7 @@ class _Entry:
 
     __slots__ = ("fn", "changed", "grad_none", "grad_new", "grad_objs", "new_tensors",
                  "inputs_written", "versions", "out_tree", "out_kinds", "n_changed", "one_shot",
-                 "in_cells", "hyp_idx", "inp_idx", "packs", "in_packs", "tpl")
+                 "in_cells", "hyp_idx", "inp_idx", "packs", "in_packs", "tpl", "tick")
 
 
 # ---- programs shared by the layouts of one structure (CompiledFunction._lookup/_store) ----------
@@ -50,7 +50,7 @@ class _Entry:
 # index in layout.cells. One template serves every layout of its structure key (``skey``).
 class _Template:
     __slots__ = ("same", "changed", "in_cells", "packs", "in_packs", "grad_none", "grad_new",
-                 "grad_objs", "inputs_written", "versions", "per_call")
+                 "grad_objs", "inputs_written", "versions", "per_call", "tick")
 
 
 _SAME = ("fn", "out_tree", "out_kinds", "n_changed", "one_shot", "hyp_idx", "inp_idx")
@@ -86,6 +86,7 @@ def _encode(e: _Entry, layout, in_tensors):
         return None
     p.per_call = any(r[0] == "i" for r in p.grad_none + p.grad_new + [a for a, _ in p.grad_objs]) \
         or bool(p.inputs_written)
+    p.tick = 0
     return p
 
 
@@ -111,7 +112,7 @@ def _decode(p: _Template, layout, in_tensors) -> _Entry:
     e.in_packs = [e.packs[k] for k in p.in_packs]
     e.versions = [(tensors[i]._ver, d) for i, d in p.versions]
     _decode_inputs(e, p, tensors, in_tensors)
-    e.tpl = p
+    e.tpl, e.tick = p, 0
     return e
 
 
@@ -142,12 +143,16 @@ def lookup(self, layout, small, in_tensors):
     return e
 
 
-def store(self, layout, small, e: _Entry, in_tensors) -> None:
-    """Cache a traced entry (``CompiledFunction._store``): for this layout and its structure."""
+def store(self, layout, small, e: _Entry, in_tensors):
+    """Cache a traced entry (``CompiledFunction._store``): for this layout and its structure.
+
+    Returns its key in ``self._entries``."""
     e.tpl = p = _encode(e, layout, in_tensors)
     layout.fast[_fast_key(e, small)] = e
     # (an entry without a template is cached for this layout's cells only: its key names them)
-    self._entries[(layout.skey if p is not None else layout.key,) + small] = p if p is not None else e
+    key = (layout.skey if p is not None else layout.key,) + small
+    self._entries[key] = p if p is not None else e
+    return key
 
 
 def _fast_key(e: _Entry, small):
@@ -536,6 +541,7 @@ def _collect(plan, layout, state, inputs, in_tensors, grads0, in_leaves, in_grad
     """Read the effects of the traced step into an ``_Entry`` and the flat traced outputs."""
     e = _Entry()
     e.tpl = None
+    e.tick = 0  # last use (CompiledFunction: least recently used programs are evicted)
     cells = layout.cells
     changed, vals = [], []
     for c, v in zip(cells, state):

@@ -7,7 +7,7 @@ import math
 import jax
 import jax.numpy as jnp
 
-from .. import _dispatch
+from .. import _cache, _dispatch
 from .._tensor import _dtype_cname, _scalar_type_name, _wrap_dim
 from ._registry import FUNCTIONS, Tensor, apply, defop, export, inplace_method
 from .shape import _t
@@ -216,8 +216,10 @@ def linear_2d(input, weight, bias):
     cast = _dispatch.result_dtype(op, args, vals)
     k = _linear_kernels.get(cast)
     if k is None:
-        f = op.traced(_ADDMM_KEY, cast, 3)
-        k = _linear_kernels[cast] = jax.jit(lambda b, x, w: f(b, x, w.T))
+        def make():
+            f = op.traced(_ADDMM_KEY, cast, 3)
+            return lambda b, x, w: f(b, x, w.T)
+        k = _linear_kernels[cast] = _cache.kernel(make, "linear", swap=(_linear_kernels, cast))
     out = k(*vals)
     mask = (bias._requires_grad, input._requires_grad, weight._requires_grad)
     if not (_dispatch._state.enabled and True in mask and _dispatch._inexact(out, None)):

@@ -17,7 +17,7 @@ import math
 import jax
 import jax.numpy as jnp
 
-from .. import _dispatch
+from .. import _cache, _dispatch
 from ._registry import Tensor, defop
 from .nn import _log_softmax
 
@@ -258,9 +258,10 @@ def cross_entropy_indices(x, t, w, reduction, ignore_index):
     key = (reduction, ignore_index, cast)
     k = _ce_kernels.get(key)
     if k is None:
-        ls = _log_softmax.traced(_DIM1, cast, 1)
-        k = _ce_kernels[key] = jax.jit(
-            lambda x, t, w: _nll(ls(x), t, w, reduction=reduction, ignore_index=ignore_index))
+        def make():
+            ls = _log_softmax.traced(_DIM1, cast, 1)
+            return lambda x, t, w: _nll(ls(x), t, w, reduction=reduction, ignore_index=ignore_index)
+        k = _ce_kernels[key] = _cache.kernel(make, "cross_entropy", swap=(_ce_kernels, key))
     loss = k(*vals)
     if not (_dispatch._state.enabled and isinstance(x, Tensor) and x._requires_grad):
         out = Tensor._wrap(loss)

@@ -28,16 +28,17 @@ from __future__ import annotations
 import collections
 import threading
 
-import jax
-
+from .. import _cache
 from .._dispatch import OpNode
 from .._tensor import Tensor, _apply_chain
 from .engine import _accumulate, _no_leak, register_fast_path
 from .graph import AccumulateGrad
 
 MAX_NODES = 512          # beyond this, compile time outweighs the saved dispatch
-_SEEN: collections.OrderedDict = collections.OrderedDict()  # structure key -> program
-_CACHE_SIZE = 256
+_SEEN: collections.OrderedDict = collections.OrderedDict()  # structure key -> program, LRU order
+# a structure holds the shapes of linear ops' inputs: a new batch size is a new program (each of
+# some MiB), so the bound is what keeps a loop over changing shapes flat
+_CACHE_SIZE = 4 * _cache.MAX_PROGRAMS
 _LOCK = threading.Lock()  # guards _SEEN's updates: one program per structure, even from threads
 
 
@@ -78,7 +79,13 @@ def _plan(root):
 
 
 def _program(struct):
-    """One jitted function replaying the vjp kernels of ``struct`` (see ``try_run``)."""
+    """One jitted function replaying the vjp kernels of ``struct`` (see ``try_run``); per-shape
+    LRU once its shapes keep changing (``_cache.kernel``)."""
+    return _cache.kernel(lambda: _replay(struct), f"fused backward of {len(struct[0])} ops",
+                         swap=(_SEEN, struct))
+
+
+def _replay(struct):
     fns = [(op.vjp_fn(*key), edges) for op, key, edges in struct[0]]
     n_leaves, lazy = struct[1], struct[2]
 
@@ -95,7 +102,17 @@ def _program(struct):
                 target = leaves if kind else bufs
                 target[j] = g if target[j] is None else target[j] + g
         return leaves
-    return jax.jit(run)
+    return run
+
+
+_WARNED: list = []
+
+
+def _describe(struct) -> str:
+    names = [op.name for op, _, _ in struct[0]]
+    shapes = sorted({tuple(s) for _, key, _ in struct[0] for _, (s, _) in key[4]}, key=str)
+    return (f"the backward of {len(names)} ops ({', '.join(names[:8])}{'…' if len(names) > 8 else ''})"
+            f" with shapes {', '.join(map(str, shapes[:6]))}")
 
 
 def _saved_values(ops):
@@ -147,7 +164,14 @@ def try_run(roots, grads, retain_graph) -> bool:
             if entry is None:
                 entry = _SEEN[struct] = _program(struct)
                 if len(_SEEN) > _CACHE_SIZE:  # evicted: rebuilt on its next sighting, same bits
-                    _SEEN.popitem(last=False)
+                    old = _SEEN.popitem(last=False)[0]
+                    _cache.warn_evicted(_CACHE_SIZE, "fused backward programs", _describe(struct),
+                                        _describe(old), _WARNED)
+    else:
+        try:
+            _SEEN.move_to_end(struct)  # least recently used goes first
+        except KeyError:  # evicted by another thread meanwhile
+            pass
     out = entry(saved, grads[0]._value)  # jax traces a new program once, even from two threads
     if not retain_graph:
         for n in ops:

@@ -3,7 +3,9 @@
 * a whole small training script (import, build, first step) as a fresh process: cold (empty
   persistent compilation cache), warm (the same cache, second run), and PyTorch; the note gives
   the first step's time and the XLA compile count;
-* memory (RSS growth) of an eager training loop through ``n`` distinct batch sizes;
+* memory (RSS growth) through ``n`` distinct batch sizes — an eager training step, an
+  inference-only loop and a compiled step — with funcgrad's cache bounds set small
+  (``RSS_BOUNDS``), so that the RSS after n/5, n/2 and n sizes shows it flat once reached;
 * ``cat``/``stack`` fan-in of 1 000 / 10 000 tensors: forward + backward.
 
 ``python -m funcgrad.bench --only cache``.
@@ -50,8 +52,9 @@ print(json.dumps({"first_step": t2 - t1, "process": t2 - t0, "writes": compiles(
 """
 
 _RSS = r"""
-import sys, warnings
-lib, n = sys.argv[1], int(sys.argv[2])
+import json, sys, warnings
+lib, mode, n = sys.argv[1], sys.argv[2], int(sys.argv[3])
+marks = [int(m) for m in sys.argv[4].split(",")]
 if lib == "torch":
     import torch
     from torch import nn
@@ -60,17 +63,30 @@ else:
     from funcgrad import nn
 warnings.simplefilter("ignore")
 def rss():
-    return int(open("/proc/self/statm").read().split()[1]) * 4096 / (1 << 20)
+    with open("/proc/self/statm") as f:
+        return int(f.read().split()[1]) * 4096 / (1 << 20)
+torch.manual_seed(0)
 model = nn.Sequential(nn.Linear(20, 32), nn.ReLU(), nn.Linear(32, 4))
 opt = torch.optim.SGD(model.parameters(), lr=0.1)
+def train(x, y):
+    opt.zero_grad(); loss = nn.functional.cross_entropy(model(x), y); loss.backward(); opt.step()
+    return loss
+if mode == "compiled":
+    train = torch.compile(train)
 def step(b):
     x, y = torch.randn(b, 20), torch.randint(0, 4, (b,))
-    opt.zero_grad(); nn.functional.cross_entropy(model(x), y).backward(); opt.step()
+    if mode == "infer":
+        with torch.no_grad():
+            model(x).argmax(1)
+    else:
+        train(x, y)
 step(1)
-r0 = rss()
+r0, out = rss(), {}
 for b in range(2, n + 2):
     step(b)
-print(rss() - r0)
+    if b - 1 in marks:
+        out[b - 1] = rss() - r0
+print(json.dumps(out))
 """
 
 
@@ -113,13 +129,27 @@ def _first_step(rows):
                      note=f"first step {r['first_step']:.2f} s"))
 
 
-def _rss(rows, n):
-    bench = f"RSS growth over {n} distinct batch sizes (eager MLP step; 'µs' column is MiB)"
+# funcgrad's bounds, small so that they are reached early in the run (defaults: 1024 / 32)
+RSS_BOUNDS = {"FUNCGRAD_MAX_EXECUTABLES": "64", "FUNCGRAD_MAX_PROGRAMS": "4"}
+RSS_MODES = {"train": "eager MLP train step", "infer": "inference-only loop (no_grad)",
+             "compiled": "compiled train step (funcgrad.jit / torch.compile)"}
+
+
+def _rss(rows, n, modes=("train", "infer", "compiled")):
+    """RSS growth after 1 .. n distinct batch sizes: flat once funcgrad's bounds are reached."""
+    marks = sorted({max(1, n // 5), n // 2, n})
     libs = (["torch"] if _has_torch() else []) + ["funcgrad"]
-    for lib in libs:
-        _, out = _proc(_RSS, lib, str(n), env={"FUNCGRAD_CACHE": "0"} if lib == "funcgrad" else None)
-        rows.append(dict(bench=bench, impl="PyTorch" if lib == "torch" else "funcgrad",
-                         us=max(float(out), 0.1), note=f"{float(out):.0f} MiB"))
+    for mode in modes:
+        bench = f"RSS growth over {n} distinct batch sizes, {RSS_MODES[mode]} ('µs' column is MiB)"
+        for lib in libs:
+            if lib == "torch" and mode == "compiled":
+                continue  # torch.compile needs a C++ toolchain: not part of this comparison
+            env = dict(RSS_BOUNDS, FUNCGRAD_CACHE="0") if lib == "funcgrad" else None
+            wall, out = _proc(_RSS, lib, mode, str(n), ",".join(map(str, marks)), env=env)
+            r = {int(k): v for k, v in json.loads(out).items()}
+            rows.append(dict(bench=bench, impl="PyTorch" if lib == "torch" else "funcgrad",
+                             us=max(r[n], 0.1), note=", ".join(f"{v:.0f} MiB after {k}" for k, v in
+                                                                 sorted(r.items())) + f"; {wall:.0f} s"))
 
 
 def _fanin(rows, sizes):
