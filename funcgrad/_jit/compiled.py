@@ -98,9 +98,10 @@ class CompiledFunction:
             leaves, tree = list(args), self._trees.get(len(args))
             if tree is None:
                 tree = self._trees[len(args)] = _flatten_args(args, kwargs)[1]
+            objs = []  # (such leaves are never objects to search for state)
         else:
             leaves, tree = _flatten_args(args, kwargs)
-        objs = _objects(leaves)
+            objs = _objects(leaves)
         layout = self._layout
         if layout is None or list(map(id, objs)) != self._layout_args or not layout.valid():
             layout = self._discover(leaves, objs)
