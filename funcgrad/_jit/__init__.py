@@ -54,7 +54,9 @@ Design note — the phases of a call:
    step traced again (it is never silently frozen).
 4. **Run**: ``jax.jit`` of the jaxpr without the inputs it never reads (a ``.grad`` that
    ``zero_grad()`` clears before ``backward()``, an unused RNG key: only written, so not
-   passed), donating exactly the state buffers it overwrites; the
+   passed, unless big: its buffer is donated to receive the new gradient), donating exactly
+   the state buffers it overwrites, each output in its own cell's old buffer (an array that
+   something else holds is copied first, never deleted under its holder); the
    new arrays are written into the cells (views and ``detach()``-ed aliases see them), grad
    slots set as the trace left them, version counters advanced as eagerly. Small state
    written by the program (at most ``pack.PACK_MAX`` elements: biases, norms, their

@@ -8,11 +8,13 @@ writes the new arrays back into the Python objects. ``lower`` stops before runni
 from __future__ import annotations
 
 import functools
-import threading
 import itertools
+import sys
+import threading
 from typing import Callable
 
 import jax
+import jax.numpy as jnp
 import numpy as np
 
 from .. import _cache, _random
@@ -23,6 +25,32 @@ from .common import (_GEN, _flatten_args, _get_cell_value, _is_fast_leaf,
                      _leaf_key, _objects, structure_changed)
 from .discover import _WRAPPERS, _Layout, _walk
 from .trace import _Entry
+
+
+_OWNED_REFS = 3  # sys.getrefcount of a state array held only by its cell (+ list, + argument)
+_getrefcount = sys.getrefcount
+_copy = jnp.copy  # a fresh buffer (a jitted identity may hand back its input)
+_LEAF_TREE = jax.tree.structure(0)
+
+
+class _RunPlan:
+    """What ``_run`` precomputes once per program (``_Entry.run``)."""
+
+    __slots__ = ("donated", "grads", "single")
+
+    def __init__(self, e: _Entry):
+        changed = {id(c) for c in e.changed}
+        # positions in the state list of the plain cells whose buffers the program donates
+        self.donated = [i for i, c in enumerate(e.in_cells) if id(c) in changed]
+        self.grads = bool(e.grad_none or e.grad_objs or e.grad_new)
+        self.single = e.out_kinds == ["t"] and e.out_tree == _LEAF_TREE
+
+
+def _run_plan(e: _Entry) -> _RunPlan:
+    run = getattr(e, "run", None)
+    if run is None:
+        run = e.run = _RunPlan(e)
+    return run
 
 
 class CompiledFunction:
@@ -74,9 +102,10 @@ class CompiledFunction:
             leaves, tree = list(args), self._trees.get(len(args))
             if tree is None:
                 tree = self._trees[len(args)] = _flatten_args(args, kwargs)[1]
+            objs = []  # (such leaves are never objects to search for state)
         else:
             leaves, tree = _flatten_args(args, kwargs)
-        objs = _objects(leaves)
+            objs = _objects(leaves)
         layout = self._layout
         if layout is None or list(map(id, objs)) != self._layout_args or not layout.valid():
             layout = self._discover(leaves, objs)
@@ -131,8 +160,15 @@ class CompiledFunction:
     @staticmethod
     def _program_inputs(e: _Entry, leaves, in_tensors, hyp):
         """The program's arguments, as three lists: state, hyperparameters, inputs."""
+        run = _run_plan(e)
         # only what the program reads goes in (e.g. not .grad slots that zero_grad() clears)
         state = list(map(_get_cell_value, e.in_cells))
+        for i in run.donated:
+            if _getrefcount(state[i]) != _OWNED_REFS:
+                # something besides its cell holds the array (``a = p.jax()``, a saved graph,
+                # a second cell): donating would delete it under that reference, so a copy
+                # is donated instead (as the eager optimizer's ``_donatable`` decides)
+                state[i] = _copy(state[i])
         state += [p.input() for p in e.in_packs]  # small state, packed (see pack.py)
         if e.hyp_idx is not None:
             hyp = [hyp[i] for i in e.hyp_idx]
@@ -146,6 +182,7 @@ class CompiledFunction:
         state, hyp, inputs = self._program_inputs(e, leaves, in_tensors, hyp)
         outs = e.fn(*state, *hyp, *inputs)
         # ---- write back (the donated buffers are gone: every changed cell gets its new array)
+        run = e.run
         gen = next(_GEN)
         for c, v in zip(e.changed, outs):
             c.value = v
@@ -154,13 +191,14 @@ class CompiledFunction:
         for p in e.packs:
             p.set(outs[i], gen)
             i += 1
-        for t in e.grad_none:
-            t._grad = None
-        for t, obj in e.grad_objs:
-            t._grad = obj
-        for t in e.grad_new:
-            t._grad = Tensor._wrap(outs[i])
-            i += 1
+        if run.grads:
+            for t in e.grad_none:
+                t._grad = None
+            for t, obj in e.grad_objs:
+                t._grad = obj
+            for t in e.grad_new:
+                t._grad = Tensor._wrap(outs[i])
+                i += 1
         for t in e.new_tensors:
             t._set_value(outs[i])
             i += 1
@@ -170,6 +208,8 @@ class CompiledFunction:
             i += 1
         for ver, d in e.versions:
             ver[0] += d
+        if run.single:  # the common ``return loss``: one tensor, no tree to rebuild
+            return Tensor._wrap(outs[i])
         res_it = iter(outs[i:])
         flat = []
         for k in e.out_kinds:

@@ -126,6 +126,42 @@ def _packable(aval, value) -> bool:
                                  or value.dtype != aval.dtype)
 
 
+def keep_overwritten(cells, values, keep, changed, outvars) -> list:
+    """``keep`` (which state cells the program takes), also taking the big cells it overwrites
+    without reading them.
+
+    The old ``.grad`` of a parameter is such a cell when ``zero_grad()`` clears it before
+    ``backward()``: the program never reads it, but passed and donated, its buffer receives the
+    new gradient (XLA aliases a donated input to an output of the same shape and dtype) instead
+    of a new allocation per call, as a hand-written step returning its gradients would do with
+    the previous ones. (The caller copies a buffer that something else still holds, so it is
+    never deleted under a user's reference; small cells are packed instead, see ``plan``.)
+    """
+    out_aval = {id(c): v.aval for c, v in zip(changed, outvars)}
+    keep = list(keep[:len(cells)])
+    for i, (c, v) in enumerate(zip(cells, values)):
+        a = out_aval.get(id(c))
+        if (not keep[i] and a is not None and a.size > PACK_MAX and isinstance(v, jax.Array)
+                and v.shape == a.shape and v.dtype == a.dtype and not v.weak_type
+                and not getattr(a, "weak_type", False) and not v.is_deleted()):
+            keep[i] = True
+    return keep
+
+
+def alias_order(changed, cell_index, read) -> list[int]:
+    """The order of ``changed`` (indices) in which the program returns the new arrays.
+
+    ``jax.jit`` gives each output the buffer of the first donated input of the same shape and
+    dtype not taken yet, in argument order; the state is passed in the layout's order. So the
+    cells the program also reads (and donates) come first, in the layout's order, each output
+    then reusing its own cell's old buffer; a pairing across cells (a parameter's output in
+    its ``.grad``'s old buffer) would make XLA copy buffers that are still read.
+    """
+    donated = sorted((j for j, c in enumerate(changed) if id(c) in read),
+                     key=lambda j: cell_index[id(changed[j])])
+    return donated + [j for j, c in enumerate(changed) if id(c) not in read]
+
+
 def plan(changed, out_avals, read_value) -> list[tuple[list[int], bool]]:
     """Groups of ``changed`` to pack: ``[(indices into changed, read?)]``.
 

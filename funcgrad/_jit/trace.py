@@ -40,7 +40,7 @@ class _Entry:
 
     __slots__ = ("fn", "changed", "grad_none", "grad_new", "grad_objs", "new_tensors",
                  "inputs_written", "versions", "out_tree", "out_kinds", "n_changed", "one_shot",
-                 "in_cells", "hyp_idx", "inp_idx", "packs", "in_packs", "tpl", "tick")
+                 "in_cells", "hyp_idx", "inp_idx", "packs", "in_packs", "tpl", "tick", "run")
 
 
 # ---- programs shared by the layouts of one structure (CompiledFunction._lookup/_store) ----------
@@ -112,7 +112,7 @@ def _decode(p: _Template, layout, in_tensors) -> _Entry:
     e.in_packs = [e.packs[k] for k in p.in_packs]
     e.versions = [(tensors[i]._ver, d) for i, d in p.versions]
     _decode_inputs(e, p, tensors, in_tensors)
-    e.tpl, e.tick = p, 0
+    e.tpl, e.tick, e.run = p, 0, None  # (run: the call's plan, made on first use)
     return e
 
 
@@ -235,9 +235,14 @@ def trace(self, layout, args, kwargs, leaves, tree, in_tensors, hyp, _attempt=0)
     # zero_grad() sets to None before backward() makes a new one; an unused RNG key)
     used = {id(v) for eqn in jx.eqns for v in eqn.invars} | {id(v) for v in jx.outvars}
     keep = [id(v) in used for v in jx.invars]
+    if _devices(state_vals) <= 1:  # ...but a big one is still passed, donated (pack.py)
+        keep[:n_state] = _pack.keep_overwritten(layout.cells, state_vals, keep, e.changed, jx.outvars)
     n_in = len(jx.invars) - n_state - n_hyp
     e.in_cells = [c for c, k in zip(layout.cells, keep) if k]
     read = {id(c) for c in e.in_cells}
+    perm = _pack.alias_order(e.changed, layout.cell_index, read)  # each output in its own input
+    e.changed = [e.changed[j] for j in perm]
+    jx = jx.replace(outvars=[jx.outvars[j] for j in perm] + list(jx.outvars[len(perm):]))
     e.hyp_idx = None if all(keep[n_state:n_state + n_hyp]) else [
         i for i in range(n_hyp) if keep[n_state + i]]
     e.inp_idx = None if all(keep[n_state + n_hyp:]) else [
@@ -257,7 +262,7 @@ def trace(self, layout, args, kwargs, leaves, tree, in_tensors, hyp, _attempt=0)
     new_pos = {id(c): i for i, c in enumerate(e.in_cells)}
     donate = tuple(len(consts) + new_pos[id(c)] for c in e.changed if id(c) in new_pos) + tuple(
         len(consts) + len(e.in_cells) + r for r in range(len(e.in_packs)))
-    jitted = jax.jit(open_fn, donate_argnums=donate,
+    jitted = jax.jit(open_fn, donate_argnums=donate, keep_unused=True,
                      **({} if out_sh is None else {"out_shardings": out_sh}))
     e.fn = functools.partial(jitted, *consts) if consts else jitted
     return e
@@ -540,7 +545,7 @@ def _collect(plan, layout, state, inputs, in_tensors, grads0, in_leaves, in_grad
              out, roots):
     """Read the effects of the traced step into an ``_Entry`` and the flat traced outputs."""
     e = _Entry()
-    e.tpl = None
+    e.tpl, e.run = None, None  # (run: the call's plan, made on first use)
     e.tick = 0  # last use (CompiledFunction: least recently used programs are evicted)
     cells = layout.cells
     changed, vals = [], []
