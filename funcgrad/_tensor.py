@@ -30,6 +30,7 @@ from .autograd import grad_mode
 from .autograd.graph import AccumulateGrad, RemovableHandle
 
 _state = grad_mode._state
+_new = object.__new__
 _legacy = None  # funcgrad._legacy (set when it is imported: it builds on Tensor)
 _numpy_share = None  # funcgrad._numpy_share.numpy_of (likewise)
 
@@ -156,8 +157,17 @@ class Tensor:
 
     @classmethod
     def _wrap(cls, value) -> "Tensor":
-        t = object.__new__(Tensor)
-        t._init(value)
+        # every op's result is made here: ``_init`` and ``_Cell.__init__`` inlined
+        t = _new(Tensor)
+        if _storage_local.frame is None:
+            c = t._cell = _new(_Cell)
+            c.value, c.gen = value, 0
+        else:
+            t._cell = _new_cell(value)
+        t._viewinfo = None
+        t._ver = [0]
+        t._requires_grad = False
+        t._grad_fn = None
         return t
 
     @staticmethod

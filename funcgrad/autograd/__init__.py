@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import math
+
 from . import engine
 from .. import _cache
 from .grad_mode import (enable_grad as enable_grad, inference_mode as inference_mode,
@@ -88,8 +90,11 @@ def backward(tensors, grad_tensors=None, retain_graph=None, create_graph=False, 
             and getattr(tensors, "_grad_fn", None) is not None:
         # the common `loss.backward()`: a scalar non-leaf root, implicit gradient 1
         v = tensors._value
-        if v.size == 1 and v.dtype in _FLOATS:
-            engine.execute([(tensors._grad_fn, tensors._output_nr)], [_ones(tensors)],
+        key = (v.shape, v.dtype)
+        one = _ONES.get(key)  # only ever holds real floating scalars' ones
+        if one is not None or (math.prod(key[0]) == 1 and key[1] in _FLOATS):
+            engine.execute([(tensors._grad_fn, tensors._output_nr)],
+                           [_ones(tensors) if one is None else tensors._wrap(one)],
                            bool(retain_graph), False)
             return
     tensors = _as_list(tensors)
