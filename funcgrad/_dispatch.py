@@ -217,7 +217,11 @@ def apply(op: Op, *args, **static):
         vals = [a._value if isinstance(a, T) else a]
     else:
         vals = [a._value if isinstance(a, T) else a for a in args]
-    cast = None if op.promote == "none" else result_dtype(op, args, vals)
+    promote = op.promote
+    if promote == "none" or promote == "float" and vals[0].dtype in _INEXACT:
+        cast = None  # (result_dtype's first answers, without the call)
+    else:
+        cast = result_dtype(op, args, vals)
     skey = tuple(static.items()) if static else ()
     k = op._fwd.get((skey, cast, nargs))
     if k is None:
@@ -231,7 +235,12 @@ def apply(op: Op, *args, **static):
         for a in args:  # cheap scan first: most calls have no input that requires grad
             if isinstance(a, T) and a._requires_grad:
                 diff = op.diff
-                if diff is None:
+                if diff is None and nargs == 1:
+                    mask = (True,)
+                elif diff is None and nargs == 2:
+                    a, b = args
+                    mask = (isinstance(a, T) and a._requires_grad, isinstance(b, T) and b._requires_grad)
+                elif diff is None:
                     mask = tuple([isinstance(a, T) and a._requires_grad for a in args])
                 else:
                     mask = tuple([isinstance(a, T) and a._requires_grad and i in diff
@@ -334,7 +343,7 @@ def _record(op, args, out, skey, cast, mask):
         else:
             edges.append((None, 0))
     node.next_functions = tuple(edges)
-    node._mask_pos = tuple(pos)
+    node._mask_pos = _RANGES[nargs] if diff is None and nargs < 8 else tuple(pos)
     if grad_mode._anomaly[0]:
         import traceback
         node._trace = "".join(traceback.format_stack()[:-3])
@@ -354,6 +363,9 @@ def _record(op, args, out, skey, cast, mask):
     if op.saves_result:  # checked at backward like a saved input (PyTorch saves this output)
         versions.append((SavedOutput(t._ver, out.shape, out.dtype, op.grad_name), 0))
     return t
+
+
+_RANGES = [tuple(range(n)) for n in range(8)]  # shared _mask_pos tuples
 
 
 class SavedOutput:
