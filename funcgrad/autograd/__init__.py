@@ -75,9 +75,10 @@ def _ones(out):
     one = _ONES.get(key)
     if one is None:
         import jax
-        import jax.numpy as jnp
+        import numpy as np
         with jax.ensure_compile_time_eval():  # concrete even while funcgrad.jit traces a step
-            one = _ONES[key] = jnp.ones(v.shape, v.dtype)
+            # a host buffer put on the device: jnp.ones would compile a broadcast per shape
+            one = _ONES[key] = jax.device_put(np.ones(v.shape, v.dtype))
     from .._tensor import Tensor
     return Tensor._wrap(one)
 

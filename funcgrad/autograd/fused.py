@@ -17,7 +17,7 @@ backward as one program instead of one kernel per op: no slower in practice (one
 instead of several small ones; the autograd tour example and tests/test_core.py took no longer
 with it), and a training loop no longer compiles both the per-op kernels and the program.
 
-Only plain graphs qualify: one root, recorded ops with one output, no hooks,
+Only plain graphs qualify: one root, recorded ops (with one output or several), no hooks,
 ``retain_grad``, ``create_graph``, ``autograd.grad`` captures or anomaly mode; everything else
 (and graphs larger than ``MAX_NODES``) runs through the engine as before. Version checks and
 freeing of saved inputs are the same as the engine's.
@@ -29,6 +29,7 @@ import collections
 import threading
 
 import jax
+import jax.numpy as jnp
 from jax.core import Tracer
 
 from .._dispatch import OpNode
@@ -72,14 +73,14 @@ def _plan(root):
             leaf_ids.append(ids[node])
             leaves.append(node)
             continue
-        if not isinstance(node, OpNode) or node._out_avals is not None or node._freed or \
+        if not isinstance(node, OpNode) or node._freed or \
                 node._hooks or node._pre_hooks or node._tensor_pre_hooks or node._retain:
             return None
         for t, v in node._versions:
             if t._ver[0] != v:
                 node._check_saved()  # raises PyTorch's message
         e = []
-        for child, _ in node.next_functions:
+        for child, nr in node.next_functions:
             if child is not None:
                 j = ids.get(child)
                 if j is None:
@@ -92,10 +93,10 @@ def _plan(root):
                     deps[child] += 1
                     if type(child) is not acc:
                         shared = True
-                e.append(j)
+                e.append((j, nr))
         i = len(ops)
         ops.append(node)
-        rows.append((ids[node], node._op, node._key, tuple(e)))
+        rows.append((ids[node], node._op, node._key, tuple(e), node._out_avals))
         row = []
         for j, s in enumerate(node._saved):
             if isinstance(s, T):
@@ -141,19 +142,35 @@ def _kahn(root, deps):
 def _program(struct):
     """One jitted function replaying the vjp kernels of ``struct`` (see ``_plan``)."""
     rows, leaf_ids, lazy = struct
-    fns = [(n, op.vjp_fn(*key), edges) for n, op, key, edges in rows]
+    fns = [(n, op.vjp_fn(*key), edges, avals) for n, op, key, edges, avals in rows]
     n_nodes = len(rows) + len(leaf_ids)
+    # nodes with several outputs (``_out_avals``): one gradient slot per output, and zeros for
+    # the outputs nothing used, as the engine's OpNode._apply
+    multi = {n: len(avals) for n, _, _, _, avals in rows if avals is not None}
 
     def run(saved, root_grad):
         for i, j, chain in lazy:  # views passed as their base's array: take the view here
             saved[i][j] = _apply_chain(chain, saved[i][j])
         bufs = [None] * n_nodes
-        bufs[0] = root_grad
-        for i, (n, bwd, edges) in enumerate(fns):
-            res = iter(bwd(saved[i], (bufs[n],)))
-            for j in edges:
+        for n, k in multi.items():
+            bufs[n] = [None] * k
+        if 0 in multi:
+            bufs[0][0] = root_grad
+        else:
+            bufs[0] = root_grad
+        for i, (n, bwd, edges, avals) in enumerate(fns):
+            if avals is None:
+                cots = (bufs[n],)
+            else:
+                cots = tuple(g if g is not None else jnp.zeros(s, d) for g, (s, d) in zip(bufs[n], avals))
+            res = iter(bwd(saved[i], cots))
+            for j, nr in edges:
                 g = next(res)
-                bufs[j] = g if bufs[j] is None else bufs[j] + g
+                if j in multi:
+                    b = bufs[j]
+                    b[nr] = g if b[nr] is None else b[nr] + g
+                else:
+                    bufs[j] = g if bufs[j] is None else bufs[j] + g
         return [bufs[j] for j in leaf_ids]
     return jax.jit(run)
 

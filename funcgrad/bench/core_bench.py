@@ -141,5 +141,66 @@ def compile_cost() -> list[dict]:
                  us=elapsed * 1e6, note=f"{count[0]} XLA compilations")]
 
 
+_FIRST_STEP = r"""
+import json, sys, time
+lib, which = sys.argv[1], sys.argv[2]
+n = [0]
+if lib == "funcgrad":
+    import jax
+    jax.monitoring.register_event_duration_secs_listener(
+        lambda e, d, **k: n.__setitem__(0, n[0] + (e == "/jax/core/compile/backend_compile_duration")))
+    import funcgrad as torch
+else:
+    import torch
+nn, F = torch.nn, torch.nn.functional
+torch.manual_seed(0)
+if which == "cnn":
+    model = nn.Sequential(nn.Conv2d(1, 8, 3, padding=1), nn.BatchNorm2d(8), nn.ReLU(), nn.MaxPool2d(2),
+                          nn.Flatten(), nn.Linear(8 * 14 * 14, 10))
+    x, y = torch.randn(32, 1, 28, 28), torch.randint(0, 10, (32,))
+else:
+    model = nn.Sequential(nn.Linear(784, 256), nn.ReLU(), nn.Linear(256, 256), nn.ReLU(), nn.Linear(256, 10))
+    x, y = torch.randn(64, 784), torch.randint(0, 10, (64,))
+opt = torch.optim.Adam(model.parameters(), lr=1e-3)
+c0, t, tc = n[0], time.perf_counter(), time.process_time()
+opt.zero_grad()
+loss = F.cross_entropy(model(x), y)
+loss.backward()
+opt.step()
+loss.item()
+print(json.dumps(dict(wall=time.perf_counter() - t, cpu=time.process_time() - tc, compiles=n[0] - c0)))
+"""
+
+
+def first_step_cold() -> list[dict]:
+    """The first training step of a fresh process (nothing compiled, no persistent compilation
+    cache): a small CNN (Conv2d→BatchNorm2d→ReLU→MaxPool2d→Linear, B=32) and an MLP
+    784-256-256-10 (B=64), Adam, with the number of XLA compilations it triggers, vs PyTorch."""
+    import json
+    import os
+    import subprocess
+    import sys
+    import tempfile
+
+    import funcgrad
+    root = os.path.dirname(os.path.dirname(os.path.abspath(funcgrad.__file__)))
+    rows = []
+    with tempfile.TemporaryDirectory() as cache:
+        env = dict(os.environ, PYTHONPATH=os.pathsep.join([root, os.environ.get("PYTHONPATH", "")]),
+                   XDG_CACHE_HOME=cache, JAX_ENABLE_COMPILATION_CACHE="false")
+        for which, name in [("cnn", "small CNN B=32"), ("mlp", "MLP 784-256-256-10 B=64")]:
+            for lib in ["funcgrad"] + (["torch"] if _torch() is not None else []):
+                out = subprocess.run([sys.executable, "-c", _FIRST_STEP, lib, which], env=env,
+                                     capture_output=True, text=True, timeout=600)
+                if out.returncode:
+                    raise RuntimeError(out.stderr[-2000:])
+                r = json.loads(out.stdout.strip().splitlines()[-1])
+                note = f"cpu {r['cpu']:.2f} s" + (f", {r['compiles']} XLA compilations" if lib == "funcgrad" else "")
+                rows.append(dict(bench=f"cold first training step, {name}, Adam",
+                                 impl="funcgrad" if lib == "funcgrad" else "pytorch eager",
+                                 us=r["wall"] * 1e6, note=note))
+    return rows
+
+
 def run() -> list[dict]:
-    return tiny_backward() + per_op_overhead() + compile_cost()
+    return tiny_backward() + per_op_overhead() + compile_cost() + first_step_cold()
