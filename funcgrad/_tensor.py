@@ -157,17 +157,13 @@ class Tensor:
 
     @classmethod
     def _wrap(cls, value) -> "Tensor":
-        # every op's result is made here: ``_init`` and ``_Cell.__init__`` inlined
-        t = _new(Tensor)
+        t = _new(Tensor)  # every op's result is made here: _init and _Cell.__init__ inlined
         if _storage_local.frame is None:
             c = t._cell = _new(_Cell)
             c.value, c.gen = value, 0
         else:
             t._cell = _new_cell(value)
-        t._viewinfo = None
-        t._ver = [0]
-        t._requires_grad = False
-        t._grad_fn = None
+        t._viewinfo, t._ver, t._requires_grad, t._grad_fn = None, [0], False, None
         return t
 
     @staticmethod
