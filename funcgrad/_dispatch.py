@@ -19,6 +19,7 @@ from ._graph import FREED_MSG, AccumulateGrad, Node, node_class  # noqa: F401
 from ._tensor import Tensor as _Tensor
 
 _state = grad_mode._state
+_new = object.__new__
 
 
 class Op:
@@ -217,10 +218,22 @@ def apply(op: Op, *args, **static):
     if _amp_hook[0] is not None:
         args = _amp_hook[0](op, args)
     T = _Tensor
-    vals = [a._value if isinstance(a, T) else a for a in args]
-    cast = None if op.promote == "none" else result_dtype(op, args, vals)
-    skey = tuple(static.items()) if static else ()
     nargs = len(args)
+    # unrolled for one and two operands (most calls): a comprehension is a call of its own
+    if nargs == 2:
+        a, b = args
+        vals = [a._value if isinstance(a, T) else a, b._value if isinstance(b, T) else b]
+    elif nargs == 1:
+        a = args[0]
+        vals = [a._value if isinstance(a, T) else a]
+    else:
+        vals = [a._value if isinstance(a, T) else a for a in args]
+    promote = op.promote
+    if promote == "none" or promote == "float" and vals[0].dtype in _INEXACT:
+        cast = None  # (result_dtype's first answers, without the call)
+    else:
+        cast = result_dtype(op, args, vals)
+    skey = tuple(static.items()) if static else ()
     k = op._fwd.get((skey, cast, nargs))
     if k is None:
         k = op.forward(skey, cast, nargs)
@@ -233,9 +246,18 @@ def apply(op: Op, *args, **static):
         for a in args:  # cheap scan first: most calls have no input that requires grad
             if isinstance(a, T) and a._requires_grad:
                 diff = op.diff
-                mask = tuple(isinstance(a, T) and a._requires_grad and (diff is None or i in diff)
-                             for i, a in enumerate(args))
-                if True in mask and _inexact(out, op.diff_outputs):
+                if diff is None and nargs == 1:
+                    mask = (True,)
+                elif diff is None and nargs == 2:
+                    a, b = args
+                    mask = (isinstance(a, T) and a._requires_grad, isinstance(b, T) and b._requires_grad)
+                elif diff is None:
+                    mask = tuple([isinstance(a, T) and a._requires_grad for a in args])
+                else:
+                    mask = tuple([isinstance(a, T) and a._requires_grad and i in diff
+                                  for i, a in enumerate(args)])
+                if (out.dtype in _INEXACT if type(out) is not tuple else
+                        _inexact(out, op.diff_outputs)):
                     return _record(op, args, out, skey, cast, mask)
                 break
     elif _state.inference:
@@ -294,25 +316,28 @@ def _inexact(out, douts) -> bool:
 
 
 def _record(op, args, out, skey, cast, mask):
-    node = op._node_cls()
+    node = _new(op._node_cls)  # Node.__init__ only sets next_functions: set below
     nargs = len(args)
+    diff = op.diff
     saved, avals, versions = [], [], []
-    if op.diff is None and not op.linear:  # the common case: every input saved as it is
+    if diff is None and not op.linear:  # the common case: every input saved as it is
         saved = list(args)
-        try:
-            versions = [(a, a._ver[0]) for a in args if isinstance(a, _Tensor)]
-        except TypeError:  # an inference tensor (no version counter) cannot be saved
-            raise RuntimeError(INFERENCE_SAVED_MSG) from None
+        for a in args:
+            if isinstance(a, _Tensor):
+                ver = a._ver
+                if ver is None:  # an inference tensor (no version counter) cannot be saved
+                    raise RuntimeError(INFERENCE_SAVED_MSG)
+                versions.append((a, ver[0]))
         args_iter = ()
     else:
         args_iter = enumerate(args)
     for i, a in args_iter:
         if isinstance(a, _Tensor):
-            if op.linear and (op.diff is None or i in op.diff):
+            if op.linear and (diff is None or i in diff):
                 v = a._value
                 avals.append((i, (v.shape, v.dtype)))
                 saved.append(None)
-            elif op.diff is not None and i not in op.diff:
+            elif diff is not None and i not in diff:
                 saved.append(a._value)  # non-differentiable operand (e.g. an index): its value
             else:
                 if a._ver is None:
@@ -323,10 +348,17 @@ def _record(op, args, out, skey, cast, mask):
             saved.append(a)
     node._op, node._key = op, (skey, cast, nargs, mask, tuple(avals))
     node._saved, node._versions, node._freed = saved, versions, False
-    pos = op.positions(nargs)
-    node.next_functions = tuple(
-        args[i]._edge() if isinstance(args[i], _Tensor) and mask[i] else (None, 0) for i in pos)
-    node._mask_pos = tuple(pos)
+    pos = range(nargs) if diff is None else diff
+    edges = []
+    for i in pos:
+        a = args[i]
+        if mask[i] and isinstance(a, _Tensor):
+            g = a._grad_fn  # Tensor._edge, inlined for the non-leaf case
+            edges.append((g, a._output_nr) if g is not None else a._edge())
+        else:
+            edges.append((None, 0))
+    node.next_functions = tuple(edges)
+    node._mask_pos = _RANGES[nargs] if diff is None and nargs < 8 else tuple(pos)
     if grad_mode._anomaly[0]:
         import traceback
         node._trace = "".join(traceback.format_stack()[:-3])
@@ -343,10 +375,13 @@ def _record(op, args, out, skey, cast, mask):
         t = _Tensor._make_view(args[0], out, op, skey, args[1:])
     else:
         t = _Tensor._wrap(out)
-    t._set_grad_fn(node, 0)
+    t._grad_fn, t._requires_grad = node, True  # _set_grad_fn(node, 0) of a fresh tensor
     if op.saves_result:  # checked at backward like a saved input (PyTorch saves this output)
         versions.append((SavedOutput(t._ver, out.shape, out.dtype, op.grad_name), 0))
     return t
+
+
+_RANGES = [tuple(range(n)) for n in range(8)]  # shared _mask_pos tuples
 
 
 class SavedOutput:

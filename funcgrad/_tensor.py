@@ -54,6 +54,9 @@ def register_above(**impls) -> None:
     for name, impl in impls.items():
         setattr(_above, name, impl)
 
+
+_new = object.__new__
+
 NON_LEAF_GRAD_MSG = (
     "The .grad attribute of a Tensor that is not a leaf Tensor is being accessed. Its .grad "
     "attribute won't be populated during autograd.backward(). If you indeed want the .grad field "
@@ -177,8 +180,13 @@ class Tensor:
 
     @classmethod
     def _wrap(cls, value) -> "Tensor":
-        t = object.__new__(Tensor)
-        t._init(value)
+        t = _new(Tensor)  # every op's result is made here: _init and _Cell.__init__ inlined
+        if _storage_local.frame is None:
+            c = t._cell = _new(_Cell)
+            c.value, c.gen = value, 0
+        else:
+            t._cell = _new_cell(value)
+        t._viewinfo, t._ver, t._requires_grad, t._grad_fn = None, [0], False, None
         return t
 
     @staticmethod

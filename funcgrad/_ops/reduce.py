@@ -56,6 +56,8 @@ def sum(input, dim=None, keepdim=False, *, dtype=None) -> Tensor:
     >>> funcgrad.tensor([[1, 2], [3, 4]]).sum(dim=1)
     tensor([3, 7])
     """
+    if dim is None and dtype is None and isinstance(input, Tensor):  # `loss = x.sum()`: hot
+        return apply(_sum0, input, dim=None, keepdim=False, dtype=None)
     dims = _dims(dim, input.ndim)
     dt = None if dtype is None else to_dtype(dtype).np
     if dims is None and dim is None:

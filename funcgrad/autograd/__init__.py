@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math as _math
 import sys as _sys
 
 # graph nodes and grad modes sit at the bottom of the import DAG (the Tensor and dispatch build
@@ -82,9 +83,10 @@ def _ones(out):
     one = _ONES.get(key)
     if one is None:
         import jax
-        import jax.numpy as jnp
+        import numpy as np
         with jax.ensure_compile_time_eval():  # concrete even while funcgrad.jit traces a step
-            one = _ONES[key] = jnp.ones(v.shape, v.dtype)
+            # a host buffer put on the device: jnp.ones would compile a broadcast per shape
+            one = _ONES[key] = jax.device_put(np.ones(v.shape, v.dtype))
     return _Tensor._wrap(one)
 
 
@@ -96,8 +98,11 @@ def backward(tensors, grad_tensors=None, retain_graph=None, create_graph=False, 
             and getattr(tensors, "_grad_fn", None) is not None:
         # the common `loss.backward()`: a scalar non-leaf root, implicit gradient 1
         v = tensors._value
-        if v.size == 1 and v.dtype in _FLOATS:
-            engine.execute([(tensors._grad_fn, tensors._output_nr)], [_ones(tensors)],
+        key = (v.shape, v.dtype)
+        one = _ONES.get(key)  # only ever holds real floating scalars' ones
+        if one is not None or (_math.prod(key[0]) == 1 and key[1] in _FLOATS):
+            engine.execute([(tensors._grad_fn, tensors._output_nr)],
+                           [_ones(tensors) if one is None else tensors._wrap(one)],
                            bool(retain_graph), False)
             return
     tensors = _as_list(tensors)

@@ -17,7 +17,7 @@ backward as one program instead of one kernel per op: no slower in practice (one
 instead of several small ones; the autograd tour example and tests/test_core.py took no longer
 with it), and a training loop no longer compiles both the per-op kernels and the program.
 
-Only plain graphs qualify: one root, recorded ops with one output, no hooks,
+Only plain graphs qualify: one root, recorded ops (with one output or several), no hooks,
 ``retain_grad``, ``create_graph``, ``autograd.grad`` captures or anomaly mode; everything else
 (and graphs larger than ``MAX_NODES``) runs through the engine as before. Version checks and
 freeing of saved inputs are the same as the engine's.
@@ -27,6 +27,9 @@ from __future__ import annotations
 
 import collections
 import threading
+
+import jax.numpy as jnp
+from jax.core import Tracer
 
 from .. import _cache
 from .._dispatch import OpNode
@@ -43,65 +46,140 @@ _LOCK = threading.Lock()  # guards _SEEN's updates: one program per structure, e
 
 
 def _plan(root):
-    """Topological order of the graph below ``root`` if it qualifies, else None."""
-    deps, stack, seen = {}, [root], {root}
-    n = 0
+    """``(struct, saved, op nodes, leaves)`` of the graph below ``root`` if it qualifies, else
+    None. ``struct`` is the program's cache key: per op node in the engine's order (a
+    dependency-counted walk from the root), its number, op, kernel key and the numbers of its
+    inputs' nodes; the numbers of the leaves; the lazy views (see below). Nodes are numbered in
+    the order a depth-first walk meets them, a function of the structure alone.
+
+    ``saved``: the nodes' saved inputs as arrays, after their version checks. A saved view
+    whose value is not computed (e.g. ``nn.Linear``'s lazy ``weight.t()``) is passed as its
+    base's array, and the program applies the view's chain (static chains only: a chain with
+    dynamic indices would bake them into the program).
+    """
+    if type(root) is AccumulateGrad or MAX_NODES < 1:
+        return None
+    acc, T = AccumulateGrad, Tensor
+    # One depth-first walk numbers the nodes, counts each one's consumers and collects the op
+    # nodes as it pops them. Where no op node has two consumers (leaves may), that pop order is
+    # the engine's (a node runs once all its consumers did); otherwise it is redone below.
+    ids, deps, stack = {root: 0}, {}, [root]
+    rows, leaf_ids, leaves, ops, saved, lazy = [], [], [], [], [], []
+    shared = False
     while stack:
         node = stack.pop()
-        n += 1
-        if n > MAX_NODES:
-            return None
-        if type(node) is AccumulateGrad:
-            v = node.variable
+        if type(node) is acc:
+            v = node._variable()
             if v is None or v._hooks or v._post_hooks:
                 return None
+            leaf_ids.append(ids[node])
+            leaves.append(node)
             continue
-        if not isinstance(node, OpNode) or node._out_avals is not None or node._freed or \
+        if not isinstance(node, OpNode) or node._freed or \
                 node._hooks or node._pre_hooks or node._tensor_pre_hooks or node._retain:
             return None
-        for child, _ in node.next_functions:
+        for t, v in node._versions:
+            if t._ver[0] != v:
+                node._check_saved()  # raises PyTorch's message
+        e = []
+        for child, nr in node.next_functions:
             if child is not None:
-                deps[child] = deps.get(child, 0) + 1
-                if child not in seen:
-                    seen.add(child)
+                j = ids.get(child)
+                if j is None:
+                    j = ids[child] = len(ids)
+                    if j >= MAX_NODES:
+                        return None
+                    deps[child] = 1
                     stack.append(child)
+                else:
+                    deps[child] += 1
+                    if type(child) is not acc:
+                        shared = True
+                e.append((j, nr))
+        i = len(ops)
+        ops.append(node)
+        rows.append((ids[node], node._op, node._key, tuple(e), node._out_avals))
+        row = []
+        for j, s in enumerate(node._saved):
+            if isinstance(s, T):
+                vi = s._viewinfo
+                if vi is None:
+                    s = s._cell.value
+                elif vi.gen != s._cell.gen and not any(d for _, _, d in vi.chain):
+                    row.append(s._cell.value)
+                    lazy.append((i, j, vi.chain))
+                    continue
+                else:
+                    s = s._value
+            row.append(s)
+        saved.append(row)
+    if shared:
+        order = _kahn(root, deps)
+        pos = {n: i for i, n in enumerate(ops)}
+        perm = [pos[n] for n in order]
+        new = {p: i for i, p in enumerate(perm)}
+        ops = order
+        rows, saved = [rows[p] for p in perm], [saved[p] for p in perm]
+        lazy = [(new[i], j, c) for i, j, c in lazy]
+    return (tuple(rows), tuple(leaf_ids), tuple(lazy)), saved, ops, leaves
+
+
+def _kahn(root, deps):
+    """The op nodes in the engine's order: each once all its consumers ran (``deps`` counts)."""
     order, ready = [], [root]
     while ready:
         node = ready.pop()
+        if type(node) is AccumulateGrad:
+            continue
         order.append(node)
-        if type(node) is not AccumulateGrad:
-            for child, _ in node.next_functions:
-                if child is not None:
-                    deps[child] -= 1
-                    if deps[child] == 0:
-                        ready.append(child)
+        for child, _ in node.next_functions:
+            if child is not None:
+                d = deps[child] - 1
+                deps[child] = d
+                if d == 0:
+                    ready.append(child)
     return order
 
 
 def _program(struct):
-    """One jitted function replaying the vjp kernels of ``struct`` (see ``try_run``); per-shape
+    """One jitted function replaying the vjp kernels of ``struct`` (see ``_plan``); per-shape
     LRU once its shapes keep changing (``_cache.kernel``)."""
     return _cache.kernel(lambda: _replay(struct), f"fused backward of {len(struct[0])} ops",
                          swap=(_SEEN, struct))
 
 
 def _replay(struct):
-    fns = [(op.vjp_fn(*key), edges) for op, key, edges in struct[0]]
-    n_leaves, lazy = struct[1], struct[2]
+    rows, leaf_ids, lazy = struct
+    fns = [(n, op.vjp_fn(*key), edges, avals) for n, op, key, edges, avals in rows]
+    n_nodes = len(rows) + len(leaf_ids)
+    # nodes with several outputs (``_out_avals``): one gradient slot per output, and zeros for
+    # the outputs nothing used, as the engine's OpNode._apply
+    multi = {n: len(avals) for n, _, _, _, avals in rows if avals is not None}
 
     def run(saved, root_grad):
         for i, j, chain in lazy:  # views passed as their base's array: take the view here
             saved[i][j] = _apply_chain(chain, saved[i][j])
-        bufs = [None] * len(fns)
-        leaves = [None] * n_leaves
-        bufs[0] = root_grad
-        for i, (bwd, edges) in enumerate(fns):
-            res = iter(bwd(saved[i], (bufs[i],)))
-            for kind, j in edges:
+        bufs = [None] * n_nodes
+        for n, k in multi.items():
+            bufs[n] = [None] * k
+        if 0 in multi:
+            bufs[0][0] = root_grad
+        else:
+            bufs[0] = root_grad
+        for i, (n, bwd, edges, avals) in enumerate(fns):
+            if avals is None:
+                cots = (bufs[n],)
+            else:
+                cots = tuple(g if g is not None else jnp.zeros(s, d) for g, (s, d) in zip(bufs[n], avals))
+            res = iter(bwd(saved[i], cots))
+            for j, nr in edges:
                 g = next(res)
-                target = leaves if kind else bufs
-                target[j] = g if target[j] is None else target[j] + g
-        return leaves
+                if j in multi:
+                    b = bufs[j]
+                    b[nr] = g if b[nr] is None else b[nr] + g
+                else:
+                    bufs[j] = g if bufs[j] is None else bufs[j] + g
+        return [bufs[j] for j in leaf_ids]
     return run
 
 
@@ -109,54 +187,20 @@ _WARNED: list = []
 
 
 def _describe(struct) -> str:
-    names = [op.name for op, _, _ in struct[0]]
-    shapes = sorted({tuple(s) for _, key, _ in struct[0] for _, (s, _) in key[4]}, key=str)
+    names = [row[1].name for row in struct[0]]
+    shapes = sorted({tuple(s) for row in struct[0] for _, (s, _) in row[2][4]}, key=str)
     return (f"the backward of {len(names)} ops ({', '.join(names[:8])}{'…' if len(names) > 8 else ''})"
             f" with shapes {', '.join(map(str, shapes[:6]))}")
-
-
-def _saved_values(ops):
-    """The nodes' saved inputs as arrays, and ``(node, slot, view chain)`` of each saved view
-    whose value is not computed (e.g. ``nn.Linear``'s lazy ``weight.t()``): that one is passed
-    as its base's array and the program applies the chain (static chains only: a chain with
-    dynamic indices would bake them into the program)."""
-    saved, lazy = [], []
-    for i, n in enumerate(ops):
-        row = []
-        for j, s in enumerate(n._saved):
-            if isinstance(s, Tensor):
-                vi = s._viewinfo
-                if vi is not None and vi.gen != s._cell.gen and not any(d for _, _, d in vi.chain):
-                    row.append(s._cell.value)
-                    lazy.append((i, j, vi.chain))
-                    continue
-                s = s._value
-            row.append(s)
-        saved.append(row)
-    return saved, tuple(lazy)
 
 
 def try_run(roots, grads, retain_graph) -> bool:
     """Run the backward pass fused if it qualifies; False: the caller runs the engine."""
     if len(roots) != 1 or roots[0][1] != 0:
         return False
-    order = _plan(roots[0][0])
-    if order is None or type(order[0]) is AccumulateGrad:
+    plan = _plan(roots[0][0])
+    if plan is None:
         return False
-    index, leaf_index, leaves = {}, {}, []
-    for node in order:
-        if type(node) is AccumulateGrad:
-            leaf_index[node] = len(leaves)
-            leaves.append(node)
-        else:
-            index[node] = len(index)
-    ops = [n for n in order if type(n) is not AccumulateGrad]
-    for n in ops:
-        n._check_saved()
-    saved, lazy = _saved_values(ops)
-    struct = (tuple((n._op, n._key, tuple((1, leaf_index[c]) if type(c) is AccumulateGrad else (0, index[c])
-                                          for c, _ in n.next_functions if c is not None))
-                    for n in ops), len(leaves), lazy)
+    struct, saved, ops, leaves = plan
     entry = _SEEN.get(struct)
     if entry is None:
         with _LOCK:  # another thread may be here with the same structure
@@ -178,9 +222,10 @@ def try_run(roots, grads, retain_graph) -> bool:
             n._release()
     for node, g in zip(leaves, out):
         if g is not None:
-            var = node.variable
+            var = node._variable()
             if var is not None and var._grad is None and not var._post_hooks:
-                _no_leak(var, g)
+                if isinstance(g, Tracer):
+                    _no_leak(var, g)
                 var._grad = Tensor._wrap(g)  # a fresh array: no detach/copy needed
             else:
                 _accumulate(node, Tensor._wrap(g), False)

@@ -33,9 +33,10 @@ from typing import Any
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 import optax
 
-from .. import _dtype, _lift, _tensor
+from .. import _dtype, _lift, _storage, _tensor
 from .._tensor import Tensor
 from ..autograd.grad_mode import enable_grad, no_grad
 from ..autograd.graph import RemovableHandle
@@ -541,11 +542,26 @@ def check_nonneg(name: str, value, *, low: float = 0.0) -> None:
 
 
 def state_zeros(p: Tensor) -> Tensor:
-    return Tensor._wrap(jnp.zeros_like(p._value))
+    return Tensor._wrap(_zeros(p._value))
 
 
 def state_step() -> Tensor:
-    return Tensor._wrap(jnp.zeros((), _scalar_dtype()))
+    return Tensor._wrap(_zeros_of((), _scalar_dtype()))
+
+
+def _zeros(v):
+    """Zeros like ``v``. ``jnp.zeros_like`` runs (and first compiles) an XLA broadcast for
+    each new shape: a first ``step()`` compiled one per parameter shape. A concrete array on
+    the default device gets a host buffer put there instead; traced or placed: ``jnp``."""
+    if isinstance(v, jax.core.Tracer) or v.committed:
+        return jnp.zeros_like(v)
+    return _zeros_of(v.shape, v.dtype)
+
+
+def _zeros_of(shape, dtype):
+    if _storage.current() is not None:  # inside a funcgrad.jit trace: part of the program
+        return jnp.zeros(shape, dtype)
+    return jax.device_put(np.zeros(shape, dtype))
 
 
 def pre_transforms(h: dict, static_maximize: bool, l2: bool, dtype) -> list:
