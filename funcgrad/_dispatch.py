@@ -47,18 +47,24 @@ class Op:
             as ``float0`` zeros. It is attached to ``fn`` as a ``jax.custom_jvp``, so the
             eager backward kernel, ``create_graph``, ``funcgrad.jit`` and ``jax.grad`` of a
             functional call all use the same formula.
+        reject: PyTorch's refusals by the dtype the op computes in (the input's; for
+            ``binary``/``compare`` promotion the operands' common dtype): numpy dtype ->
+            ``(exception type, message)``, or a check ``f(vals)`` that raises where PyTorch does
+            (integer division by zero); ``None``: every dtype is taken. Built by ``defop`` from
+            the op's accepted dtype kinds; checked before the kernel runs, so nothing changes.
         jvp_graph: the formula of the backward when it is itself recorded (``create_graph``),
             where PyTorch switches formulas with grad mode (cumprod at zeros); default: ``jvp``.
     """
 
     __slots__ = ("name", "fn", "grad_name", "promote", "diff", "linear", "diff_outputs",
-                 "view", "saves_result", "jvp", "jvp_graph", "_fwd", "_bwd", "_bwd_ops", "_node_cls",
-                 "doc")
+                 "view", "saves_result", "jvp", "jvp_graph", "reject", "_fwd", "_bwd", "_bwd_ops",
+                 "_node_cls", "doc")
 
     def __init__(self, name, fn, grad_name=None, promote="none", diff=None, linear=False,
                  diff_outputs=None, view=False, doc=None, saves_result=False, jvp=None,
-                 jvp_graph=None):
+                 jvp_graph=None, reject=None):
         self.name, self.fn, self.grad_name, self.promote = name, fn, grad_name, promote
+        self.reject = reject
         self.diff, self.linear, self.diff_outputs, self.view = diff, linear, diff_outputs, view
         self.saves_result = saves_result
         self.doc, self.jvp, self.jvp_graph = doc, jvp, jvp_graph
@@ -85,7 +91,9 @@ class Op:
         jt = cast.np
 
         def f(*a):
-            return fn(*[jnp.asarray(x, jt) if i in pos else x for i, x in enumerate(a)], **kw)
+            # (an optional operand left out, clamp's min=None, stays None)
+            return fn(*[jnp.asarray(x, jt) if i in pos and x is not None else x
+                        for i, x in enumerate(a)], **kw)
         return f
 
     def forward(self, static, cast, nargs):
@@ -233,6 +241,8 @@ def apply(op: Op, *args, **static):
         cast = None  # (result_dtype's first answers, without the call)
     else:
         cast = result_dtype(op, args, vals)
+    if op.reject is not None:  # one dict lookup on the computing dtype (most ops: skipped)
+        _check_dtype(op, vals, cast)
     skey = tuple(static.items()) if static else ()
     k = op._fwd.get((skey, cast, nargs))
     if k is None:
@@ -269,6 +279,17 @@ def apply(op: Op, *args, **static):
     if type(out) is tuple:
         return tuple(T._wrap(o) for o in out)
     return T._wrap(out)
+
+
+def _check_dtype(op, vals, cast):
+    """Raise PyTorch's error where its kernel refuses the dtype ``op`` computes in."""
+    # "float" ops compute integers in the default float, but PyTorch's kernel sees the input's
+    dt = cast.np if cast is not None and op.promote != "float" else getattr(vals[0], "dtype", None)
+    e = op.reject.get(dt)
+    if e is not None:
+        if type(e) is tuple:
+            raise e[0](e[1])
+        e(vals)
 
 
 def _inference_result(op, args, out, skey):

@@ -39,6 +39,13 @@ def _two(f):
     return f, [[a for a in v for _ in v], [b for _ in v for b in v]]
 
 
+def _three(f):
+    """A ternary op at every triple of (0, -0, 1, -1, nan, 2) (ties, min > max, nan anywhere)."""
+    v = [0.0, -0.0, 1.0, -1.0, NAN, 2.0]
+    return f, [[a for a in v for _ in v for _ in v], [b for _ in v for b in v for _ in v],
+               [c for _ in v for _ in v for c in v]]
+
+
 # op key -> (call(lib, *tensors), inputs)
 ROWS = {
     "hypot": _two(lambda L, x, y: L.hypot(x, y)),
@@ -58,6 +65,7 @@ ROWS = {
     "clamp_max": (lambda L, x: x.clamp_max(0.0), [_E]),
     "clamp_min_tensor": _two(lambda L, x, y: x.clamp_min(y)),
     "clamp_max_tensor": _two(lambda L, x, y: x.clamp_max(y)),
+    "clamp_tensor": _three(lambda L, x, lo, hi: x.clamp(lo, hi)),
     "elu": (lambda L, x: L.nn.functional.elu(x), [_E]),
     "celu": (lambda L, x: L.nn.functional.celu(x, 2.0), [_E]),
     "hardtanh": (lambda L, x: L.nn.functional.hardtanh(x, -1.0, 1.0), [_E]),

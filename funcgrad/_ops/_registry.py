@@ -6,20 +6,66 @@ from __future__ import annotations
 import functools
 import inspect
 
+from .. import _dtype
 from .._dispatch import Op, apply
-from .._tensor import Tensor
+from .._tensor import Tensor, _scalar_type_name
 
 OPS: dict[str, Op] = {}        # op table: key → Op (the spec-table test covers every key)
 FUNCTIONS: dict[str, object] = {}  # funcgrad.<name>
 METHODS: dict[str, object] = {}    # Tensor.<name>
 
 
-def defop(key: str, fn, grad_name: str | None = None, **kw) -> Op:
-    """Declare an op: a pure ``jax.numpy`` fn and its PyTorch node name (see ``Op``)."""
+def defop(key: str, fn, grad_name: str | None = None, *, accepts: str | None = None,
+          kernel: str | None = None, errors: dict | None = None, **kw) -> Op:
+    """Declare an op: a pure ``jax.numpy`` fn and its PyTorch node name (see ``Op``).
+
+    ``accepts``: the dtype kinds PyTorch's kernel takes ('b' bool, 'i' integer, 'f' float,
+    'c' complex; None: all); any other dtype raises PyTorch's ``NotImplementedError: "<kernel>"
+    not implemented for '<Type>'``. ``errors``: kind -> ``(exception type, message)`` where
+    PyTorch raises something else for that kind, or a check ``f(vals)`` run for it.
+    """
     if key in OPS:
         raise ValueError(f"op {key!r} declared twice")
+    if accepts is not None or errors:
+        kw["reject"] = _reject_table(accepts, kernel, errors or {})
     op = OPS[key] = Op(key, fn, grad_name, **kw)
     return op
+
+
+def kernel_error(kernel: str, d) -> NotImplementedError:
+    """PyTorch's error for a dtype its kernel ``kernel`` has no instance for."""
+    return NotImplementedError(f'"{kernel}" not implemented for \'{_scalar_type_name(d)}\'')
+
+
+def _reject_table(accepts, kernel, errors):
+    table = {}
+    for d in _dtype.ALL:
+        if d._kind in errors:
+            table[d.np] = errors[d._kind]
+        elif accepts is not None and d._kind not in accepts:
+            table[d.np] = (NotImplementedError, kernel_error(kernel, d).args[0])
+    return table
+
+
+def _require_tensors(f, name: str, params: tuple, method: bool):
+    """``f`` refusing a non-Tensor for the named parameters, with PyTorch's argument-parser
+    TypeError (a method counts its positions after ``self``)."""
+    names = list(inspect.signature(f).parameters)
+    where = [(names.index(p), p) for p in params]
+
+    @functools.wraps(f)
+    def g(*args, **kwargs):
+        for i, p in where:
+            if i < len(args):
+                v, at = args[i], f" (position {i + 1 - method})"
+            elif p in kwargs:
+                v, at = kwargs[p], ""
+            else:
+                continue
+            if not isinstance(v, Tensor):
+                raise TypeError(f"{name}(): argument '{p}'{at} must be Tensor, not {type(v).__name__}")
+        return f(*args, **kwargs)
+    return g
 
 
 # PyTorch's argument parser takes NumPy's ``keepdims=`` for every native op with ``keepdim``;
@@ -40,17 +86,24 @@ def _accept_keepdims(f, name: str):
     return g
 
 
-def export(*names: str, method: bool = True, function: bool = True):
-    """Register a frontend under ``names`` as ``funcgrad.<name>`` and/or ``Tensor.<name>``."""
+def export(*names: str, method: bool = True, function: bool = True, tensors: tuple = ()):
+    """Register a frontend under ``names`` as ``funcgrad.<name>`` and/or ``Tensor.<name>``.
+
+    ``tensors``: parameters that must be Tensors (PyTorch's ``Tensor other`` in the schema: a
+    Python number there is its argument parser's TypeError, not a scalar overload).
+    """
     def deco(f):
         if "keepdim" in inspect.signature(f).parameters and names[0] not in _NO_KEEPDIMS:
             f = _accept_keepdims(f, names[0])
+        first = None
         for n in names:
+            ff = _require_tensors(f, n, tensors, False) if tensors else f
+            first = ff if first is None else first
             if function:
-                FUNCTIONS[n] = f
+                FUNCTIONS[n] = ff
             if method:
-                METHODS[n] = f
-        return f
+                METHODS[n] = _require_tensors(f, n, tensors, True) if tensors else f
+        return first  # funcgrad.<name> is re-exported from the module's global
     return deco
 
 
@@ -70,4 +123,4 @@ def install() -> None:
 
 
 __all__ = ["OPS", "FUNCTIONS", "METHODS", "defop", "export", "inplace_method", "install", "apply",
-           "Tensor"]
+           "Tensor", "kernel_error"]

@@ -16,7 +16,7 @@ import jax.scipy.special as jsp
 from .._factories import tensor
 from .._tensor import _scalar_type_name
 from ._registry import Tensor, apply, defop, export, inplace_method
-from .pointwise import _clamp_max_s, _clamp_min_s
+from .pointwise import _clamp_max_s, _clamp_min_s, int_division, scalar_bounds_dtype
 
 
 def _out(r, out):
@@ -90,7 +90,19 @@ _UNARY = [
     ("sinc", jnp.sinc, "SincBackward0", "float", ()),
 ]
 MATH_OPS = {}
-_NO_INT = {"frac"}
+
+
+def _rounding(name, kernel):
+    # integers pass through; bool has no kernel, complex its own message
+    return dict(accepts="if", kernel=kernel, errors={
+        "c": (NotImplementedError, f"{name} is not supported for complex inputs")})
+
+
+# the dtypes PyTorch's kernels take (``defop``'s accepts / kernel / errors)
+_DTYPES = {
+    "floor": _rounding("floor", "floor_vml_cpu"), "ceil": _rounding("ceil", "ceil_vml_cpu"),
+    "trunc": _rounding("trunc", "trunc_vml_cpu"), "frac": dict(accepts="f", kernel="frac_cpu"),
+}
 
 
 @jax.custom_jvp
@@ -172,9 +184,6 @@ _JVP = {
 
 def _make_unary(name, op):
     def f(input: Tensor, *, out=None) -> Tensor:
-        if name in _NO_INT and input.dtype._kind in "bi":
-            raise RuntimeError(f'"{name}_cpu" not implemented for '
-                               f"'{_scalar_name(input.dtype)}'")
         return _out(apply(op, input), out)
     f.__name__ = f.__qualname__ = name
     f.__doc__ = f"Elementwise ``{name}`` (PyTorch's ``torch.{name}``); differentiable."
@@ -186,7 +195,8 @@ def _scalar_name(d):
 
 
 for _name, _fn, _grad, _promote, _aliases in _UNARY:
-    MATH_OPS[_name] = defop(_name, _fn, _grad, promote=_promote, jvp=_JVP.get(_name))
+    MATH_OPS[_name] = defop(_name, _fn, _grad, promote=_promote, jvp=_JVP.get(_name),
+                            **_DTYPES.get(_name, {}))
     _f = _make_unary(_name, MATH_OPS[_name])
     export(_name, *_aliases)(_f)
     for _n in (_name, *_aliases):
@@ -208,8 +218,8 @@ def _round_dec(x, *, decimals):
     return jnp.round(x / p) * p
 
 
-_round0 = defop("round", _keep_int(jnp.round), "RoundBackward0")
-_round1 = defop("round_decimals", _round_dec, "RoundBackward1")
+_round0 = defop("round", _keep_int(jnp.round), "RoundBackward0", accepts="if", kernel="round_vml_cpu")
+_round1 = defop("round_decimals", _round_dec, "RoundBackward1", accepts="f", kernel="round_cpu")
 
 
 @export("round")
@@ -222,8 +232,6 @@ def round(input: Tensor, *, decimals: int = 0, out=None) -> Tensor:
     """
     if decimals == 0:
         return _out(apply(_round0, input), out)
-    if input.dtype._kind in "bi":
-        raise RuntimeError(f"\"round_cpu\" not implemented for '{_scalar_name(input.dtype)}'")
     return _out(apply(_round1, input, decimals=int(decimals)), out)
 
 
@@ -275,7 +283,7 @@ def _make_logical(name, op):
 
 for _name, _fn in _LOGICAL:
     _f = _make_logical(_name, defop(_name, _fn, None))
-    export(_name)(_f)
+    _f = export(_name, tensors=("input", "other"))(_f)
     inplace_method(_name + "_", _f)
     globals()[_name] = _f
 
@@ -324,12 +332,17 @@ def _hypot_jvp(primals, tangents, out):
     return (tx * x + ty * y) / out
 
 
-_hypot = defop("hypot", jnp.hypot, "HypotBackward0", promote="binary", jvp=_hypot_jvp)
+_hypot = defop("hypot", jnp.hypot, "HypotBackward0", promote="binary", jvp=_hypot_jvp, accepts="f",
+               kernel="hypot_cpu")
 # scalar operands stay in ``diff`` so that they take part in the dtype promotion
-_fmod_s = defop("fmod", jnp.fmod, "FmodBackward0", promote="binary")
-_fmod_t = defop("fmod_tensor", jnp.fmod, "FmodBackward1", promote="binary")
-_logaddexp = defop("logaddexp", jnp.logaddexp, "LogaddexpBackward0", promote="binary_float")
-_logaddexp2 = defop("logaddexp2", jnp.logaddexp2, "Logaddexp2Backward0", promote="binary_float")
+_fmod_s = defop("fmod", jnp.fmod, "FmodBackward0", promote="binary", **int_division("fmod_cpu"))
+_fmod_t = defop("fmod_tensor", jnp.fmod, "FmodBackward1", promote="binary", **int_division("fmod_cpu"))
+# the common dtype is checked, so integer-only operands never reach the kernel ("binary" is
+# "binary_float" here)
+_logaddexp = defop("logaddexp", jnp.logaddexp, "LogaddexpBackward0", promote="binary", accepts="fc",
+                   kernel="logaddexp_cpu")
+_logaddexp2 = defop("logaddexp2", jnp.logaddexp2, "Logaddexp2Backward0", promote="binary", accepts="f",
+                    kernel="logaddexp2_cpu")
 
 
 def _xlogy_jvp(primals, tangents, out):
@@ -385,22 +398,15 @@ _clamp_max_t = defop("clamp_max_tensor", jnp.minimum, "ClampMaxBackward1", promo
                      jvp=_clamp_bound_jvp(jnp.less_equal, jnp.greater))
 
 
-def _check_float(name, *xs):
-    for x in xs:
-        if isinstance(x, Tensor) and x.dtype._kind in "bi":
-            raise RuntimeError(f"\"{name}_cpu\" not implemented for '{_scalar_name(x.dtype)}'")
-
-
-@export("atan2", "arctan2")
+@export("atan2", "arctan2", tensors=("input", "other"))
 def atan2(input: Tensor, other: Tensor, *, out=None) -> Tensor:
     """Elementwise ``atan2(input, other)`` with the quadrant of ``(other, input)``."""
     return _out(apply(_atan2, input, other), out)
 
 
-@export("hypot")
+@export("hypot", tensors=("input", "other"))
 def hypot(input: Tensor, other: Tensor, *, out=None) -> Tensor:
     """``sqrt(input**2 + other**2)`` elementwise (floating inputs only, as in PyTorch)."""
-    _check_float("hypot", input, other)
     return _out(apply(_hypot, input, other), out)
 
 
@@ -412,17 +418,15 @@ def fmod(input: Tensor, other, *, out=None) -> Tensor:
     return _out(apply(_fmod_s, input, other), out)
 
 
-@export("logaddexp")
+@export("logaddexp", tensors=("input", "other"))
 def logaddexp(input: Tensor, other: Tensor, *, out=None) -> Tensor:
     """``log(exp(input) + exp(other))`` computed stably."""
-    _check_float("logaddexp", input, other)
     return _out(apply(_logaddexp, input, other), out)
 
 
-@export("logaddexp2")
+@export("logaddexp2", tensors=("input", "other"))
 def logaddexp2(input: Tensor, other: Tensor, *, out=None) -> Tensor:
     """``log2(2**input + 2**other)`` computed stably."""
-    _check_float("logaddexp2", input, other)
     return _out(apply(_logaddexp2, input, other), out)
 
 
@@ -444,7 +448,7 @@ def copysign(input: Tensor, other, *, out=None) -> Tensor:
     return _out(apply(_copysign_s, input, other), out)
 
 
-@export("heaviside")
+@export("heaviside", tensors=("input", "values"))
 def heaviside(input: Tensor, values: Tensor, *, out=None) -> Tensor:
     """Step function: 0 for ``input < 0``, ``values`` at 0, 1 above; not differentiable."""
     if isinstance(values, Tensor) and values.dtype is not input.dtype:
@@ -457,7 +461,7 @@ def clamp_min(input: Tensor, min, *, out=None) -> Tensor:
     """``clamp(input, min=min)``; a tensor ``min`` is differentiable (``ClampMinBackward1``)."""
     if isinstance(min, Tensor):
         return _out(apply(_clamp_min_t, input, min), out)
-    return _out(apply(_clamp_min_s, input, min), out)
+    return _out(apply(_clamp_min_s, scalar_bounds_dtype(input, min), min), out)
 
 
 @export("clamp_max")
@@ -465,7 +469,7 @@ def clamp_max(input: Tensor, max, *, out=None) -> Tensor:
     """``clamp(input, max=max)``; a tensor ``max`` is differentiable (``ClampMaxBackward1``)."""
     if isinstance(max, Tensor):
         return _out(apply(_clamp_max_t, input, max), out)
-    return _out(apply(_clamp_max_s, input, max), out)
+    return _out(apply(_clamp_max_s, scalar_bounds_dtype(input, max), max), out)
 
 
 for _n, _f in [("atan2_", atan2), ("arctan2_", atan2), ("hypot_", hypot), ("fmod_", fmod),

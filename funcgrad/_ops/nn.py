@@ -17,7 +17,7 @@ import numpy as np
 from jax import lax
 
 from .._tensor import _wrap_dim
-from ._registry import Tensor, apply, defop, export
+from ._registry import Tensor, apply, defop, export, kernel_error
 
 # ================================ activations ===================================================
 
@@ -122,25 +122,36 @@ def _shrink_jvp(primals, tangents, out, *, lambd):
     return jnp.where((x > lambd) | (x < -lambd), t, jnp.zeros_like(t))
 
 
+def _floats(kernel, complex_too=False):
+    """``defop`` dtype rule of a floating-point-only PyTorch kernel."""
+    return dict(accepts="fc" if complex_too else "f", kernel=kernel)
+
+
+_BOOL_HARDTANH = {"b": (RuntimeError, "Bool inputs not supported for hardtanh"),
+                  "c": (NotImplementedError, "clamp is not supported for complex types")}
 _ACT = {
     "gelu": defop("gelu", lambda x, approximate: jax.nn.gelu(x, approximate=approximate == "tanh"),
-                  "GeluBackward0", promote="float"),
-    "silu": defop("silu", jax.nn.silu, "SiluBackward0", promote="float"),
-    "mish": defop("mish", _mish, "MishBackward0", promote="float"),
-    "leaky_relu": defop("leaky_relu", _leaky_relu, "LeakyReluBackward0"),
-    "elu": defop("elu", _elu, "EluBackward0", promote="float", jvp=_elu_jvp),
-    "celu": defop("celu", _celu, "CeluBackward0", promote="float", jvp=_celu_jvp),
-    "hardtanh": defop("hardtanh", _hardtanh, "HardtanhBackward0", jvp=_hardtanh_jvp),
-    "softplus": defop("softplus", _softplus, "SoftplusBackward0", promote="float"),
-    "hardswish": defop("hardswish", _hardswish, "HardswishBackward0", promote="float", jvp=_hardswish_jvp),
+                  "GeluBackward0", promote="float", **_floats("GeluKernelImpl")),
+    "silu": defop("silu", jax.nn.silu, "SiluBackward0", promote="float", **_floats("silu_cpu", True)),
+    "mish": defop("mish", _mish, "MishBackward0", promote="float", **_floats("mish_cpu")),
+    "leaky_relu": defop("leaky_relu", _leaky_relu, "LeakyReluBackward0", **_floats("leaky_relu_cpu")),
+    "elu": defop("elu", _elu, "EluBackward0", promote="float", jvp=_elu_jvp, **_floats("elu_cpu")),
+    "celu": defop("celu", _celu, "CeluBackward0", promote="float", jvp=_celu_jvp, **_floats("elu_cpu")),
+    "hardtanh": defop("hardtanh", _hardtanh, "HardtanhBackward0", jvp=_hardtanh_jvp, errors=_BOOL_HARDTANH),
+    "softplus": defop("softplus", _softplus, "SoftplusBackward0", promote="float", **_floats("softplus_cpu")),
+    "hardswish": defop("hardswish", _hardswish, "HardswishBackward0", promote="float", jvp=_hardswish_jvp,
+                       **_floats("hardswish_cpu")),
     "hardsigmoid": defop("hardsigmoid", _hardsigmoid, "HardsigmoidBackward0", promote="float",
-                         jvp=_hardsigmoid_jvp),
-    "log_sigmoid": defop("log_sigmoid", jax.nn.log_sigmoid, "LogSigmoidBackward0", promote="float"),
-    "threshold": defop("threshold", _threshold, "ThresholdBackward0"),
+                         jvp=_hardsigmoid_jvp, **_floats("hardsigmoid_cpu")),
+    "log_sigmoid": defop("log_sigmoid", jax.nn.log_sigmoid, "LogSigmoidBackward0", promote="float",
+                         **_floats("log_sigmoid_cpu")),
+    "threshold": defop("threshold", _threshold, "ThresholdBackward0", accepts="if", kernel="threshold_cpu"),
     "glu": defop("glu", _glu, "GluBackward0", promote="float"),
     "prelu": defop("prelu", _prelu, "PreluKernelBackward0", promote="binary"),
-    "hardshrink": defop("hardshrink", _hardshrink, "HardshrinkBackward0", jvp=_shrink_jvp),
-    "softshrink": defop("softshrink", _softshrink, "SoftshrinkBackward0", jvp=_shrink_jvp),
+    "hardshrink": defop("hardshrink", _hardshrink, "HardshrinkBackward0", jvp=_shrink_jvp,
+                        **_floats("hardshrink_cpu")),
+    "softshrink": defop("softshrink", _softshrink, "SoftshrinkBackward0", jvp=_shrink_jvp,
+                        **_floats("softshrink_check")),
 }
 
 
@@ -155,10 +166,17 @@ _log_softmax = defop("log_softmax", lambda x, dim: jax.nn.log_softmax(x, axis=di
                      "LogSoftmaxBackward0", promote="float")
 
 
-def _softmax_dim(ndim, dim):
+def _softmax_dim(input, dim, name):
+    """The wrapped ``dim`` (``()`` for a 0-d tensor); PyTorch's kernel error for a non-float
+    input (its kernel name says whether ``dim`` is the last one)."""
+    ndim = input.ndim
     if dim is None:  # PyTorch's legacy implicit choice (with a warning in nn.functional)
         dim = 0 if ndim in (0, 1, 3) else 1
-    return _wrap_dim(dim, ndim)
+    d = _wrap_dim(dim, ndim)
+    if input.dtype._kind != "f" and input.numel():
+        last = "lastdim_" if d == max(ndim - 1, 0) else ""
+        raise kernel_error(f"{name}_{last}kernel_impl", input.dtype)
+    return d if ndim else ()
 
 
 @export("softmax")
@@ -171,7 +189,7 @@ def softmax(input: Tensor, dim: int | None = None, dtype=None) -> Tensor:
     """
     if dtype is not None:
         input = input.to(dtype)
-    return apply(_softmax, input, dim=_softmax_dim(input.ndim, dim))
+    return apply(_softmax, input, dim=_softmax_dim(input, dim, "softmax"))
 
 
 @export("log_softmax")
@@ -179,7 +197,7 @@ def log_softmax(input: Tensor, dim: int | None = None, dtype=None) -> Tensor:
     """``log(softmax(x))`` computed stably (``LogSoftmaxBackward0``)."""
     if dtype is not None:
         input = input.to(dtype)
-    return apply(_log_softmax, input, dim=_softmax_dim(input.ndim, dim))
+    return apply(_log_softmax, input, dim=_softmax_dim(input, dim, "log_softmax"))
 
 
 # ================================ convolution ====================================================

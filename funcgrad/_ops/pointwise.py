@@ -5,6 +5,7 @@ from __future__ import annotations
 import jax
 import jax.numpy as jnp
 
+from .. import _dtype
 from .._dtype import float64
 from .._factories import tensor
 from ._registry import Tensor, apply, defop, export, inplace_method
@@ -42,6 +43,15 @@ def _relu_jvp(primals, tangents, out):
 
 
 _JVP = {"abs": _abs_jvp, "relu": _relu_jvp}
+# the dtypes PyTorch's kernels take (``defop``'s accepts / kernel / errors)
+NEG_BOOL = ("Negation, the `-` operator, on a bool tensor is not supported. If you are trying to "
+            "invert a mask, use the `~` or `logical_not()` operator instead.")
+CLAMP_COMPLEX = (NotImplementedError, "clamp is not supported for complex types")
+_DTYPES = {
+    "neg": dict(errors={"b": (RuntimeError, NEG_BOOL)}),
+    "abs": dict(accepts="ifc", kernel="abs_cpu"),
+    "relu": dict(errors={"b": (RuntimeError, "Boolean inputs not supported for relu"), "c": CLAMP_COMPLEX}),
+}
 
 
 def _make_unary(name, op):
@@ -55,7 +65,7 @@ def _make_unary(name, op):
 
 for _name, _fn, _grad, _promote in _UNARY:
     UNARY_OPS[_name] = defop(_name, _fn, _grad, promote=_promote, linear=_name == "neg",
-                             jvp=_JVP.get(_name))
+                             jvp=_JVP.get(_name), **_DTYPES.get(_name, {}))
     _f = _make_unary(_name, UNARY_OPS[_name])
     export(_name)(_f)
     inplace_method(_name + "_", _f)
@@ -78,21 +88,57 @@ def _pos(x):
 export("positive", "__pos__")(_pos)
 
 # ================================ binary arithmetic ==============================================
-_add = defop("add", lambda x, y, alpha: x + alpha * y if not _is_one(alpha) else x + y,
-             "AddBackward0", promote="binary", diff=(0, 1), linear=True)
+# (alpha arrives traced, so the sum is cast back: bool + bool is bool, a logical or, as PyTorch)
+_add = defop("add", lambda x, y, alpha: (x + alpha * y if not _is_one(alpha) else x + y).astype(
+    jnp.result_type(x, y)), "AddBackward0", promote="binary", diff=(0, 1), linear=True)
 _sub = defop("sub", lambda x, y, alpha: x - alpha * y if not _is_one(alpha) else x - y,
              "SubBackward0", promote="binary", diff=(0, 1), linear=True)
 _rsub = defop("rsub", lambda x, y, alpha: y - alpha * x if not _is_one(alpha) else y - x,
               "RsubBackward1", promote="binary", diff=(0, 1), linear=True)
 _mul = defop("mul", jnp.multiply, "MulBackward0", promote="binary")
 _div = defop("div", jnp.true_divide, "DivBackward0", promote="binary_float")
-_div_floor = defop("div_floor", jnp.floor_divide, "DivBackward2", promote="binary")
-_div_trunc = defop("div_trunc", lambda x, y: jnp.trunc(x / y).astype(jnp.result_type(x, y)),
-                   "DivBackward2", promote="binary")
+
+
+def _int_divisor_zero(vals):
+    """PyTorch's integer division by zero (it checks the divisor's values on the host)."""
+    y = vals[1]
+    if isinstance(y, jax.core.Tracer):  # under funcgrad.jit the values are not known
+        return
+    if (y == 0) if not hasattr(y, "shape") else bool(_has_zero(y)):
+        raise RuntimeError("ZeroDivisionError")
+
+
+_has_zero = jax.jit(lambda y: jnp.any(y == 0))
+
+
+def int_division(kernel):
+    """``defop`` dtype rule of PyTorch's integer-capable division kernels."""
+    return dict(accepts="if", kernel=kernel, errors={"i": _int_divisor_zero})
+
+
+def _div_trunc_fn(x, y):
+    # integers: C division (rounding toward 0), exact beyond 2**53
+    if jnp.issubdtype(x.dtype, jnp.integer):
+        q = jnp.floor_divide(x, y)
+        return jnp.where((q < 0) & (q * y != x), q + 1, q)
+    if jnp.shape(x) != jnp.shape(y):
+        # XLA turns a division by a broadcast into a product with its reciprocal, one ulp off
+        # (1e-300 / 1e-300 = 0.999…, truncated to 0); PyTorch divides elementwise
+        x, y = jnp.broadcast_arrays(x, y)
+        y = jax.lax.optimization_barrier(y)
+    return jnp.trunc(x / y)
+
+
+_div_floor = defop("div_floor", jnp.floor_divide, "DivBackward2", promote="binary",
+                   **int_division("div_floor_cpu"))
+_div_trunc = defop("div_trunc", _div_trunc_fn, "DivBackward2", promote="binary",
+                   **int_division("div_trunc_cpu"))
 # scalar / tensor: PyTorch computes reciprocal * scalar, hence its node name
 _rdiv = defop("rdiv", lambda x, y: y / x, "MulBackward0", promote="binary_float")
-_remainder = defop("remainder", jnp.remainder, "RemainderBackward1", promote="binary")
-_remainder_s = defop("remainder_scalar", jnp.remainder, "RemainderBackward0", promote="binary")
+_remainder = defop("remainder", jnp.remainder, "RemainderBackward1", promote="binary",
+                   **int_division("remainder_cpu"))
+_remainder_s = defop("remainder_scalar", jnp.remainder, "RemainderBackward0", promote="binary",
+                     **int_division("remainder_cpu"))
 
 
 # PyTorch's pow derivatives (pow_backward_self / pow_backward_exponent): zero for exponent 0
@@ -138,7 +184,8 @@ def _rpow_jvp(primals, tangents, out):
 
 _pow_scalar = defop("pow_scalar", lambda x, e: _power(x, e), "PowBackward0", promote="binary",
                     jvp=_pow_scalar_jvp)
-_pow_tensor = defop("pow_tensor", jnp.power, "PowBackward1", promote="binary", jvp=_pow_tensor_jvp)
+_pow_tensor = defop("pow_tensor", jnp.power, "PowBackward1", promote="binary", jvp=_pow_tensor_jvp,
+                    errors={"b": (NotImplementedError, "\"pow\" not implemented for 'Bool'")})
 _rpow = defop("rpow", lambda x, b: jnp.power(b, x), "PowBackward2", promote="binary", jvp=_rpow_jvp)
 def _extremum_jvp(loses):
     # PyTorch: where(self == other, grad / 2, grad), zeroed where that operand loses (nan: both
@@ -221,6 +268,12 @@ def div(input, other, *, rounding_mode=None, out=None) -> Tensor:
     if not isinstance(input, Tensor):
         input = tensor(input)
     if rounding_mode is None:
+        # bool operands are made float first: inside one kernel XLA folds bool-to-float into the
+        # division as a select, which gives 0 for False / False (PyTorch: nan)
+        if input.dtype is _dtype.bool_:
+            input = input.to(_dtype.get_default_dtype())
+        if isinstance(other, Tensor) and other.dtype is _dtype.bool_:
+            other = other.to(_dtype.get_default_dtype())
         r = apply(_div, input, other)
     elif rounding_mode == "floor":
         r = apply(_div_floor, input, other)
@@ -262,13 +315,13 @@ def float_power(input, exponent) -> Tensor:
     return pow(input, exponent)
 
 
-@export("maximum")
+@export("maximum", tensors=("input", "other"))
 def maximum(input, other, *, out=None) -> Tensor:
     """Elementwise max; on ties the gradient is split in half between the inputs (as PyTorch)."""
     return _out(apply(_maximum, input, other), out)
 
 
-@export("minimum")
+@export("minimum", tensors=("input", "other"))
 def minimum(input, other, *, out=None) -> Tensor:
     return _out(apply(_minimum, input, other), out)
 
@@ -329,20 +382,26 @@ for _name, _fn, _dunder in _CMP:
 _BITWISE = [("bitwise_and", jnp.bitwise_and, "__and__"), ("bitwise_or", jnp.bitwise_or, "__or__"),
             ("bitwise_xor", jnp.bitwise_xor, "__xor__")]
 for _name, _fn, _dunder in _BITWISE:
-    _f = _make_cmp(_name, defop(_name, _fn, None, promote="binary"))
+    _f = _make_cmp(_name, defop(_name, _fn, None, promote="binary", accepts="bi", kernel=_name + "_cpu"))
     export(_name)(_f)
     export(_dunder, "__r" + _dunder[2:], function=False)(_f)
     inplace_method(_name + "_", _f)
     export("__i" + _dunder[2:], function=False)(lambda self, o, _n=_name: self._inplace(globals()[_n], o))
     globals()[_name] = _f
 
-_not = defop("bitwise_not", jnp.invert, None)
+_not = defop("bitwise_not", jnp.invert, None, accepts="bi", kernel="bitwise_not_cpu")
 
 
-@export("bitwise_not", "__invert__")
+@export("bitwise_not")
 def bitwise_not(input) -> Tensor:
-    if input.dtype.is_floating_point:
-        raise TypeError("bitwise_not is only supported for integer and boolean tensors")
+    return apply(_not, input)
+
+
+@export("__invert__", function=False)
+def _invert(input) -> Tensor:
+    # ``~x`` is checked by PyTorch's Python binding before the kernel
+    if input.dtype._kind not in "bi":
+        raise TypeError("~ (operator.invert) is only implemented on integer and Boolean-type tensors")
     return apply(_not, input)
 
 
@@ -367,14 +426,64 @@ def _clamp_jvp(primals, tangents, out):
     return jnp.where(keep, tangents[0], jnp.zeros_like(tangents[0]))
 
 
-_clamp_s = defop("clamp", _clamp, "ClampBackward1", promote="binary", diff=(0,), jvp=_clamp_jvp)
+_CLAMP_DTYPES = dict(errors={"b": (NotImplementedError, "\"clamp_scalar_cpu\" not implemented for 'Bool'"),
+                             "c": CLAMP_COMPLEX})
+_clamp_s = defop("clamp", _clamp, "ClampBackward1", promote="binary", diff=(0,), jvp=_clamp_jvp,
+                 **_CLAMP_DTYPES)
 _clamp_min_s = defop("clamp_min", lambda x, lo: _clamp(x, lo, None), "ClampMinBackward0",
-                     promote="binary", diff=(0,), jvp=_clamp_jvp)
+                     promote="binary", diff=(0,), jvp=_clamp_jvp, **_CLAMP_DTYPES)
 _clamp_max_s = defop("clamp_max", lambda x, hi: _clamp(x, None, hi), "ClampMaxBackward0",
-                     promote="binary", diff=(0,), jvp=lambda p, t, o: _clamp_jvp((p[0], None, p[1]), t, o))
-_clamp_t = defop("clamp_tensor",
-                 lambda x, lo, hi: jnp.minimum(jnp.maximum(x, lo), hi) if lo is not None else
-                 jnp.minimum(x, hi), "ClampBackward0", promote="binary")
+                     promote="binary", diff=(0,), jvp=lambda p, t, o: _clamp_jvp((p[0], None, p[1]), t, o),
+                     **_CLAMP_DTYPES)
+
+
+def scalar_bounds_dtype(input, *bounds):
+    """``input`` in the dtype PyTorch's clamp with Python-number bounds computes in: the bounds
+    take part in the type promotion (an integer tensor clamped by a float is float32)."""
+    if input.dtype._kind in "fc":  # a number bound never changes a floating dtype
+        return input
+    dt = _dtype.result_type([(input.dtype, 2 if input.ndim else 1)] +
+                            [(_dtype.scalar_dtype(b), 0) for b in bounds if b is not None])
+    return input if dt is input.dtype else input.to(dt)
+
+
+def _clamp_tensor(x, lo, hi, *, bad):
+    if lo is not None:
+        x = jnp.maximum(x, lo)
+    return x if hi is None else jnp.minimum(x, hi)
+
+
+def _clamp_tensor_jvp(primals, tangents, out, *, bad):
+    # PyTorch's clamp.Tensor formulas: self: grad where min <= self <= max; min: where self < min
+    # (and min < max); max: where self > max (or max < min)
+    if bad is not None:  # PyTorch's backward raises for these shapes (see _clamp_backward_error)
+        raise RuntimeError(bad)
+    (x, lo, hi), (tx, tlo, thi) = primals, tangents
+    keep = jnp.ones(jnp.shape(x), bool)
+    r = 0
+    if lo is not None:
+        keep = keep & (x >= lo)
+        r = r + jnp.where((x < lo) & (True if hi is None else lo < hi), _tan(tlo, out), 0)
+    if hi is not None:
+        keep = keep & (x <= hi)
+        r = r + jnp.where((x > hi) | (False if lo is None else hi < lo), _tan(thi, out), 0)
+    return (r + jnp.where(keep, _tan(tx, out), 0)).astype(out.dtype)
+
+
+_clamp_t = defop("clamp_tensor", _clamp_tensor, "ClampBackward0", promote="binary", jvp=_clamp_tensor_jvp)
+
+
+def _clamp_backward_error(x, lo, hi):
+    """PyTorch's clamp(min=T, max=T) backward combines its masks in place (``logical_and_`` /
+    ``logical_or_``): where a mask would have to grow by broadcasting, its backward raises."""
+    def shape(*ts):
+        return tuple(jnp.broadcast_shapes(*[tuple(t.shape) for t in ts]))
+    a, b, c = shape(x, lo), shape(x, hi), shape(lo, hi)
+    for t, mask, other in ((x, a, b), (lo, a, c), (hi, b, c)):
+        full = jnp.broadcast_shapes(mask, other)
+        if t._requires_grad and tuple(full) != mask:
+            return f"output with shape {list(mask)} doesn't match the broadcast shape {list(full)}"
+    return None
 
 
 @export("clamp", "clip")
@@ -383,19 +492,12 @@ def clamp(input, min=None, max=None, *, out=None) -> Tensor:
     if min is None and max is None:
         raise RuntimeError("torch.clamp: At least one of 'min' or 'max' must not be None")
     if isinstance(min, Tensor) or isinstance(max, Tensor):
-        if min is None:
-            r = apply(_clamp_t, input, None, max)
-        elif max is None:
-            r = apply(_clamp_t, input, min, float("inf")) if input.dtype.is_floating_point else \
-                apply(_maximum, input, min)
-        else:
-            r = apply(_clamp_t, input, min, max)
-    elif max is None:
-        r = apply(_clamp_min_s, input, min)
-    elif min is None:
-        r = apply(_clamp_max_s, input, max)
-    else:
-        r = apply(_clamp_s, input, min, max)
+        bad = None
+        if isinstance(min, Tensor) and isinstance(max, Tensor):
+            bad = _clamp_backward_error(input, min, max)
+        r = apply(_clamp_t, input, min, max, bad=bad)
+    else:  # clamp(min=v) and clamp(max=v) too: ClampBackward1 (x.clamp_min(v) is ClampMinBackward0)
+        r = apply(_clamp_s, scalar_bounds_dtype(input, min, max), min, max)
     return _out(r, out)
 
 

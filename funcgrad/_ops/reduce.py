@@ -18,14 +18,17 @@ from .pointwise import maximum, minimum
 
 
 def _dims(dim, ndim):
-    """Normalise ``dim`` (int, tuple/list, None) to a sorted tuple or None (all)."""
+    """Normalise ``dim`` (int, tuple/list, None) to a sorted tuple or None (all). A 0-d tensor
+    takes dim 0 / -1 as PyTorch does (checked by ``_wrap_dim``) and reduces over no axis."""
     if dim is None:
         return None
     if isinstance(dim, (tuple, list)):
         if len(dim) == 0:
             return None
-        return tuple(sorted(_wrap_dim(d, ndim) for d in dim))
-    return (_wrap_dim(dim, ndim),)
+        dims = tuple(sorted(_wrap_dim(d, ndim) for d in dim))
+    else:
+        dims = (_wrap_dim(dim, ndim),)
+    return dims if ndim else ()
 
 
 def _acc_dtype(x, dtype):
@@ -87,6 +90,8 @@ def _scalar_name(d):
 # Full reductions split the gradient evenly among ties (jnp.max's rule, and PyTorch's for max());
 # per-dim reductions send it to the returned index only (PyTorch's rule for max(dim)).
 def _max_dim(x, *, dim, keepdim, largest):
+    if x.ndim == 0:
+        return x, jnp.zeros((), jnp.int64)
     idx = jnp.argmax(x, axis=dim, keepdims=True) if largest else jnp.argmin(x, axis=dim, keepdims=True)
     vals = jnp.take_along_axis(x, idx, axis=dim)
     if not keepdim:
@@ -124,8 +129,21 @@ _amax = defop("amax", lambda x, dim, keepdim: jnp.max(x, axis=dim, keepdims=keep
                jvp=_amax_jvp)
 _amin = defop("amin", lambda x, dim, keepdim: jnp.min(x, axis=dim, keepdims=keepdim), "AminBackward0",
                jvp=_amax_jvp)
-_argmax = defop("argmax", lambda x, dim, keepdim: jnp.argmax(x, axis=dim, keepdims=keepdim).astype(jnp.int64))
-_argmin = defop("argmin", lambda x, dim, keepdim: jnp.argmin(x, axis=dim, keepdims=keepdim).astype(jnp.int64))
+def _arg_errors(name):
+    return {"b": (RuntimeError, f"{name}(): does not support bool input"),
+            "c": (RuntimeError, f"{name}(): does not support complex input")}
+
+
+def _argext(f):
+    def fn(x, dim, keepdim):
+        if x.ndim == 0:  # dim 0 (or -1) of a 0-d tensor: the one element
+            return jnp.zeros((), jnp.int64)
+        return f(x, axis=dim, keepdims=keepdim).astype(jnp.int64)
+    return fn
+
+
+_argmax = defop("argmax", _argext(jnp.argmax), None, errors=_arg_errors("argmax"))
+_argmin = defop("argmin", _argext(jnp.argmin), None, errors=_arg_errors("argmin"))
 
 def return_type(name: str, fields=("values", "indices")) -> type:
     """A namedtuple printed as PyTorch prints ``torch.return_types.<name>``."""
@@ -183,17 +201,23 @@ def amin(input, dim=(), keepdim=False) -> Tensor:
     return apply(_amin, input, dim=_dims(dim, input.ndim), keepdim=bool(keepdim))
 
 
+def _argext_call(op, name, input, dim, keepdim):
+    if dim is None and input.numel() == 0:
+        raise IndexError(f"{name}(): Expected reduction dim to be specified for input.numel() == 0.")
+    d = None if dim is None else _wrap_dim(dim, input.ndim)
+    return apply(op, input, dim=d, keepdim=bool(keepdim) and d is not None)
+
+
 @export("argmax")
 def argmax(input, dim=None, keepdim=False) -> Tensor:
     """Index of the maximum (flattened when ``dim`` is None); not differentiable."""
-    d = None if dim is None else _wrap_dim(dim, input.ndim)
-    return apply(_argmax, input, dim=d, keepdim=bool(keepdim) and d is not None)
+    return _argext_call(_argmax, "argmax", input, dim, keepdim)
 
 
 @export("argmin")
 def argmin(input, dim=None, keepdim=False) -> Tensor:
-    d = None if dim is None else _wrap_dim(dim, input.ndim)
-    return apply(_argmin, input, dim=d, keepdim=bool(keepdim) and d is not None)
+    """Index of the minimum (flattened when ``dim`` is None); not differentiable."""
+    return _argext_call(_argmin, "argmin", input, dim, keepdim)
 
 
 # ---- prod -----------------------------------------------------------------------------------------
@@ -519,7 +543,8 @@ def _logcumsumexp_jvp(primals, tangents, out, dim):
     return jax.jvp(lambda v: _logcumsumexp_fn(v, dim), (x,), (t,))[1]
 
 
-_logcumsumexp = defop("logcumsumexp", _logcumsumexp_fn, "LogcumsumexpBackward0", jvp=_logcumsumexp_jvp)
+_logcumsumexp = defop("logcumsumexp", _logcumsumexp_fn, "LogcumsumexpBackward0", jvp=_logcumsumexp_jvp,
+                      accepts="fc", kernel="logcumsumexp_out_cpu")
 
 
 @export("cumsum")

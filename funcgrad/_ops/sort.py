@@ -63,10 +63,16 @@ def _kthvalue(x, *, k, dim, keepdim):
 
 
 _sort_op = defop("sort", _sort, "SortBackward0", diff_outputs=(0,))
+# sort(stable=...) is PyTorch's sort.stable overload: the same (always stable) kernel, its node
+_sort_stable_op = defop("sort_stable", _sort, "SortBackward1", diff_outputs=(0,))
+_NO_STABLE = object()  # stable= not passed (stable=None still picks the sort.stable overload)
 _argsort_op = defop("argsort", lambda x, dim, descending: _sort(
     x, dim=dim, descending=descending)[1], None)
-_topk_op = defop("topk", _topk, "TopkBackward0", diff_outputs=(0,))
-_kth_op = defop("kthvalue", _kthvalue, "KthvalueBackward0", diff_outputs=(0,))
+_topk_op = defop("topk", _topk, "TopkBackward0", diff_outputs=(0,), errors={
+    "b": (RuntimeError, "topk does not support bool dtypes on CPU"),
+    "c": (RuntimeError, " topk does not support complex dtypes on CPU")})  # (sic: the space)
+_kth_op = defop("kthvalue", _kthvalue, "KthvalueBackward0", diff_outputs=(0,), accepts="if",
+                kernel="kthvalue_cpu")
 
 sort_result = return_type("sort")
 topk_result = return_type("topk")
@@ -74,17 +80,19 @@ kthvalue_result = return_type("kthvalue")
 
 
 @export("sort")
-def sort(input: Tensor, dim: int = -1, descending: bool = False, stable: bool = False, *,
+def sort(input: Tensor, dim: int = -1, descending: bool = False, stable: bool | None = _NO_STABLE, *,
          out=None):
     """Sort along ``dim`` → ``(values, indices)``; ties keep their order (always stable), nan last
-    (first when descending).
+    (first when descending). Passing ``stable`` records ``SortBackward1`` (PyTorch's
+    ``sort.stable`` overload), else ``SortBackward0``.
 
     >>> import funcgrad
     >>> funcgrad.tensor([3, 1, 2]).sort().indices
     tensor([1, 2, 0])
     """
     d = _wrap_dim(dim, input.ndim)
-    return _out(sort_result(*apply(_sort_op, input, dim=d, descending=bool(descending))), out)
+    op = _sort_op if stable is _NO_STABLE else _sort_stable_op
+    return _out(sort_result(*apply(op, input, dim=d, descending=bool(descending))), out)
 
 
 @export("argsort")
@@ -159,6 +167,8 @@ def _median_all(x, *, ignore_nan):
     if flat.size == 0:
         return jnp.full((), jnp.nan, x.dtype)
     m = jax.lax.stop_gradient(_median_dim(flat, dim=0, keepdim=False, ignore_nan=ignore_nan)[0])
+    if not jnp.issubdtype(x.dtype, jnp.inexact):  # an element, in the input's dtype (no gradient)
+        return m
     # the gradient is split evenly among the elements equal to the median (nan: among the nans)
     mask = flat == m
     if not ignore_nan and jnp.issubdtype(x.dtype, jnp.inexact):
@@ -168,12 +178,15 @@ def _median_all(x, *, ignore_nan):
     return m + jnp.sum(jnp.where(mask, zero, 0)) / cnt
 
 
-_median0 = defop("median", lambda x: _median_all(x, ignore_nan=False), "MedianBackward0")
+# PyTorch's kernels take integers and floats (``defop``'s dtype rule)
+_MEDIAN_ALL, _MEDIAN_DIM = dict(accepts="if", kernel="median_cpu"), dict(accepts="if", kernel="median_out")
+_median0 = defop("median", lambda x: _median_all(x, ignore_nan=False), "MedianBackward0", **_MEDIAN_ALL)
 _median1 = defop("median_dim", lambda x, **kw: _median_dim(x, ignore_nan=False, **kw),
-                 "MedianBackward1", diff_outputs=(0,))
-_nanmedian0 = defop("nanmedian", lambda x: _median_all(x, ignore_nan=True), "NanmedianBackward0")
+                 "MedianBackward1", diff_outputs=(0,), **_MEDIAN_DIM)
+_nanmedian0 = defop("nanmedian", lambda x: _median_all(x, ignore_nan=True), "NanmedianBackward0",
+                    **_MEDIAN_ALL)
 _nanmedian1 = defop("nanmedian_dim", lambda x, **kw: _median_dim(x, ignore_nan=True, **kw),
-                    "NanmedianBackward1", diff_outputs=(0,))
+                    "NanmedianBackward1", diff_outputs=(0,), **_MEDIAN_DIM)
 median_result = return_type("median")
 nanmedian_result = return_type("nanmedian")
 
@@ -205,16 +218,42 @@ def nanmedian(input: Tensor, dim: int | None = None, keepdim: bool = False, *, o
 
 
 # ---- mode -----------------------------------------------------------------------------------------
+def _insertion_order(x, dim):
+    """The order PyTorch's CPU mode kernel sorts a row of at most 16 elements into: std::sort
+    with ``<``, which is an insertion sort at that size, where a nan compares false with
+    everything and so stays where the insertion leaves it (a stable sort would put it last)."""
+    a = jnp.moveaxis(x, dim, -1)
+    n = a.shape[-1]
+    p = jnp.broadcast_to(jnp.arange(n), a.shape)
+    for i in range(1, n):
+        v, pv = a[..., i:i + 1], p[..., i:i + 1]
+        lt = v < a[..., :i]
+        # insert before the trailing run of larger elements, or at the front if below the first
+        run = jnp.sum(jnp.cumprod(lt[..., ::-1], axis=-1), axis=-1, keepdims=True)
+        j = jnp.where(lt[..., :1], 0, i - run)
+        k = jnp.arange(i + 1)
+        src = jnp.clip(jnp.where(k < j, k, k - 1), 0, i - 1)
+        a = jnp.concatenate([jnp.where(k == j, v, jnp.take_along_axis(a[..., :i], src, -1)),
+                             a[..., i + 1:]], axis=-1)
+        p = jnp.concatenate([jnp.where(k == j, pv, jnp.take_along_axis(p[..., :i], src, -1)),
+                             p[..., i + 1:]], axis=-1)
+    return jnp.moveaxis(p, -1, dim)
+
+
 def _mode(x, *, dim, keepdim):
     if x.ndim == 0:
         return _scalar_pair(x)
-    idx = _sorted_idx(x, dim, False)
-    s = jnp.take_along_axis(x, idx, axis=dim)
     n = x.shape[dim]
+    if jnp.issubdtype(x.dtype, jnp.inexact) and n <= 16:
+        idx = _insertion_order(jax.lax.stop_gradient(x), dim)
+    else:
+        idx = _sorted_idx(x, dim, False)
+    s = jnp.take_along_axis(x, idx, axis=dim)
     shape = [1] * x.ndim
     shape[dim] = n
     pos = jnp.broadcast_to(jnp.arange(n).reshape(shape), x.shape)
-    diff = jnp.diff(s, axis=dim) != 0
+    # a new run wherever neighbours differ (each nan is a run of its own; -inf, -inf is one run)
+    diff = jax.lax.slice_in_dim(s, 1, n, axis=dim) != jax.lax.slice_in_dim(s, 0, n - 1, axis=dim)
     edge = jnp.ones_like(jax.lax.slice_in_dim(diff, 0, 1, axis=dim))
     start = jnp.concatenate([edge, diff], axis=dim)
     end = jnp.concatenate([diff, edge], axis=dim)
@@ -234,7 +273,8 @@ mode_result = return_type("mode")
 
 @export("mode")
 def mode(input: Tensor, dim: int = -1, keepdim: bool = False, *, out=None):
-    """Most frequent value along ``dim`` (the smallest on ties) and its last index.
+    """Most frequent value along ``dim`` (the smallest on ties) and its last index; with nan in
+    a row of up to 16 elements, PyTorch's CPU kernel's order (a nan counts once, where it sorts).
 
     >>> import funcgrad
     >>> funcgrad.tensor([3, 2, 2, 1, 1]).mode()

@@ -15,6 +15,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from .._dtype import uint8 as _uint8
 from .._random import _sample
 from .._ops import nn as _nn
 from .._ops.linalg import addmm as _addmm, linear_2d as _linear_2d, matmul as _matmul
@@ -87,6 +88,8 @@ def hardtanh(input: Tensor, min_val: float = -1.0, max_val: float = 1.0, inplace
     """Clamp to ``[min_val, max_val]`` with zero gradient outside (``HardtanhBackward0``)."""
     if min_val > max_val:
         raise ValueError("min_val cannot be greater than max_val")
+    if input.dtype is _uint8 and (min_val < 0 or max_val < 0):
+        raise RuntimeError("cannot do hardtanh on an unsigned type with negative limits")
     return _maybe_inplace(input, inplace, lambda x: _nn.act("hardtanh", x, lo=min_val, hi=max_val))
 
 

@@ -48,8 +48,11 @@ SPECS = [
     Spec("bitwise_xor", lambda x, y: x ^ y, jnp.bitwise_xor, [ints(5, high=8), ints(5, high=8)], nondiff=True),
     Spec("bitwise_not", lambda x: ~x, jnp.invert, [ints(5, high=8)], nondiff=True),
     Spec("clamp", lambda x: x.clamp(-0.5, 0.5), lambda x: jnp.clip(x, -0.5, 0.5), [S], grad_fn="ClampBackward1"),
-    Spec("clamp_min", lambda x: x.clamp(min=0.1), lambda x: jnp.maximum(x, 0.1), [S], grad_fn="ClampMinBackward0"),
-    Spec("clamp_max", lambda x: x.clamp(max=0.1), lambda x: jnp.minimum(x, 0.1), [S], grad_fn="ClampMaxBackward0"),
+    # clamp(min=v) / clamp(max=v) are clamp with one bound None in PyTorch (x.clamp_min(v) is ClampMin)
+    Spec("clamp", lambda x: x.clamp(min=0.1), lambda x: jnp.maximum(x, 0.1), [S], grad_fn="ClampBackward1",
+         id="clamp_min_kw"),
+    Spec("clamp", lambda x: x.clamp(max=0.1), lambda x: jnp.minimum(x, 0.1), [S], grad_fn="ClampBackward1",
+         id="clamp_max_kw"),
     Spec("clamp_tensor", lambda x, lo, hi: x.clamp(lo, hi + 1.0), lambda x, lo, hi: jnp.minimum(jnp.maximum(x, lo), hi + 1.0),
          [S, S, S], grad_fn="ClampBackward0"),
     Spec("where", lambda c, x, y: fg.where(c > 0, x, y), lambda c, x, y: jnp.where(c > 0, x, y), [S, S, (4,)],

@@ -84,6 +84,8 @@ SPECS = [
     Spec("sort", lambda x: x.sort(), lambda x: (jnp.sort(x, -1), jnp.argsort(x, -1)), [S], grad_fn="SortBackward0"),
     Spec("sort", lambda x: fg.sort(x, 0, descending=True), lambda x: (-jnp.sort(-x, 0),), [S], id="sort_desc"),
     Spec("sort", lambda x: fg.msort(x), lambda x: jnp.sort(x, 0), [S], id="msort"),
+    Spec("sort_stable", lambda x: x.sort(stable=True), lambda x: (jnp.sort(x, -1), jnp.argsort(x, -1)), [S],
+         grad_fn="SortBackward1"),
     Spec("argsort", lambda x: x.argsort(descending=True), lambda x: jnp.argsort(-x, -1), [S], nondiff=True),
     Spec("topk", lambda x: x.topk(2), lambda x: tuple(jax.lax.top_k(x, 2)), [S], grad_fn="TopkBackward0"),
     Spec("topk", lambda x: fg.topk(x, 2, dim=0, largest=False), lambda x: (jnp.sort(x, 0)[:2],), [S],
