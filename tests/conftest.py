@@ -16,6 +16,8 @@ os.environ.setdefault("FUNCGRAD_CACHE_DIR", _CACHE_DIR)
 # one worker compiles thousands of kernels over the suite: the compile-count bound (which clears
 # JAX's caches with a warning, tests/test_caches.py) must not fire in unrelated tests
 os.environ.setdefault("FUNCGRAD_MAX_EXECUTABLES", "1000000")
+# likewise the fused-backward and compiled-step program bounds (their LRU tests set small ones)
+os.environ.setdefault("FUNCGRAD_MAX_PROGRAMS", "1000000")
 
 import funcgrad  # noqa: E402
 from funcgrad.autograd import grad_mode  # noqa: E402
