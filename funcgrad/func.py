@@ -133,9 +133,14 @@ def functional_call(module, parameter_and_buffer_dicts, args: Any = None, kwargs
         args, kwargs = from_jax((args, kwargs))
     gen = _random.default_generator
     state0, gen0 = gen._cell.value, gen._cell.gen  # the global stream's state vector
-    if rng is not None:  # the forward draws from this stream; the global generator is untouched
-        gen._cell.value = rng._cell.value if isinstance(rng, _random.Generator) else \
-            _random.state_from_key(getattr(rng, "_value", rng))
+    # rng=: this thread's draws come from that stream (a Generator, or a fresh one seeded from
+    # the key); the global generator, and other threads drawing from it meanwhile, are untouched
+    stream = None
+    if isinstance(rng, _random.Generator):
+        stream, rng0 = rng, rng._cell.value
+    elif rng is not None:
+        stream = _random.Generator()
+        stream._cell.value = _random.state_from_key(getattr(rng, "_value", rng))
     staging = rng is None and isinstance(_staging_probe(), jax.core.Tracer)  # inside jax.jit & co.
     restores = []
     # this thread's binding frame: a write to an existing tensor (a buffer that was not
@@ -147,11 +152,12 @@ def functional_call(module, parameter_and_buffer_dicts, args: Any = None, kwargs
         frame.__enter__()
         for k, v in values.items():
             restores.append(_swap(*_owner(module, k), v))
-        if array_mode:
-            with no_grad():
+        with _random.default_stream(stream):
+            if array_mode:
+                with no_grad():
+                    out = module(*args, **kwargs)
+            else:
                 out = module(*args, **kwargs)
-        else:
-            out = module(*args, **kwargs)
     except Exception as e:  # re-raised below, unless it came from a draw that needed rng=
         failure = e
     finally:
@@ -161,15 +167,13 @@ def functional_call(module, parameter_and_buffer_dicts, args: Any = None, kwargs
             r()
         # a draw from the concrete global stream while tracing bakes one mask into the program
         leaked = staging and not isinstance(state0, jax.core.Tracer) and gen._cell.value is not state0
-        if isinstance(rng, _random.Generator):
-            advanced = gen._cell.value
-            if not isinstance(advanced, jax.core.Tracer):
-                rng._cell.value = advanced  # a Generator advances as it would eagerly
-            elif not isinstance(state0, jax.core.Tracer):
-                leaked = True  # a Generator cannot advance inside a traced function: use a key
-        if rng is not None or leaked or isinstance(gen._cell.value, jax.core.Tracer) \
-                and not isinstance(state0, jax.core.Tracer):
+        if leaked or isinstance(gen._cell.value, jax.core.Tracer) and not isinstance(state0, jax.core.Tracer):
             gen._cell.value, gen._cell.gen = state0, gen0
+        # a Generator advances as it would eagerly, but cannot inside a traced function: use a key
+        if stream is not None and stream is rng and isinstance(rng._cell.traced(), jax.core.Tracer) \
+                and not isinstance(rng0, jax.core.Tracer):
+            rng._cell.value = rng0
+            leaked = True
     if leaked:
         raise RuntimeError(
             "functional_call: the module drew random numbers (e.g. dropout) from the global "

@@ -96,3 +96,34 @@ def test_func_wrappers():
     assert fn(funcgrad.ones(2))[0].tolist() == [3.0, 3.0]
     assert funcgrad.func.jacrev(lambda t: t * 2)(x).tolist() == [[2.0, 0.0], [0.0, 2.0]]
     assert funcgrad.func.vmap(lambda r: r.sum())(funcgrad.ones(3, 2)).tolist() == [2.0, 2.0, 2.0]
+
+
+def test_functional_call_rng_stream_is_this_threads_only():
+    """rng= gives the call's draws their own stream on the calling thread only: another thread
+    drawing meanwhile draws from (and advances) the global stream, which the call leaves alone."""
+    import threading
+
+    seen = {}
+
+    class Probe(nn.Module):
+        def forward(self, x):
+            t = threading.Thread(target=lambda: seen.setdefault("other", funcgrad.rand(3)))
+            t.start()
+            t.join()
+            return F.dropout(x, 0.5, training=True)
+
+    funcgrad.manual_seed(0)
+    expected_other = funcgrad.rand(3)
+    after_other = funcgrad.get_rng_state()
+    funcgrad.manual_seed(0)
+    x = funcgrad.ones(64)
+    a = functional_call(Probe(), {}, (x,), rng=jax.random.PRNGKey(1))
+    assert funcgrad.equal(seen["other"], expected_other)  # the global stream, not rng='s
+    assert funcgrad.equal(funcgrad.get_rng_state(), after_other)  # its draw kept, not undone
+    b = functional_call(nn.Dropout(0.5), {}, (x,), rng=jax.random.PRNGKey(1))
+    assert funcgrad.equal(a, b)  # the call's draws came from rng='s stream
+    g = funcgrad.Generator().manual_seed(3)
+    c = functional_call(nn.Dropout(0.5), {}, (x,), rng=g)
+    funcgrad.manual_seed(3)
+    assert funcgrad.equal(c, F.dropout(x, 0.5, training=True))  # a Generator's stream, as eagerly
+    assert funcgrad.equal(g.get_state(), funcgrad.get_rng_state())  # and it advanced as eagerly

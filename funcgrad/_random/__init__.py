@@ -214,8 +214,42 @@ def state_from_key(key):
     return jax.numpy.concatenate([words, tail])
 
 
+class _Stream(threading.local):
+    gen = None  # a class default: every thread draws from the default generator
+
+
+_stream = _Stream()
+
+
 def generator_or_default(generator) -> Generator:
-    return default_generator if generator is None else generator
+    """``generator``, else this thread's stream (``default_stream``), else the default generator."""
+    if generator is not None:
+        return generator
+    g = _stream.gen
+    return default_generator if g is None else g
+
+
+class default_stream:
+    """Draws without ``generator=`` on this thread come from ``gen`` (``None``: the default
+    generator) inside the ``with`` block; other threads keep drawing from theirs. For
+    ``func.functional_call(..., rng=key)``: the call's stream never touches the global one.
+
+    >>> import funcgrad
+    >>> with default_stream(Generator().manual_seed(0)):
+    ...     a = funcgrad.rand(2)
+    >>> funcgrad.equal(a, funcgrad.rand(2, generator=Generator().manual_seed(0)))
+    True
+    """
+
+    def __init__(self, gen: Generator | None):
+        self.gen, self._prev = gen, None
+
+    def __enter__(self):
+        self._prev, _stream.gen = _stream.gen, self.gen
+        return self.gen
+
+    def __exit__(self, *exc) -> None:
+        _stream.gen = self._prev
 
 
 def next_key(generator: Generator | None = None):
