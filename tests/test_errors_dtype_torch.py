@@ -50,6 +50,7 @@ UNARY = {
     "fmod_zero": lambda L, x: L.fmod(x, 0), "pow_tensor": lambda L, x: x ** x,
     "bitwise_and_scalar": lambda L, x: x & 1, "hypot": lambda L, x: L.hypot(x, x),
     "logaddexp2": lambda L, x: L.logaddexp2(x, x),
+    "sub_scalar": lambda L, x: x - 1, "rsub_scalar": lambda L, x: 1 - x, "sub_self": lambda L, x: x - x,
 }
 
 # calls on a float32 tensor x

@@ -239,17 +239,29 @@ def add(input, other, *, alpha=1, out=None) -> Tensor:
 @export("sub", "subtract")
 def sub(input, other, *, alpha=1, out=None) -> Tensor:
     """``input - alpha * other``."""
+    _no_bool_sub(input, other)
     if not isinstance(input, Tensor):
         return _out(apply(_rsub, other, input, alpha), out)
-    if input.dtype.name == "bool" and isinstance(other, Tensor) and other.dtype.name == "bool":
+    return _out(apply(_sub, input, other, alpha), out)
+
+
+def _no_bool_sub(a, b) -> None:
+    """PyTorch refuses subtraction with a bool tensor operand (its message names the fix)."""
+    ab = isinstance(a, Tensor) and a.dtype is _dtype.bool_
+    bb = isinstance(b, Tensor) and b.dtype is _dtype.bool_
+    if ab and bb:
         raise RuntimeError("Subtraction, the `-` operator, with two bool tensors is not supported. "
                            "Use the `^` or `logical_xor()` operator instead.")
-    return _out(apply(_sub, input, other, alpha), out)
+    if ab or bb:
+        raise RuntimeError("Subtraction, the `-` operator, with a bool tensor is not supported. "
+                           "If you are trying to invert a mask, use the `~` or `logical_not()` "
+                           "operator instead.")
 
 
 @export("rsub")
 def rsub(input, other, *, alpha=1) -> Tensor:
     """``other - alpha * input``."""
+    _no_bool_sub(input, other)
     return apply(_rsub, input, other, alpha)
 
 
