@@ -130,3 +130,14 @@ def test_refused_inplace_leaves_tensor_unchanged(call):
         call(x)
     assert x._version == v
     assert np.array_equal(x.numpy(), [True, False, True])
+
+
+# an empty non-float tensor: PyTorch's softmax/log_softmax return it in its own dtype (recorded
+# from PyTorch 2.13: torch.zeros(0, 3, dtype=torch.int64).softmax(0).dtype is torch.int64)
+@pytest.mark.parametrize("fn", ["softmax", "log_softmax"])
+@pytest.mark.parametrize("dt", ["int64", "bool", "uint8"])
+def test_softmax_of_empty_non_float_keeps_its_dtype(fn, dt):
+    want = dt if torch is None else str(getattr(getattr(torch, "zeros")(0, 3, dtype=getattr(torch, dt)),
+                                                fn)(0).dtype).split(".")[1]
+    got = getattr(funcgrad.zeros(0, 3, dtype=getattr(funcgrad, dt)), fn)(0)
+    assert got.dtype.name == want and tuple(got.shape) == (0, 3)

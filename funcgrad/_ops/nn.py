@@ -189,7 +189,10 @@ def softmax(input: Tensor, dim: int | None = None, dtype=None) -> Tensor:
     """
     if dtype is not None:
         input = input.to(dtype)
-    return apply(_softmax, input, dim=_softmax_dim(input, dim, "softmax"))
+    d = _softmax_dim(input, dim, "softmax")
+    if input.dtype._kind not in "fc":  # (empty: _softmax_dim refuses the others) PyTorch keeps its dtype
+        return input.clone()
+    return apply(_softmax, input, dim=d)
 
 
 @export("log_softmax")
@@ -197,7 +200,10 @@ def log_softmax(input: Tensor, dim: int | None = None, dtype=None) -> Tensor:
     """``log(softmax(x))`` computed stably (``LogSoftmaxBackward0``)."""
     if dtype is not None:
         input = input.to(dtype)
-    return apply(_log_softmax, input, dim=_softmax_dim(input, dim, "log_softmax"))
+    d = _softmax_dim(input, dim, "log_softmax")
+    if input.dtype._kind not in "fc":  # (empty: _softmax_dim refuses the others) PyTorch keeps its dtype
+        return input.clone()
+    return apply(_log_softmax, input, dim=d)
 
 
 # ================================ convolution ====================================================
