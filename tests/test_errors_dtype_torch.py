@@ -66,6 +66,9 @@ OTHER = {
     "sum_0d_dim1": lambda L, x: x[0, 0].sum(1),
     "softmax_0d_dim-2": lambda L, x: x[0, 0].softmax(-2),
     "clamp_backward_shapes": lambda L, x: L.autograd.grad(x[:, :1].clamp(x[0], x[0, 0]).sum(), [x]),
+    "clamp_inplace_int64": lambda L, x: x.long().clamp_(0.5),
+    "clip_inplace_int8_max": lambda L, x: x.to(L.int8).clip_(max=1.5),
+    "clamp_inplace_tensor_bound": lambda L, x: x.long().clamp_(L.tensor(0.5)),
 }
 
 

@@ -8,6 +8,7 @@ import jax.numpy as jnp
 from .. import _dtype
 from .._dtype import float64
 from .._factories import tensor
+from .._tensor import _scalar_type_name
 from ._registry import Tensor, apply, defop, export, inplace_method
 from .shape import nonzero
 
@@ -513,8 +514,24 @@ def clamp(input, min=None, max=None, *, out=None) -> Tensor:
     return _out(r, out)
 
 
-inplace_method("clamp_", clamp)
-inplace_method("clip_", clamp)
+# PyTorch's in-place clamp with number bounds refuses a floating result with the C++ name of
+# self's type (its structured kernel's check); with tensor bounds, the ScalarType name (Long)
+_CPP_TYPE = {"int64": "long int", "int32": "int", "int16": "short int", "int8": "signed char",
+             "uint8": "unsigned char", "bool": "bool"}
+
+
+def _clamp_into(input, min=None, max=None):
+    r = clamp(input, min, max)
+    if r.dtype is not input.dtype and r.dtype._kind in "fc" and input.dtype.name in _CPP_TYPE \
+            and not isinstance(min, Tensor) and not isinstance(max, Tensor):
+        raise RuntimeError(f"result type {_scalar_type_name(r.dtype)} can't be cast to the desired "
+                           f"output type {_CPP_TYPE[input.dtype.name]}")
+    return r
+
+
+_clamp_into.__name__ = "clamp"
+inplace_method("clamp_", _clamp_into)
+inplace_method("clip_", _clamp_into)
 
 _where = defop("where", jnp.where, "WhereBackward0", promote="binary", diff=(1, 2))
 
