@@ -22,6 +22,8 @@ import funcgrad.nn.functional  # noqa: F401
 import funcgrad.optim  # noqa: F401
 import funcgrad.utils.data  # noqa: F401
 
+from .test_misuse import _sd_missing, _sd_unexpected  # the same two mistakes, one definition
+
 FIXTURE = pathlib.Path(__file__).parent / "fixtures" / "errors" / "errors.json"
 
 
@@ -80,18 +82,6 @@ def _ds(lib):
 
 
 # ------------------------------------------------------------------ the rows: (id, setup, mistake)
-def _sd_missing(o, lib):
-    sd = dict(o["m"].state_dict())
-    del sd["bias"]
-    o["m"].load_state_dict(sd)
-
-
-def _sd_unexpected(o, lib):
-    sd = dict(o["m"].state_dict())
-    sd["extra"] = lib.zeros(1)
-    o["m"].load_state_dict(sd)
-
-
 def _sd_size(o, lib):
     sd = dict(o["m"].state_dict())
     sd["weight"] = lib.zeros(2, 4)
