@@ -12,7 +12,6 @@ only when something reads it. Large arrays are not packed (their copy would cost
 
 from __future__ import annotations
 
-import weakref
 
 import jax
 import jax.numpy as jnp
@@ -25,7 +24,6 @@ from .._tensor import _PackedCell, _raw_gen, _raw_value
 PACK_MAX = 4096  # elements: state arrays at most this big are packed (16 KiB of float32)
 
 _unpack_kernels: dict = {}
-_LIVE: "weakref.WeakSet[Pack]" = weakref.WeakSet()  # for the trace's missed-constant check
 
 
 def _offsets(shapes):
@@ -60,12 +58,11 @@ class Pack:
     the next program input is then gathered from the cells instead of passing ``buf``.
     """
 
-    __slots__ = ("cells", "shapes", "buf", "gen", "unpacked", "dirty", "__weakref__")
+    __slots__ = ("cells", "shapes", "buf", "gen", "unpacked", "dirty")
 
     def __init__(self, cells: list, shapes: list):
         self.cells, self.shapes = cells, tuple(map(tuple, shapes))
         self.buf, self.gen, self.unpacked, self.dirty = None, 0, None, True
-        _LIVE.add(self)
 
     def get(self, i: int):
         """The current array of piece ``i`` (unpacking all pieces once per buffer)."""
@@ -99,21 +96,6 @@ class Pack:
                 _raw_value.__set__(c, self)
                 _raw_gen.__set__(c, i)
             self.dirty = bound
-
-    def cell_of(self, array):
-        """The attached cell whose unpacked array is ``array`` (or None)."""
-        u = self.unpacked
-        if u is None:
-            return None
-        for i, v in enumerate(u):
-            c = self.cells[i]
-            if v is array and type(c) is _PackedCell and _raw_value.__get__(c) is self:
-                return c
-        return None
-
-
-def live_packs() -> list:
-    return list(_LIVE)
 
 
 def _packable(aval, value) -> bool:
