@@ -24,8 +24,9 @@ from funcgrad.autograd import grad_mode  # noqa: E402
 
 # helper scripts run in subprocesses (e.g. with simulated devices): not test modules
 collect_ignore_glob = ["_*.py"]
-# scripts run by tests/test_scripts.py and the sweep's helper modules: not doctest modules
-collect_ignore = ["scripts", "opinfo"]
+# scripts run by tests/test_scripts.py, the sweep's helper modules and the scripts that record
+# fixtures from PyTorch (importing one would re-record them): not doctest modules
+collect_ignore = ["scripts", "opinfo", "fixtures"]
 
 
 @pytest.fixture(autouse=True)
