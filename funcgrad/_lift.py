@@ -14,6 +14,11 @@ from __future__ import annotations
 
 import threading
 
+import numpy as np
+from jax.core import Tracer as _Tracer
+
+from ._errors import _user_frame
+
 _local = threading.local()
 
 
@@ -58,3 +63,27 @@ class TraceContext:
         if is_liftable(value) and key not in self.lifted_keys:
             raise Relift(key)
         return value  # not a number (or a group the bridge did not find): a trace constant
+
+
+# ---- host data (e.g. pack_padded_sequence's lengths) read inside a step -------------------------
+class StaticTensor(Exception):
+    """Raised inside a trace when a tensor whose values are host data (Python structure: the
+    lengths of ``pack_padded_sequence``) is traced; the bridge makes that argument static (its
+    values part of the cache key) and traces again."""
+
+    def __init__(self, tensor, what: str):
+        super().__init__(what)
+        self.tensor, self.what, self.where = tensor, what, _user_frame()
+
+
+def host_array(t, what: str):
+    """The values of ``t`` as a NumPy array: host data that decides shapes and indices.
+
+    Under ``funcgrad.jit`` a traced tensor argument aborts the trace (:class:`StaticTensor`):
+    the step is traced again with that argument's values fixed, and retraced when they change,
+    as ``torch.compile`` specializes on them (PyTorch keeps such lengths on the CPU).
+    """
+    v = t._value
+    if isinstance(v, _Tracer) and getattr(_local, "ctx", None) is not None:
+        raise StaticTensor(t, what)
+    return np.asarray(v)

@@ -70,9 +70,10 @@ class CompiledFunction:
         self._lifted_keys: set = {"lr"}
         self._extra_cells: list = []
         self._trees: dict = {}
+        self._static: dict = {}  # input tree -> {leaf position: what}: host-data tensor arguments
         self._warned_attrs: set = set()  # Python attributes a trace changed (warned once)
         self._warned_evict: list = []  # a program was evicted (warned once)
-        self._last_trace = None  # (layout, input tree, leaf keys) of the last trace: retrace_reasons
+        self._last_trace = None  # (layout, tree, leaf keys, static values) of the last trace: retrace_reasons
         self._lock = threading.RLock()  # see __call__
         self.num_traces = 0
         self.retrace_reasons: list[str] = []
@@ -115,11 +116,15 @@ class CompiledFunction:
             hyp = layout.hyper_values()
         in_tensors = [x for x in leaves if isinstance(x, Tensor) and id(x._cell) not in layout.cell_index]
         small = (tree, tuple(map(_leaf_key, leaves)), _autocast_key())
+        if self._static:
+            small = self._with_static(small, tree, leaves)
         entry = layout.fast.get(small)  # per layout: no hashing of the long layout key per call
         if entry is None:
             entry = self._lookup(layout, small, in_tensors)  # (trace.lookup)
             if entry is None:
                 entry = self._trace(layout, args, kwargs, leaves, tree, in_tensors, hyp)
+                if self._static:  # the trace may have made an argument static
+                    small = self._with_static(small[:3], tree, leaves)
                 if layout is not self._layout:  # the trace lifted more state: a new layout
                     layout = self._layout
                     in_tensors = [x for x in leaves if isinstance(x, Tensor)
@@ -135,6 +140,14 @@ class CompiledFunction:
         if entry.tpl is not None:
             entry.tpl.tick = t
         return self._run(entry, layout, leaves, in_tensors, hyp)
+
+    def _with_static(self, small, tree, leaves):
+        """``small`` with the values of the static tensor arguments (host data such as
+        ``pack_padded_sequence``'s lengths: each distinct value is its own program)."""
+        pos = self._static.get(tree)
+        if not pos:
+            return small
+        return small + (tuple(_static_value(leaves[i]) for i in pos),)
 
     def _evict(self, new_key) -> None:
         """Drop the least recently used program (bounded memory when input shapes keep changing)."""
@@ -252,12 +265,14 @@ class CompiledFunction:
             layout = self._layout
             if layout is None or list(map(id, objs)) != self._layout_args or not layout.valid():
                 layout = self._discover(leaves, objs)
-            small = (tree, tuple(map(_leaf_key, leaves)), _autocast_key())
+            small = self._with_static((tree, tuple(map(_leaf_key, leaves)), _autocast_key()),
+                                      tree, leaves)
             entry = self._lookup(layout, small, self._in_tensors(leaves, layout))
             if entry is None:
                 before = _walk(self._walk_roots(leaves), dicts=True).dicts
                 entry = self._trace(layout, args, kwargs, leaves, tree, self._in_tensors(leaves, layout),
                                     layout.hyper_values())
+                small = self._with_static(small[:3], tree, leaves)
                 layout = self._layout  # a new one if the trace lifted more state
                 if entry.one_shot:
                     # its new state tensors would get their values from the run: drop them (and
@@ -282,6 +297,11 @@ class CompiledFunction:
 
 
 _TICK = itertools.count(1)
+
+
+def _static_value(x):
+    """A static tensor argument's values, as part of a cache key."""
+    return np.asarray(x._value).tobytes() if isinstance(x, Tensor) else None
 
 
 def _inputs(key) -> str:

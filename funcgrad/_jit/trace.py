@@ -169,7 +169,8 @@ def _copy(e: _Entry) -> _Entry:
 # ---- the trace (CompiledFunction._trace) -------------------------------------------------------
 def trace(self, layout, args, kwargs, leaves, tree, in_tensors, hyp, _attempt=0) -> _Entry:
     """Trace and jit the step for these arguments (``CompiledFunction._trace``); count the trace."""
-    reason = "first call" if not self.num_traces else _reason(self._last_trace, layout, tree, leaves)
+    reason = "first call" if not self.num_traces else _reason(
+        self._last_trace, layout, tree, leaves, _static_values(self._static.get(tree, {}), leaves))
     plan: dict = {}
     arr_pos = [i for i, x in enumerate(leaves) if isinstance(x, (jax.Array, np.ndarray))]
     fn = self._fn
@@ -179,10 +180,14 @@ def trace(self, layout, args, kwargs, leaves, tree, in_tensors, hyp, _attempt=0)
     # keep seeing their arrays), cells made by the step are _TracedCell, reads and writes of
     # tensors that are not state (not discovered) are recorded (the writes stay in the frame)
     frame = _storage.Frame(set(layout.cell_index) | {id(t._cell) for t in in_tensors})
+    # tensor arguments that are host data (pack_padded_sequence's lengths) keep their values:
+    # they are part of the cache key (CompiledFunction._with_static)
+    static = self._static.get(tree, {})
+    concrete = {id(leaves[i]): leaves[i]._value for i in static}
 
     def pure(state, hypers, inputs):
         return _pure_body(fn, layout, plan, state, hypers, inputs, leaves, tree, in_tensors,
-                          arr_pos, self._walk_roots(leaves), frame)
+                          arr_pos, self._walk_roots(leaves), frame, concrete)
 
     in_vals = [t._value for t in in_tensors] + [leaves[i] for i in arr_pos]
     state_vals = list(map(_get_cell_value, layout.cells))
@@ -195,6 +200,18 @@ def trace(self, layout, args, kwargs, leaves, tree, in_tensors, hyp, _attempt=0)
         if _attempt > 8:
             raise
         self._lifted_keys.add(r.key)
+        return _again(self, args, kwargs, leaves, tree, _attempt)
+    except _lift.StaticTensor as r:
+        _py_restore(py)
+        i = _static_position(leaves, in_tensors, r.tensor)
+        if i is None or i in static or _attempt > 8:
+            self._scrub(leaves)
+            raise RuntimeError(
+                f"funcgrad.jit: {r.what} must be concrete host data (PyTorch wants it on the CPU), "
+                f"but it is computed inside the compiled step at\n  {r.where}\nPass it to the step "
+                f"as a tensor argument (or a list of ints): the step is then compiled for its "
+                f"values, and retraced when they change.") from None
+        self._static.setdefault(tree, {})[i] = r.what
         return _again(self, args, kwargs, leaves, tree, _attempt)
     except BaseException:
         self._scrub(leaves)
@@ -213,7 +230,7 @@ def trace(self, layout, args, kwargs, leaves, tree, in_tensors, hyp, _attempt=0)
     self.retrace_reasons.append(reason)
     # (the layout's key and names, not the layout: it would keep old tensors alive)
     self._last_trace = ((layout.key, layout.static_names, layout.nz_names), tree,
-                        list(map(_leaf_key, leaves)))
+                        list(map(_leaf_key, leaves)), _static_values(static, leaves))
     _warn_side_effects(self, _py_changes(py))
     if self.num_traces >= self._warn_after and (self.num_traces & (self.num_traces - 1)) == 0:
         warnings.warn(
@@ -274,6 +291,22 @@ def _again(self, args, kwargs, leaves, tree, attempt) -> _Entry:
     layout = self._discover(leaves, _objects(leaves))
     return self._trace(layout, args, kwargs, leaves, tree, self._in_tensors(leaves, layout),
                        layout.hyper_values(), attempt + 1)
+
+
+def _static_position(leaves, in_tensors, t):
+    """The leaf position of the tensor argument ``t`` (or one sharing its storage) is, or None."""
+    ins = {id(x) for x in in_tensors}
+    for i, x in enumerate(leaves):
+        if id(x) in ins and (x is t or x._cell is t._cell and x._viewinfo is None
+                             and t._viewinfo is None):
+            return i
+    return None
+
+
+def _static_values(static, leaves) -> dict:
+    """``{position: (what, values as a list)}`` of the static tensor arguments (retrace_reasons)."""
+    return {i: (what, np.asarray(leaves[i]._value).tolist()) for i, what in static.items()
+            if isinstance(leaves[i], Tensor)}
 
 
 def _devices(values) -> int:
@@ -371,7 +404,7 @@ def _arg_change(i, a, b) -> str:
 _KIND = {"t": "tensor", "a": "array", "s": "Python scalar", "o": "object"}
 
 
-def _reason(last, layout, tree, leaves) -> str:
+def _reason(last, layout, tree, leaves, static) -> str:
     """``retrace_reasons``' entry: what differs from the previous trace, and the user's call."""
     f = sys._getframe(1)
     while f is not None and f.f_code.co_filename.startswith(_PKG_DIR):
@@ -379,13 +412,15 @@ def _reason(last, layout, tree, leaves) -> str:
     at = f" (call at {f.f_code.co_filename}:{f.f_lineno})" if f is not None else ""
     if last is None:
         return "new trace" + at
-    old, old_tree, old_keys = last
+    old, old_tree, old_keys, old_static = last
     keys = list(map(_leaf_key, leaves))
     why = []
     if old_tree != tree or len(old_keys) != len(keys):
         why.append("the arguments' structure changed")
     else:
         why += [_arg_change(i, a, b) for i, (a, b) in enumerate(zip(old_keys, keys)) if a != b]
+        why += [f"tensor argument {i} ({what}, static: a program per value): {old_static[i][1]} -> {v}"
+                for i, (what, v) in static.items() if i in old_static and old_static[i][1] != v]
     (k0, static_names, nz_names), k1 = old, layout.key
     if k0 != k1:
         if k0[0] != k1[0]:
@@ -490,7 +525,7 @@ def _state_out_shardings(layout, e, state_vals, n_out):
 
 
 def _pure_body(fn, layout, plan, state, hypers, inputs, leaves, tree, in_tensors, arr_pos, roots,
-               frame):
+               frame, concrete):
     """Run the user's step on tracers bound in ``frame``; fill ``plan['entry']``; always restore
     the objects (the bindings are dropped, the Python attributes put back)."""
     cells = layout.cells
@@ -512,6 +547,9 @@ def _pure_body(fn, layout, plan, state, hypers, inputs, leaves, tree, in_tensors
         for c, v in zip(cells, state):
             frame.bind(c, v, gen)
         n_t = len(in_tensors)
+        # (a static argument is bound to its own value: the program is compiled for it)
+        inputs = [concrete.get(id(t), v) for t, v in zip(in_tensors, inputs[:n_t])] + list(
+            inputs[n_t:])
         for t, v in zip(in_tensors, inputs[:n_t]):
             if t._viewinfo is None:
                 frame.bind(t._cell, v, gen)

@@ -8,10 +8,11 @@ from __future__ import annotations
 
 from typing import NamedTuple
 
+import jax
 import jax.numpy as jnp
 import numpy as np
 
-from ... import _factories
+from ... import _factories, _lift
 from ..._ops.shape import cat, stack
 from ..._tensor import Tensor
 
@@ -38,9 +39,16 @@ class PackedSequence(NamedTuple):
         return False
 
 
-def _np(x) -> np.ndarray:
-    if isinstance(x, Tensor):
-        return np.asarray(x._value)
+def _host(a: np.ndarray) -> Tensor:
+    """A tensor of host data (batch sizes, sort orders, lengths): concrete also while a step is
+    traced (``funcgrad.jit``), where it decides shapes and indices, as PyTorch's CPU tensors."""
+    with jax.ensure_compile_time_eval():
+        return _factories.tensor(a)
+
+
+def _np(x, what: str = "a PackedSequence's batch_sizes") -> np.ndarray:
+    if isinstance(x, Tensor):  # (inside funcgrad.jit: an argument whose values become static)
+        return _lift.host_array(x, what)
     return np.asarray(x)
 
 
@@ -89,7 +97,7 @@ def pack_padded_sequence(input: Tensor, lengths, batch_first: bool = False,
     >>> p.data, p.batch_sizes
     (tensor([1, 4, 2, 5, 3]), tensor([2, 2, 1]))
     """
-    lens = _np(lengths).astype(np.int64).reshape(-1)
+    lens = _np(lengths, "pack_padded_sequence's lengths").astype(np.int64).reshape(-1)
     if lens.size and lens.min() <= 0:
         raise RuntimeError("Length of all samples has to be greater than 0, but found an element in "
                            "'lengths' that is <= 0")
@@ -103,7 +111,7 @@ def pack_padded_sequence(input: Tensor, lengths, batch_first: bool = False,
         order = np.arange(lens.size)
     else:
         order = np.argsort(-lens, kind="stable")
-        sorted_idx = _factories.tensor(order, dtype=None)
+        sorted_idx = _host(order)
     if batch_first:
         input = input.transpose(0, 1)
     if lens.size and lens.max() > input.shape[0]:
@@ -113,8 +121,8 @@ def pack_padded_sequence(input: Tensor, lengths, batch_first: bool = False,
         input = input.index_select(1, sorted_idx)
     batch_sizes, t_idx, b_idx = _layout(lens[order])
     data = input[_factories.tensor(t_idx), _factories.tensor(b_idx)]
-    unsorted = None if sorted_idx is None else _factories.tensor(np.argsort(order))
-    return PackedSequence(data, _factories.tensor(batch_sizes), sorted_idx, unsorted)
+    unsorted = None if sorted_idx is None else _host(np.argsort(order))
+    return PackedSequence(data, _host(batch_sizes), sorted_idx, unsorted)
 
 
 def _lengths(pk: PackedSequence) -> np.ndarray:
@@ -144,10 +152,10 @@ def pad_packed_sequence(sequence: PackedSequence, batch_first: bool = False,
         raise ValueError(f"Expected total_length to be at least the length of the longest sequence in "
                          f"input, but got total_length={total_length} and max sequence length being {T}")
     padded, lens = _padded_sorted(sequence, padding_value, total_length)
-    lengths = _factories.tensor(lens)
+    lengths = _host(lens)
     if sequence.unsorted_indices is not None:
         padded = padded.index_select(1, sequence.unsorted_indices)
-        lengths = _factories.tensor(lens[_np(sequence.unsorted_indices)])
+        lengths = _host(lens[_np(sequence.unsorted_indices, "a PackedSequence's unsorted_indices")])
     if batch_first:
         padded = padded.transpose(0, 1)
     return padded, lengths
@@ -162,7 +170,8 @@ def pack_sequence(sequences, enforce_sorted: bool = True) -> PackedSequence:
 def unpad_sequence(padded_sequences: Tensor, lengths, batch_first: bool = False):
     if not batch_first:
         padded_sequences = padded_sequences.transpose(0, 1)
-    return [padded_sequences[i][:int(n)] for i, n in enumerate(_np(lengths).reshape(-1))]
+    lens = _np(lengths, "unpad_sequence's lengths").reshape(-1)
+    return [padded_sequences[i][:int(n)] for i, n in enumerate(lens)]
 
 
 def unpack_sequence(packed_sequences: PackedSequence):
