@@ -152,41 +152,36 @@ def _binding(cell):
 
 class _BoundMixin:
     """Cells bound by some thread's frame: that thread reads and writes its binding, every other
-    thread the cell's own value (``_orig_value``/``_orig_gen``, the class's descriptors)."""
+    thread the cell's own value. The properties are made per cell class (``_bound_class``) over
+    that class's own descriptors, not looked up on ``type(self)`` when called: another thread
+    may switch the cell's class back (its frame ended) between the lookup and the call."""
 
     __slots__ = ()
 
-    @property
-    def value(self):
-        b = _binding(self)
-        return type(self)._orig_value.__get__(self) if b is None else b[1]
 
-    @value.setter
-    def value(self, v):
+def _bound_property(orig, i: int) -> property:
+    """``value`` (``i=1``) or ``gen`` (``i=2``) of a bound cell class; ``orig``: the plain class's."""
+    def get(self):
+        b = _binding(self)
+        return orig.__get__(self) if b is None else b[i]
+
+    def put(self, v):
         b = _binding(self)
         if b is None:
-            type(self)._orig_value.__set__(self, v)
+            orig.__set__(self, v)
         else:
-            b[1] = v
+            b[i] = v
+    return property(get, put)
 
-    @property
-    def gen(self):
-        b = _binding(self)
-        return type(self)._orig_gen.__get__(self) if b is None else b[2]
 
-    @gen.setter
-    def gen(self, g):
+def _bound_traced(orig):
+    """``traced()`` of a bound generator cell: the state vector a draw advances while tracing."""
+    def traced(self):
         b = _binding(self)
         if b is None:
-            type(self)._orig_gen.__set__(self, g)
-        else:
-            b[2] = g
-
-    def traced(self):  # (generator cells: the state vector a draw advances while tracing)
-        b = _binding(self)
-        if b is None:
-            return super().traced()
+            return orig(self)
         return b[1] if is_tracer(b[1]) else None
+    return traced
 
 
 _bound_classes: dict = {}
@@ -211,8 +206,11 @@ def _bound_class(cls):
     """The bound variant of the cell class ``cls`` (call with ``_bind_lock`` held)."""
     b = _bound_classes.get(cls)
     if b is None:
-        b = _bound_classes[cls] = type(f"_Bound{cls.__name__}", (_BoundMixin, cls), {
-            "__slots__": (), "_orig_value": cls.value, "_orig_gen": cls.gen})
+        ns = {"__slots__": (), "value": _bound_property(cls.value, 1),
+              "gen": _bound_property(cls.gen, 2)}
+        if hasattr(cls, "traced"):
+            ns["traced"] = _bound_traced(cls.traced)
+        b = _bound_classes[cls] = type(f"_Bound{cls.__name__}", (_BoundMixin, cls), ns)
     return b
 
 

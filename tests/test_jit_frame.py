@@ -9,6 +9,7 @@ PyTorch eager; trace counts are asserted.
 import functools
 import sys
 import threading
+import time
 
 import jax
 import numpy as np
@@ -256,7 +257,11 @@ def test_view_read_by_another_thread_while_tracing():
 
     def reader():  # reads the shared view eagerly, in a tight loop
         while not stop.is_set():
-            v = view._value
+            try:
+                v = view._value
+            except Exception as e:  # noqa: BLE001 - (a cell's class switched back mid-read)
+                bad.append(e)
+                continue
             if isinstance(v, jax.core.Tracer) or not np.array_equal(np.asarray(v), expect):
                 bad.append(v)
 
@@ -266,8 +271,12 @@ def test_view_read_by_another_thread_while_tracing():
     th.start()
     stale = 0
     try:
-        for _ in range(12):
-            step = funcgrad.jit(lambda x: x * 2)
+        for _ in range(6):
+            @funcgrad.jit
+            def step(x):
+                time.sleep(0.002)  # the step's other work before it reads x: the reader runs
+                return x * 2
+
             np.testing.assert_array_equal(np.asarray(step(view)._value), expect * 2)
             if not np.array_equal(np.asarray(step(other)._value), (expect + 100.0) * 2):
                 stale += 1  # the trace read the view's value as a constant
