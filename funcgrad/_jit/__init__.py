@@ -51,7 +51,11 @@ Design note — the phases of a call:
    ``retrace_reasons`` says what differs from the previous trace and the calling line.
    Arrays captured as constants are checked: a pre-existing Tensor cell read but not
    discovered (``frame.reads``, whose value is a constant of the jaxpr) is lifted and the
-   step traced again (it is never silently frozen).
+   step traced again (it is never silently frozen). A tensor argument whose values are host
+   data that decides shapes (``pack_padded_sequence``'s lengths, read through
+   ``_lift.host_array``) aborts the trace and becomes *static*: its values join the cache key
+   (``CompiledFunction._static``), so each distinct value is one program and
+   ``retrace_reasons`` names it; such data computed inside the step raises.
 4. **Run**: ``jax.jit`` of the jaxpr without the inputs it never reads (a ``.grad`` that
    ``zero_grad()`` clears before ``backward()``, an unused RNG key: only written, so not
    passed, unless big: its buffer is donated to receive the new gradient), donating exactly

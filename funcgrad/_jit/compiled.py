@@ -327,7 +327,9 @@ def jit(fn: Callable | None = None, *, warn_after: int = 8):
     indexing raise :class:`funcgrad._errors.TracedValueError` naming the line (use
     ``funcgrad.where``/``funcgrad.cond`` or move the line out); ``print(tensor)`` prints
     ``tensor(<traced float32[3]>)``; Python side effects run once per trace; returned tensors
-    are detached from the step's graph.
+    are detached from the step's graph. Host data that decides shapes (the ``lengths`` of
+    ``nn.utils.rnn.pack_padded_sequence``, a tensor argument or a list) is static: one program
+    per distinct value (``retrace_reasons`` names it).
 
     Args:
         fn: the step. Tensor arguments are inputs (traced per shape/dtype); Python scalars
