@@ -189,7 +189,8 @@ _full_jit = _cache.Kernel(lambda fill, shape, dtype: jnp.full(shape, fill, dtype
 # 30-100 ms cold. A fill that keeps coming back (zeros() in a loop) compiles then and runs at the
 # kernel's ~5 µs. Either way the same array: which path ran changes no bit.
 # Only fills NumPy rounds as XLA does: a Python bool/int/float into bool, integer, float32 or
-# float64 (ints into floats while exact), outside any trace.
+# float64 (ints into floats while exact; no subnormal float, which the kernel flushes to zero),
+# outside any trace.
 HOST_FILLS = 32
 _HOST_MAX = 1 << 20  # elements: beyond, the host buffer and its copy cost more than a compile
 _fills_seen: dict = {}
@@ -212,7 +213,8 @@ def host_full(shape: tuple, fill, np_dtype: np.dtype):
         else:
             ok = False
     elif t is float:
-        ok = np_dtype in _HOST_FLOAT
+        # not a value that is subnormal in the dtype: XLA:CPU's kernels flush those to zero
+        ok = np_dtype in _HOST_FLOAT and not 0 < abs(np_dtype.type(fill)) < np.finfo(np_dtype).tiny
     else:
         return None
     if not ok or math.prod(shape) > _HOST_MAX or not _cache.trace_clean():

@@ -247,9 +247,8 @@ def normal(generator, shape, dtype, mean=0.0, std=1.0):
             from ._jax_scalar import normal_scalar_traced
             vals = normal_scalar_traced(g, n, mean, std)
         else:
-            # rounded on the host (as XLA's convert would: to nearest even), then one transfer
-            vals = np.asarray(_normal_scalar(g, n, float(mean), float(std)), np.float64)
-            return put(from_double(vals, dtype).reshape(shape))
+            # rounded by XLA's convert (which flushes subnormals, as NumPy would not)
+            vals = put(np.asarray(_normal_scalar(g, n, float(mean), float(std)), np.float64))
         return from_double(vals, dtype).reshape(shape)
     k = 2 if dt == np.float64 else 1
     m = n // 16 * 16
