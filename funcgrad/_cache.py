@@ -310,6 +310,7 @@ try:  # not inside a trace (a sweep clears caches a running trace or compile may
 except ImportError:  # private in JAX: then only backward() sweeps
     def _clean() -> bool:
         return False
+trace_clean = _clean  # also: whether a concrete array made now is not a constant of some trace
 
 
 _TRIM = [0]

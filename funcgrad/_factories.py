@@ -10,7 +10,7 @@ import numpy as np
 
 from . import _cache, _dtype, _numpy_share
 from ._random import _multinomial, _sample
-from ._device import jax_device
+from ._device import jax_device, put
 from ._tensor import Size, Tensor
 from ._grad_mode import _state as _inference_mode
 
@@ -80,11 +80,11 @@ def _to_array(data, d):
     if isinstance(data, (list, tuple)) and any(isinstance(x, Tensor) for x in _iter_flat(data)):
         return jnp.asarray(_materialise(data), d.np)
     try:
-        arr = np.asarray(data, dtype=d.np)
+        arr = np.array(data, dtype=d.np)  # a copy of its own: put() may share its memory
     except ValueError as e:
         raise ValueError(str(e).replace("setting an array element with a sequence.",
                                         "expected sequence of equal length")) from None
-    return jnp.asarray(arr)
+    return put(arr)
 
 
 def _iter_flat(x):
@@ -145,7 +145,7 @@ def from_numpy(ndarray: np.ndarray) -> Tensor:
     """
     if not isinstance(ndarray, np.ndarray):
         raise TypeError(f"expected np.ndarray (got {type(ndarray).__name__})")
-    t = Tensor._wrap(jnp.asarray(ndarray.astype(_dtype.from_np(ndarray.dtype).np, copy=True)))
+    t = Tensor._wrap(put(ndarray.astype(_dtype.from_np(ndarray.dtype).np, copy=True)))
     return _numpy_share.share_numpy(t, ndarray)
 
 
@@ -183,10 +183,58 @@ _full_jit = _cache.Kernel(lambda fill, shape, dtype: jnp.full(shape, fill, dtype
                           static_argnums=(1, 2))
 
 
+# A fill of a (shape, dtype) seen fewer than HOST_FILLS times is made by NumPy and transferred
+# (~0.1 ms, nothing compiled): a model's construction fills each parameter and buffer shape a
+# few times (empty, zeros/ones, then zero_/fill_ per layer), and compiling a kernel for each cost
+# 30-100 ms cold. A fill that keeps coming back (zeros() in a loop) compiles then and runs at the
+# kernel's ~5 µs. Either way the same array: which path ran changes no bit.
+# Only fills NumPy rounds as XLA does: a Python bool/int/float into bool, integer, float32 or
+# float64 (ints into floats while exact; no subnormal float, which the kernel flushes to zero),
+# outside any trace.
+HOST_FILLS = 32
+_HOST_MAX = 1 << 20  # elements: beyond, the host buffer and its copy cost more than a compile
+_fills_seen: dict = {}
+_HOST_FLOAT = (np.dtype(np.float32), np.dtype(np.float64))
+_HOST_INT = tuple(np.dtype(t) for t in (np.int8, np.int16, np.int32, np.int64, np.uint8))
+
+
+def host_full(shape: tuple, fill, np_dtype: np.dtype):
+    """``jnp.full(shape, fill, np_dtype)`` made on the host, or None where the kernel must run
+    (a fill that repeats, a traced or array fill, a rounding NumPy might do otherwise)."""
+    t = type(fill)
+    if t is bool:
+        ok = np_dtype in _HOST_FLOAT or np_dtype in _HOST_INT or np_dtype == np.bool_
+    elif t is int:
+        if np_dtype in _HOST_FLOAT:
+            ok = -(1 << 24) <= fill <= 1 << 24
+        elif np_dtype in _HOST_INT:
+            info = np.iinfo(np_dtype)
+            ok = info.min <= fill <= info.max
+        else:
+            ok = False
+    elif t is float:
+        # not a value that is subnormal in the dtype: XLA:CPU's kernels flush those to zero
+        ok = np_dtype in _HOST_FLOAT and not 0 < abs(np_dtype.type(fill)) < np.finfo(np_dtype).tiny
+    else:
+        return None
+    if not ok or math.prod(shape) > _HOST_MAX or not _cache.trace_clean():
+        return None
+    key = (shape, np_dtype)
+    n = _fills_seen.get(key, 0)
+    if n >= HOST_FILLS:
+        return None
+    if len(_fills_seen) >= 4096:  # bounded: a forgotten shape only gets its host fills again
+        _fills_seen.clear()
+    _fills_seen[key] = n + 1
+    return put(np.full(shape, fill, np_dtype))
+
+
 def _fill(shape, fill, np_dtype):
     if isinstance(fill, Tensor):
         fill = fill._value
-    return _full_jit(fill, tuple(shape), np.dtype(np_dtype))
+    shape, np_dtype = tuple(shape), np.dtype(np_dtype)
+    v = host_full(shape, fill, np_dtype)
+    return _full_jit(fill, shape, np_dtype) if v is None else v
 
 
 def _constant(fill):

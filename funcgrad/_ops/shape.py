@@ -8,7 +8,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from .. import _strides, _tensor
+from .. import _factories, _grad_mode, _strides, _tensor
 from .._errors import TracedValueError
 from .._tensor import Size, _is_tracer, _scatter_fn, _wrap_dim
 from ._fanin import FanInOp
@@ -267,8 +267,35 @@ def _copy_fn(dst, src, non_blocking=False):
 
 
 inplace_method("copy_", _copy_fn)
-inplace_method("zero_", lambda x: apply(_zero, x))
-inplace_method("fill_", lambda x, v: apply(_fill_t if isinstance(v, Tensor) else _fill, x, v))
+
+
+def _host_fill(x, v):
+    """``zero_``/``fill_`` of a tensor no graph records (a buffer, a parameter under ``no_grad``):
+    the same array from a host fill while its shape is new (``_factories.host_full``: a model's
+    construction compiles no kernel per parameter shape), else None: the op's kernel runs."""
+    if x._requires_grad and _grad_mode._state.enabled:
+        return None
+    val = x._value
+    if _is_tracer(val):
+        return None
+    a = _factories.host_full(tuple(val.shape), v, val.dtype)
+    return None if a is None else Tensor._wrap(a)
+
+
+def _zero_fn(x):
+    out = _host_fill(x, 0)
+    return apply(_zero, x) if out is None else out
+
+
+def _fill_fn(x, v):
+    if isinstance(v, Tensor):
+        return apply(_fill_t, x, v)
+    out = _host_fill(x, v)
+    return apply(_fill, x, v) if out is None else out
+
+
+inplace_method("zero_", _zero_fn)
+inplace_method("fill_", _fill_fn)
 
 # ---- writes through views: the base with the view's elements replaced (node "CopySlices") -----
 COPY_SLICES = None  # set below

@@ -40,6 +40,7 @@ import jax.numpy as jnp
 import numpy as np
 from jax import lax
 
+from .._device import put
 from . import Generator, generator_or_default
 
 f32, f64 = np.float32, np.float64
@@ -197,27 +198,33 @@ def from_double(x, dtype):
     return x.astype(dtype)
 
 
-_SMALL = 1 << 15  # eager draws below this many elements run padded to a power of two
+_BUCKETS = (1 << 10, 1 << 15)  # eager draws run on words padded to one of these many elements
+_CHUNKED = 1 << 20             # eager draws up to this size run in chunks of the larger one
 
 
 def _call(kernel, r, per: int, n: int, *args):
     """``kernel(words, *args)`` for ``n`` elements (``per`` words each), flat.
 
-    Small eager draws run on words padded to a power of two and are cut on the host, so a
-    model's many parameter shapes (or sizes 1..40) share a few compiled kernels instead of one
-    XLA compile each; large draws and traced ones run at their exact size.
+    Eager draws run on words padded to one of two sizes (larger ones chunk by chunk) and are
+    cut and joined on the host, so every parameter shape of a model (or sizes 1..40) shares two
+    compiled kernels instead of one XLA compile each (the kernels are elementwise over blocks of
+    16, so chunking changes no bit); very large draws and traced ones run at their exact size.
     """
-    if isinstance(r, jax.core.Tracer) or n >= _SMALL:
-        return kernel(jnp.asarray(r), *args)
-    b = max(64, 1 << max(n - 1, 0).bit_length())
-    padded = np.zeros(b * per, np.uint32)
-    padded[:r.size] = r
-    return np.asarray(kernel(padded, *args))[:n]
+    if isinstance(r, jax.core.Tracer) or n > _CHUNKED:
+        return kernel(r, *args)
+    b = _BUCKETS[0] if n <= _BUCKETS[0] else _BUCKETS[1]
+    outs = []
+    for i in range(0, n, b):
+        part = r[i * per:(i + b) * per]
+        padded = np.zeros(b * per, np.uint32)
+        padded[:part.size] = part
+        outs.append(np.asarray(kernel(padded, *args))[:min(b, n - i)])
+    return outs[0] if len(outs) == 1 else np.concatenate(outs)
 
 
 def _finish(out, shape, dtype):
     if isinstance(out, np.ndarray):
-        return jnp.asarray(out.astype(dtype, copy=False).reshape(shape))
+        return put(out.astype(dtype, copy=False).reshape(shape))  # jnp.asarray would compile
     return out.astype(dtype).reshape(shape)
 
 
@@ -240,7 +247,8 @@ def normal(generator, shape, dtype, mean=0.0, std=1.0):
             from ._jax_scalar import normal_scalar_traced
             vals = normal_scalar_traced(g, n, mean, std)
         else:
-            vals = jnp.asarray(np.asarray(_normal_scalar(g, n, float(mean), float(std)), np.float64))
+            # rounded by XLA's convert (which flushes subnormals, as NumPy would not)
+            vals = put(np.asarray(_normal_scalar(g, n, float(mean), float(std)), np.float64))
         return from_double(vals, dtype).reshape(shape)
     k = 2 if dt == np.float64 else 1
     m = n // 16 * 16

@@ -1,8 +1,8 @@
 """Compile costs, side by side with PyTorch in one run (ratios, not absolute times):
 
-* a whole small training script (import, build, first step) as a fresh process: cold (empty
-  persistent compilation cache), warm (the same cache, second run), and PyTorch; the note gives
-  the first step's time and the XLA compile count;
+* a whole small training script (import, build, first step; a CNN and the digits MLP) as a fresh
+  process: cold (empty persistent compilation cache), warm (the same cache, second run), and
+  PyTorch; the note gives the first step's time and the XLA compile count;
 * memory (RSS growth) through ``n`` distinct batch sizes — an eager training step, an
   inference-only loop and a compiled step — with funcgrad's cache bounds set small
   (``RSS_BOUNDS``), so that the RSS after n/5, n/2 and n sizes shows it flat once reached;
@@ -37,10 +37,15 @@ else:
     from funcgrad import nn
     compiles = lambda: n[0]
 torch.manual_seed(0)
-model = nn.Sequential(nn.Conv2d(1, 8, 3, padding=1), nn.BatchNorm2d(8), nn.ReLU(), nn.MaxPool2d(2),
-                      nn.Flatten(), nn.Linear(8 * 14 * 14, 10))
+if sys.argv[2] == "cnn":
+    model = nn.Sequential(nn.Conv2d(1, 8, 3, padding=1), nn.BatchNorm2d(8), nn.ReLU(), nn.MaxPool2d(2),
+                          nn.Flatten(), nn.Linear(8 * 14 * 14, 10))
+    x, y = torch.randn(32, 1, 28, 28), torch.randint(0, 10, (32,))
+else:  # the digits MLP
+    model = nn.Sequential(nn.Linear(784, 256), nn.ReLU(), nn.Linear(256, 256), nn.ReLU(),
+                          nn.Linear(256, 10))
+    x, y = torch.randn(64, 784), torch.randint(0, 10, (64,))
 opt = torch.optim.Adam(model.parameters(), lr=1e-3)
-x, y = torch.randn(32, 1, 28, 28), torch.randint(0, 10, (32,))
 t1 = time.perf_counter()
 opt.zero_grad()
 loss = nn.functional.cross_entropy(model(x), y)
@@ -109,24 +114,28 @@ def _has_torch():
         return False
 
 
+_MODELS = {"cnn": "CNN", "mlp": "MLP 784-256-256-10"}
+
+
 def _first_step(rows):
-    bench = "whole script (import, CNN build, first Adam step) as a new process"
-    if _has_torch():
-        wall, out = _proc(_SCRIPT, "torch")
-        r = json.loads(out)
-        rows.append(dict(bench=bench, impl="PyTorch", us=wall * 1e6,
-                         note=f"first step {r['first_step']:.2f} s"))
-    with tempfile.TemporaryDirectory() as d:
-        env = {"FUNCGRAD_CACHE_DIR": d, "FUNCGRAD_CACHE": "1"}
-        for impl in ("funcgrad cold (empty cache)", "funcgrad warm (second run)"):
-            wall, out = _proc(_SCRIPT, "funcgrad", env=env)
+    for which, name in _MODELS.items():
+        bench = f"whole script (import, {name} build, first Adam step) as a new process"
+        if _has_torch():
+            wall, out = _proc(_SCRIPT, "torch", which)
             r = json.loads(out)
-            rows.append(dict(bench=bench, impl=impl, us=wall * 1e6,
-                             note=f"first step {r['first_step']:.2f} s, {r['writes']} XLA compiles"))
-    wall, out = _proc(_SCRIPT, "funcgrad", env={"FUNCGRAD_CACHE": "0"})
-    r = json.loads(out)
-    rows.append(dict(bench=bench, impl="funcgrad, cache off", us=wall * 1e6,
-                     note=f"first step {r['first_step']:.2f} s"))
+            rows.append(dict(bench=bench, impl="PyTorch", us=wall * 1e6,
+                             note=f"first step {r['first_step']:.2f} s"))
+        with tempfile.TemporaryDirectory() as d:
+            env = {"FUNCGRAD_CACHE_DIR": d, "FUNCGRAD_CACHE": "1"}
+            for impl in ("funcgrad cold (empty cache)", "funcgrad warm (second run)"):
+                wall, out = _proc(_SCRIPT, "funcgrad", which, env=env)
+                r = json.loads(out)
+                rows.append(dict(bench=bench, impl=impl, us=wall * 1e6,
+                                 note=f"first step {r['first_step']:.2f} s, {r['writes']} XLA compiles"))
+        wall, out = _proc(_SCRIPT, "funcgrad", which, env={"FUNCGRAD_CACHE": "0"})
+        r = json.loads(out)
+        rows.append(dict(bench=bench, impl="funcgrad, cache off", us=wall * 1e6,
+                         note=f"first step {r['first_step']:.2f} s"))
 
 
 # funcgrad's bounds, small so that they are reached early in the run (defaults: 1024 / 32)

@@ -1,0 +1,134 @@
+"""The first step of a fresh process: what it compiles, and that the cheaper paths taken there
+give the same bits as the kernels they stand in for. Nothing here is timed: compilations are
+counted (jax's monitoring event)."""
+
+import math
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+from jax import lax
+
+import funcgrad
+from funcgrad import _factories, nn
+
+
+class _Compiles:
+    """Counts XLA backend compilations while active."""
+
+    def __init__(self):
+        self.n, self.on = 0, False
+        jax.monitoring.register_event_duration_secs_listener(self._listen)
+
+    def _listen(self, name, _secs, **_kw):
+        if self.on and name == "/jax/core/compile/backend_compile_duration":
+            self.n += 1
+
+    def __enter__(self):
+        self.n, self.on = 0, True
+        return self
+
+    def __exit__(self, *exc):
+        self.on = False
+
+
+_COMPILES = _Compiles()
+
+
+def _bits(a):
+    a = np.asarray(a)
+    return a.view(np.uint8).tobytes(), a.dtype, a.shape
+
+
+def test_building_a_model_compiles_no_kernel_per_shape():
+    # shapes no other test uses: before, each parameter and buffer shape compiled a fill, a
+    # staging copy and a random kernel (15 compilations for this model)
+    funcgrad.manual_seed(0)
+    _factories._fills_seen.clear()  # as in a fresh process (only which path fills changes)
+    with _COMPILES as c:
+        model = nn.Sequential(nn.Conv2d(3, 7, 5, padding=1), nn.BatchNorm2d(7), nn.ReLU(),
+                              nn.MaxPool2d(2), nn.Flatten(), nn.Linear(7 * 3 * 3, 13))
+        funcgrad.tensor([[1.5, 2.5, 3.5]] * 17)
+        funcgrad.zeros(19, 3)
+    assert c.n <= 2, c.n  # at most the two shared random kernels (bucket sizes), when cold
+    assert len(list(model.parameters())) == 6
+
+
+@pytest.mark.parametrize("fill,dtype", [(0, "float32"), (1, "float64"), (0.1, "float32"),
+                                        (1e-30, "float32"), (math.inf, "float64"),
+                                        (math.nan, "float32"), (True, "float32"), (7, "int64"),
+                                        (-128, "int8"), (255, "uint8"), (True, "bool"),
+                                        (1 << 24, "float32"), (-0.0, "float64")])
+def test_host_fill_is_the_kernel_fill(fill, dtype):
+    shape = (3, 5)
+    dt = np.dtype(dtype)
+    want = _factories._full_jit(fill, shape, dt)  # the kernel a repeated fill runs
+    _factories._fills_seen.pop((shape, dt), None)
+    host = _factories.host_full(shape, fill, dt)
+    assert host is not None
+    assert _bits(host) == _bits(want)
+    # past HOST_FILLS sightings the kernel runs
+    _factories._fills_seen[(shape, dt)] = _factories.HOST_FILLS
+    assert _factories.host_full(shape, fill, dt) is None
+    t = funcgrad.full(shape, fill, dtype=getattr(funcgrad, dtype))
+    assert _bits(t._value) == _bits(want)
+
+
+@pytest.mark.parametrize("fill,dtype", [(2.5, "int64"), (1 << 40, "int32"), (1 << 25, "float32"),
+                                        (-2.5e-40, "float32"), (1e-310, "float64"), (1e-39, "float32"),
+                                        (0.5, "bfloat16"), (1, "float16"), (1 + 2j, "complex64")])
+def test_host_fill_leaves_other_roundings_to_the_kernel(fill, dtype):
+    dt = jnp.dtype(dtype)
+    assert _factories.host_full((2,), fill, dt) is None
+
+
+def test_zero_and_fill_of_a_buffer_as_the_kernel():
+    x = funcgrad.randn(4, 6)
+    assert _bits(x.clone().zero_()._value) == _bits(jnp.zeros((4, 6), jnp.float32))
+    assert _bits(x.clone().fill_(0.3)._value) == _bits(jnp.full((4, 6), 0.3, jnp.float32))
+    # recorded in grad mode: the op (FillBackward2), not the host
+    w = funcgrad.randn(4, 6, requires_grad=True) * 1
+    y = w.fill_(2.0)
+    assert type(y.grad_fn).__name__ == "FillBackward2"
+    y.sum().backward()
+
+
+def _ref_pool_grad(x, g, k):
+    def f(v):
+        return lax.reduce_window(v, -math.inf, lax.max, (1, 1) + k, (1, 1) + k, [(0, 0)] * (2 + len(k)))
+    return jax.jit(lambda x, g: jax.vjp(f, x)[1](g)[0])(x, g)
+
+
+@pytest.mark.parametrize("shape,k", [((4, 3, 8, 8), (2, 2)), ((2, 3, 7, 10), (3, 2)),
+                                     ((2, 2, 4, 6, 5), (2, 3, 2))])
+def test_max_pool_gradient_bits_are_jaxs(shape, k):
+    """The tiling-window derivative of max_pool gives exactly what jax's reduce_window rule
+    gives: ties (ReLU zeros), NaN, -inf, -0.0 cotangents, cropped remainders."""
+    rs = np.random.RandomState(0)
+    x = rs.randn(*shape).astype(np.float32)
+    x[x < 0.3] = 0.0
+    x[rs.rand(*shape) < 0.1] = np.nan
+    x[rs.rand(*shape) < 0.05] = -np.inf
+    out_shape = shape[:2] + tuple(s // kk for s, kk in zip(shape[2:], k))
+    g = rs.randn(*out_shape).astype(np.float32)
+    g[g > 0.8] = -0.0
+    xt = funcgrad.tensor(x, requires_grad=True)
+    pool = funcgrad.nn.functional.max_pool2d if len(k) == 2 else funcgrad.nn.functional.max_pool3d
+    out = pool(xt, k)
+    out.backward(funcgrad.tensor(g))
+    want = _ref_pool_grad(jnp.asarray(x), jnp.asarray(g), k)
+    assert _bits(xt.grad._value) == _bits(want)
+
+
+@pytest.mark.torch
+def test_max_pool_gradient_matches_torch_with_ties():
+    torch = pytest.importorskip("torch")
+    rs = np.random.RandomState(1)
+    x = np.maximum(rs.randn(2, 3, 6, 6).astype(np.float32), 0)  # many all-zero windows
+    g = rs.randn(2, 3, 3, 3).astype(np.float32)
+    xt = funcgrad.tensor(x, requires_grad=True)
+    funcgrad.nn.functional.max_pool2d(xt, 2).backward(funcgrad.tensor(g))
+    xr = torch.tensor(x, requires_grad=True)
+    torch.nn.functional.max_pool2d(xr, 2).backward(torch.tensor(g))
+    np.testing.assert_array_equal(xt.grad.numpy(), xr.grad.numpy())
