@@ -24,3 +24,6 @@ from .kl import kl_divergence as kl_divergence, register_kl as register_kl
 __all__ = ["Bernoulli", "Beta", "Categorical", "Dirichlet", "Distribution", "Gamma", "Independent",
            "MultivariateNormal", "Normal", "OneHotCategorical", "Uniform", "constraints",
            "kl_divergence", "register_kl"]
+from ._more import Cauchy as Cauchy, Exponential as Exponential, Geometric as Geometric  # noqa: E402
+from ._more import Laplace as Laplace  # noqa: E402
+__all__ += ["Cauchy", "Exponential", "Geometric", "Laplace"]
