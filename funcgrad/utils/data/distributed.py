@@ -7,7 +7,9 @@ from __future__ import annotations
 import math
 from typing import Iterator, TypeVar
 
-from ... import _random, distributed as dist
+import jax
+
+from ... import _random
 from ..._random import _sample
 from .sampler import Sampler
 
@@ -28,14 +30,12 @@ class DistributedSampler(Sampler[T_co]):
 
     def __init__(self, dataset, num_replicas: int | None = None, rank: int | None = None, shuffle: bool = True,
                  seed: int = 0, drop_last: bool = False) -> None:
+        # the defaults are funcgrad.distributed's world size and rank, which are JAX's process
+        # count and index (read from jax here: utils sits below funcgrad.distributed)
         if num_replicas is None:
-            if not dist.is_available():
-                raise RuntimeError("Requires distributed package to be available")
-            num_replicas = dist.get_world_size()
+            num_replicas = jax.process_count()
         if rank is None:
-            if not dist.is_available():
-                raise RuntimeError("Requires distributed package to be available")
-            rank = dist.get_rank()
+            rank = jax.process_index()
         if rank >= num_replicas or rank < 0:
             raise ValueError(f"Invalid rank {rank}, rank should be in the interval [0, {num_replicas - 1}]")
         self.dataset = dataset
