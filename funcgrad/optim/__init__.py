@@ -18,3 +18,4 @@ __all__ = ["Adadelta", "Adagrad", "Adam", "Adamax", "AdamW", "LBFGS", "NAdam", "
            "register_optimizer_step_pre_hook"]
 from .rprop import ASGD as ASGD, Rprop as Rprop  # noqa: E402
 __all__ += ["ASGD", "Rprop"]
+from . import swa_utils as swa_utils  # noqa: E402
