@@ -4,6 +4,7 @@ each one PyTorch node (``Im2ColBackward0``, ``Col2ImBackward0``, ``ChannelShuffl
 
 from __future__ import annotations
 
+import jax
 import jax.numpy as jnp
 
 from ._registry import defop
@@ -52,14 +53,17 @@ def _pdist(x, *, p):
     if p == 0:
         return jnp.sum(d != 0, axis=-1).astype(x.dtype)
     if p == float("inf"):
-        return jnp.max(d, axis=-1, initial=0) if d.shape[-1] == 0 else jnp.max(d, axis=-1)
-    # PyTorch's kernel gives a zero gradient at a zero distance (jnp's would be nan): keep the
-    # pow/root away from 0 there and mask the result.
-    s = jnp.sum(d ** p, axis=-1)
+        # PyTorch's derivative: sign(diff) at every element reaching the max (ties each get it all,
+        # where jnp.max would share), 0 for a zero difference
+        d = jnp.where(d == 0, 0, d)
+        m = jax.lax.stop_gradient(jnp.max(d, axis=-1, initial=0))
+        return m + jnp.sum(jnp.where(d == m[..., None], d - jax.lax.stop_gradient(d), 0), axis=-1)
+    # PyTorch's kernel gives a zero gradient for a zero difference (and so at a zero distance),
+    # where jnp's ``d ** p`` (p < 1) or root would give inf/nan: keep both away from 0 and mask
+    zd = d == 0
+    s = jnp.sum(jnp.where(zd, 0, jnp.where(zd, 1, d) ** p), axis=-1)
     zero = s == 0
-    r = jnp.where(zero, 1, s) ** (1.0 / p)
-    return jnp.where(zero, 0, r)
-
+    return jnp.where(zero, 0, jnp.where(zero, 1, s) ** (1.0 / p))
 
 im2col = defop("im2col", _im2col, "Im2ColBackward0", linear=True)
 col2im = defop("col2im", _col2im, "Col2ImBackward0", linear=True)

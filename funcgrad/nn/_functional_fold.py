@@ -44,6 +44,9 @@ def unfold(input: Tensor, kernel_size, dilation=1, padding=0, stride=1) -> Tenso
              [4., 5., 7., 8.]]])
     """
     a = _args(kernel_size, dilation, padding, stride)
+    if input.ndim in (1, 2):  # PyTorch reads the size of dim ``ndim`` first
+        n = input.ndim
+        raise IndexError(f"Dimension out of range (expected to be in range of [{-n}, {n - 1}], but got {n})")
     if input.ndim not in (3, 4) or any(s == 0 for s in input.shape[-3:]):
         raise RuntimeError("Expected 3D or 4D (batch mode) tensor with possibly 0 batch size and other "
                            f"non-zero dimensions for input, but got: {list(input.shape)}")
