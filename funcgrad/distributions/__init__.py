@@ -27,3 +27,6 @@ __all__ = ["Bernoulli", "Beta", "Categorical", "Dirichlet", "Distribution", "Gam
 from ._more import Cauchy as Cauchy, Exponential as Exponential, Geometric as Geometric  # noqa: E402
 from ._more import Laplace as Laplace  # noqa: E402
 __all__ += ["Cauchy", "Exponential", "Geometric", "Laplace"]
+from . import transforms as transforms  # noqa: E402
+from ._transformed import LogNormal as LogNormal, TransformedDistribution as TransformedDistribution  # noqa: E402
+__all__ += ["LogNormal", "TransformedDistribution", "transforms"]
