@@ -283,3 +283,75 @@ def test_no_warnings_from_new_layers():
         warnings.simplefilter("error")
         nn.UpsamplingNearest2d(scale_factor=2)(funcgrad.zeros(1, 1, 2, 2))
         nn.UpsamplingBilinear2d(scale_factor=2)(funcgrad.zeros(1, 1, 2, 2))
+
+
+# ---- spectral_norm, to_empty -------------------------------------------------------------------
+@pytest.mark.parametrize("ctor,shape,n", [("Linear(4, 3)", (2, 4), 1), ("Conv2d(2, 3, 3)", (1, 2, 5, 5), 2),
+                                          ("ConvTranspose2d(2, 3, 3)", (1, 2, 4, 4), 1)])
+def test_spectral_norm_matches_torch(ctor, shape, n):
+    x = np.random.RandomState(0).randn(*shape).astype(np.float32)
+
+    def run(lib):
+        lib.manual_seed(0)
+        m = lib.nn.utils.spectral_norm(eval("lib.nn." + ctor), n_power_iterations=n)
+        opt = lib.optim.SGD(m.parameters(), lr=0.1)
+        outs = []
+        for _ in range(3):
+            opt.zero_grad()
+            y = m(lib.tensor(x))
+            y.square().sum().backward()
+            opt.step()
+            outs.append(y.detach().numpy())
+        m.eval()
+        outs.append(m(lib.tensor(x)).detach().numpy())
+        sd = {k: v.numpy().copy() for k, v in m.state_dict().items()}
+        grad = m.weight_orig.grad.numpy()
+        lib.nn.utils.remove_spectral_norm(m)
+        return outs, sd, grad, m.weight.detach().numpy(), sorted(n for n, _ in m.named_parameters())
+
+    (oa, sa, ga, wa, na), (ob, sb, gb, wb, nb) = run(torch), run(funcgrad)
+    assert list(sa) == list(sb) and na == nb
+    tol = dict(rtol=1e-4, atol=1e-4)  # float32 power iteration and conv sums, several steps
+    for a, b in zip(oa, ob):
+        np.testing.assert_allclose(b, a, **tol)
+    for k in sa:
+        np.testing.assert_allclose(sb[k], sa[k], **tol, err_msg=k)
+    np.testing.assert_allclose(gb, ga, **tol)
+    np.testing.assert_allclose(wb, wa, **tol)
+
+
+def test_spectral_norm_draws_and_errors_match_torch():
+    for lib in (torch, funcgrad):
+        lib.manual_seed(4)
+    a, b = nn.utils.spectral_norm(nn.Linear(5, 2)), torch.nn.utils.spectral_norm(torch.nn.Linear(5, 2))
+    for k in ("weight_u", "weight_v", "weight_orig"):
+        np.testing.assert_allclose(getattr(a, k).detach().numpy(), getattr(b, k).detach().numpy(), rtol=1e-6,
+                                   atol=1e-7)
+    msgs = []
+    for lib in (torch, funcgrad):
+        m = lib.nn.utils.spectral_norm(lib.nn.Linear(2, 2))
+        out = []
+        for f in (lambda: lib.nn.utils.spectral_norm(m), lambda: lib.nn.utils.spectral_norm(lib.nn.Linear(2, 2),
+                                                                                             n_power_iterations=0),
+                  lambda: lib.nn.utils.remove_spectral_norm(lib.nn.Linear(2, 2), "bias"),
+                  lambda: lib.nn.utils.spectral_norm(lib.nn.Linear(2, 2, bias=False), name="bias")):
+            with pytest.raises((RuntimeError, ValueError)) as e:
+                f()
+            out.append((e.type, str(e.value).replace("torch.", "funcgrad.")))
+        msgs.append(out)
+    assert [t for t, _ in msgs[0]] == [t for t, _ in msgs[1]]
+    assert [m for _, m in msgs[0][:2] + msgs[0][3:]] == [m for _, m in msgs[1][:2] + msgs[1][3:]]
+
+
+def test_to_empty_keeps_identity_shapes_and_dtypes_as_torch():
+    def run(lib, recurse):
+        m = lib.nn.Sequential(lib.nn.Linear(2, 3), lib.nn.BatchNorm1d(3))
+        # parameters keep their identity in both (buffers too in funcgrad, whose _apply converts
+        # every tensor in place; PyTorch rebinds buffers)
+        before = [id(t) for t in m.parameters()]
+        assert m.to_empty(device="cpu", recurse=recurse) is m
+        after = [id(t) for t in m.parameters()]
+        return before == after, [(n, tuple(t.shape), str(t.dtype).split(".")[-1], t.requires_grad)
+                                 for n, t in m.state_dict(keep_vars=True).items()]
+    for recurse in (True, False):
+        assert run(funcgrad, recurse) == run(torch, recurse)
