@@ -172,3 +172,43 @@ def test_errors_match_torch(text):
             eval(text, ns)
         msgs.append(str(e.value).replace("torch.", "funcgrad."))
     assert msgs[1] == msgs[0]
+
+
+@pytest.mark.parametrize("event", [False, True])
+def test_mixture_same_family_matches_torch(event):
+    def build(lib):
+        M = lib.distributions
+        logits = lib.tensor([[0.2, -0.5, 1.0], [0.0, 0.3, -0.1]], requires_grad=True)
+        loc = lib.tensor(np.linspace(-1, 1, 12, dtype=np.float32).reshape(2, 3, 2), requires_grad=True)
+        scale = lib.tensor(np.linspace(0.5, 2, 12, dtype=np.float32).reshape(2, 3, 2), requires_grad=True)
+        comp = M.Independent(M.Normal(loc, scale), 1) if event else M.Normal(loc[..., 0], scale[..., 0])
+        return M.MixtureSameFamily(M.Categorical(logits=logits), comp), (logits, loc, scale)
+
+    (da, pa), (db, pb) = build(funcgrad), build(torch)
+    assert repr(da) == repr(db).replace("torch.", "funcgrad.")
+    assert repr(da.support) == repr(db.support)
+    assert tuple(da.batch_shape) == tuple(db.batch_shape) and tuple(da.event_shape) == tuple(db.event_shape)
+    funcgrad.manual_seed(2)
+    torch.manual_seed(2)
+    sa, sb = da.sample((5,)), db.sample((5,))
+    np.testing.assert_array_equal(sa.numpy(), sb.numpy())
+    np.testing.assert_array_equal(funcgrad.rand(2).numpy(), torch.rand(2).numpy())
+    outs = [(da.log_prob(sa), db.log_prob(sb)), (da.mean, db.mean), (da.variance, db.variance)]
+    if not event:
+        outs.append((da.cdf(sa), db.cdf(sb)))
+    total_a, total_b = 0, 0
+    for a, b in outs:
+        np.testing.assert_allclose(a.detach().numpy(), b.detach().numpy(), rtol=1e-5, atol=1e-6)
+        total_a, total_b = total_a + a.sum(), total_b + b.sum()
+    total_a.backward()
+    total_b.backward()
+    for a, b in zip(pa, pb):
+        np.testing.assert_allclose(a.grad.numpy(), b.grad.numpy(), rtol=1e-5, atol=1e-6)
+    ea, eb = da.expand((3, 2)), db.expand((3, 2))
+    assert tuple(ea.batch_shape) == tuple(eb.batch_shape)
+    with pytest.raises(ValueError) as e1:
+        torch.distributions.MixtureSameFamily(torch.distributions.Categorical(logits=torch.zeros(4)),
+                                              torch.distributions.Normal(torch.zeros(3), torch.ones(3)))
+    with pytest.raises(ValueError) as e2:
+        D.MixtureSameFamily(D.Categorical(logits=funcgrad.zeros(4)), D.Normal(funcgrad.zeros(3), funcgrad.ones(3)))
+    assert str(e1.value) == str(e2.value)

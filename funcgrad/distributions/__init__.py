@@ -30,3 +30,5 @@ __all__ += ["Cauchy", "Exponential", "Geometric", "Laplace"]
 from . import transforms as transforms  # noqa: E402
 from ._transformed import LogNormal as LogNormal, TransformedDistribution as TransformedDistribution  # noqa: E402
 __all__ += ["LogNormal", "TransformedDistribution", "transforms"]
+from ._mixture import MixtureSameFamily as MixtureSameFamily  # noqa: E402
+__all__ += ["MixtureSameFamily"]
