@@ -32,3 +32,5 @@ from ._transformed import LogNormal as LogNormal, TransformedDistribution as Tra
 __all__ += ["LogNormal", "TransformedDistribution", "transforms"]
 from ._mixture import MixtureSameFamily as MixtureSameFamily  # noqa: E402
 __all__ += ["MixtureSameFamily"]
+from ._nosample import Binomial as Binomial, Poisson as Poisson, StudentT as StudentT  # noqa: E402
+__all__ += ["Binomial", "Poisson", "StudentT"]
