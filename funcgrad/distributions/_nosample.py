@@ -35,7 +35,7 @@ class StudentT(Distribution):
     >>> import funcgrad
     >>> from funcgrad.distributions import StudentT
     >>> StudentT(3.0).log_prob(funcgrad.tensor(0.0))
-    tensor(-1.0005)
+    tensor(-1.0009)
     """
 
     arg_constraints = {"df": constraints.positive, "loc": constraints.real, "scale": constraints.positive}
