@@ -280,3 +280,4 @@ from ._compile_cache import set_compilation_cache as set_compilation_cache  # no
 from ._compile_cache import setup as _setup_compile_cache  # noqa: E402
 
 _setup_compile_cache()
+from . import random as random  # noqa: E402  (torch.random: fork_rng, seeds, RNG state)

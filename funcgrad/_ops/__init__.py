@@ -18,3 +18,4 @@ from . import _saved_result  # noqa: F401,E402  (ops whose output is version-che
 install()
 
 __all__ = ["OPS", "FUNCTIONS", "METHODS", "apply"]
+from . import nn_fold  # noqa: F401,E402  (unfold/fold, channel_shuffle, pdist)

@@ -24,3 +24,13 @@ from .kl import kl_divergence as kl_divergence, register_kl as register_kl
 __all__ = ["Bernoulli", "Beta", "Categorical", "Dirichlet", "Distribution", "Gamma", "Independent",
            "MultivariateNormal", "Normal", "OneHotCategorical", "Uniform", "constraints",
            "kl_divergence", "register_kl"]
+from ._more import Cauchy as Cauchy, Exponential as Exponential, Geometric as Geometric  # noqa: E402
+from ._more import Laplace as Laplace  # noqa: E402
+__all__ += ["Cauchy", "Exponential", "Geometric", "Laplace"]
+from . import transforms as transforms  # noqa: E402
+from ._transformed import LogNormal as LogNormal, TransformedDistribution as TransformedDistribution  # noqa: E402
+__all__ += ["LogNormal", "TransformedDistribution", "transforms"]
+from ._mixture import MixtureSameFamily as MixtureSameFamily  # noqa: E402
+__all__ += ["MixtureSameFamily"]
+from ._nosample import Binomial as Binomial, Poisson as Poisson, StudentT as StudentT  # noqa: E402
+__all__ += ["Binomial", "Poisson", "StudentT"]

@@ -70,3 +70,10 @@ from . import modules as modules  # noqa: F401,E402  (torch.nn.modules.* import 
 from .layers.normalization import RMSNorm as RMSNorm  # noqa: F401,E402
 from .layers.sparse import EmbeddingBag as EmbeddingBag  # noqa: F401,E402
 from .layers.ctc import CTCLoss as CTCLoss  # noqa: F401,E402
+from .layers.extra import (ChannelShuffle as ChannelShuffle, CosineSimilarity as CosineSimilarity,  # noqa: F401,E402
+                           Fold as Fold, HingeEmbeddingLoss as HingeEmbeddingLoss, LazyLinear as LazyLinear,
+                           MultiLabelSoftMarginLoss as MultiLabelSoftMarginLoss,
+                           PairwiseDistance as PairwiseDistance, Unfold as Unfold,
+                           UpsamplingBilinear2d as UpsamplingBilinear2d,
+                           UpsamplingNearest2d as UpsamplingNearest2d)
+from .parameter import UninitializedParameter as UninitializedParameter  # noqa: F401,E402

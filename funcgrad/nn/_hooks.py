@@ -8,25 +8,46 @@ backward pre-hooks, which may replace it); the one on the inputs sees ``grad_inp
 
 from __future__ import annotations
 
-import itertools
 from collections import OrderedDict
 
 from .._tensor import Tensor
 from ..autograd import grad_mode
 from ..autograd.graph import Node
 
-_ids = itertools.count()
 
 
 class RemovableHandle:
-    """Returned by ``register_*_hook``; ``.remove()`` unregisters the hook (also a context manager)."""
+    """Returned by ``register_*_hook``; ``.remove()`` unregisters the hook (also a context manager).
 
-    def __init__(self, *dicts: dict):
-        self.id = next(_ids)
-        self._dicts = dicts
+    PyTorch's ``torch.utils.hooks.RemovableHandle``: ``hooks_dict`` maps hook ids to hooks and
+    ``extra_dict`` (a dict or a list of dicts) holds per-hook flags removed with it.
+
+    >>> from collections import OrderedDict
+    >>> from funcgrad.utils.hooks import RemovableHandle
+    >>> hooks = OrderedDict()
+    >>> h = RemovableHandle(hooks); hooks[h.id] = print
+    >>> h.remove(); len(hooks)
+    0
+    """
+
+    id: int
+    next_id: int = 0
+
+    def __init__(self, hooks_dict, *, extra_dict=None) -> None:
+        # Strong references (PyTorch keeps weak ones): a plain dict cannot be weakly referenced,
+        # and a handle outliving its module only keeps the (emptied) dicts alive.
+        self._hooks_dict = hooks_dict
+        self.id = RemovableHandle.next_id
+        RemovableHandle.next_id += 1
+        if isinstance(extra_dict, dict):
+            self._extra = (extra_dict,)
+        elif isinstance(extra_dict, (list, tuple)):
+            self._extra = tuple(extra_dict)
+        else:
+            self._extra = ()
 
     def remove(self) -> None:
-        for d in self._dicts:
+        for d in (self._hooks_dict, *self._extra):
             d.pop(self.id, None)
 
     def __enter__(self):
@@ -37,7 +58,7 @@ class RemovableHandle:
 
 
 def add_hook(hooks: OrderedDict, hook, prepend: bool = False, extra: tuple = ()) -> RemovableHandle:
-    handle = RemovableHandle(hooks, *extra)
+    handle = RemovableHandle(hooks, extra_dict=list(extra))
     hooks[handle.id] = hook
     if prepend:
         hooks.move_to_end(handle.id, last=False)

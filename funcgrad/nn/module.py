@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections import OrderedDict, namedtuple
 from typing import Any, Callable, Iterator
 
-from .. import _dtype, _structure
+from .. import _dtype, _factories, _structure
 from .._tensor import Tensor
 from ..autograd import grad_mode
 from . import _hooks
@@ -404,6 +404,26 @@ class Module:
                         ng = fn(g)
                         if ng is not g:
                             t._grad = ng
+        return self
+
+    def to_empty(self, *, device, recurse: bool = True) -> "Module":
+        """Give every parameter and buffer new uninitialised storage (``empty_like``) on ``device``,
+        keeping shapes, dtypes and object identity (``recurse=False``: this module's own only).
+
+        >>> from funcgrad import nn
+        >>> m = nn.Linear(2, 3).to_empty(device="cpu")
+        >>> tuple(m.weight.shape), m.weight.requires_grad
+        ((3, 2), True)
+        """
+        def fn(t):
+            return _factories.empty_like(t, device=device)
+        if recurse:
+            return self._apply(fn)
+        with grad_mode.no_grad():
+            for store in (self._parameters, self._buffers):
+                for t in store.values():
+                    if t is not None:
+                        t.data = fn(t)
         return self
 
     def to(self, *args, **kwargs) -> "Module":

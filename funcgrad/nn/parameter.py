@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import jax.numpy as jnp
 
+from .. import _dtype as _d
 from .._tensor import Tensor
 
 
@@ -76,8 +77,43 @@ class Buffer(Tensor):
         pass
 
 
-class UninitializedParameter(Parameter):  # pragma: no cover - lazy modules are not supported
-    """Placeholder of PyTorch's lazy modules (not supported: shapes are needed up front)."""
+class UninitializedParameter(Parameter):
+    """A parameter of a lazy module (``nn.LazyLinear``) whose shape is not known yet;
+    ``materialize(shape)`` gives it storage and turns it into a plain ``Parameter`` (as PyTorch).
+
+    >>> from funcgrad import nn
+    >>> p = nn.UninitializedParameter()
+    >>> p
+    <UninitializedParameter>
+    >>> p.materialize((2, 3)); type(p).__name__, tuple(p.shape)
+    ('Parameter', (2, 3))
+    """
+
+    cls_to_become = Parameter
+
+    def __new__(cls, requires_grad: bool = True, device=None, dtype=None):
+        self = Parameter.__new__(cls, None, requires_grad)
+        self._lazy_dtype = dtype
+        return self
+
+    def __init__(self, requires_grad: bool = True, device=None, dtype=None):
+        pass
+
+    def materialize(self, shape, device=None, dtype=None) -> None:
+        """Give the parameter uninitialised storage of ``shape`` (the default dtype unless
+        ``dtype`` or the constructor's ``dtype`` says otherwise)."""
+        dt = _d.to_dtype(dtype or self.__dict__.get("_lazy_dtype") or _d.get_default_dtype())
+        self._cell.value = jnp.zeros(tuple(shape), dt.np)
+        self.__dict__.pop("_lazy_dtype", None)
+        self.__class__ = self.cls_to_become
+
+    def __repr__(self) -> str:
+        return "<UninitializedParameter>"
+
+    __str__ = __repr__
+
+    def __reduce_ex__(self, proto):
+        return (UninitializedParameter, (self._requires_grad,))
 
 
-__all__ = ["Parameter", "Buffer"]
+__all__ = ["Parameter", "Buffer", "UninitializedParameter"]

@@ -16,3 +16,6 @@ from .sgd import SGD as SGD
 __all__ = ["Adadelta", "Adagrad", "Adam", "Adamax", "AdamW", "LBFGS", "NAdam", "Optimizer", "RAdam",
            "RMSprop", "SGD", "lr_scheduler", "register_optimizer_step_post_hook",
            "register_optimizer_step_pre_hook"]
+from .rprop import ASGD as ASGD, Rprop as Rprop  # noqa: E402
+__all__ += ["ASGD", "Rprop"]
+from . import swa_utils as swa_utils  # noqa: E402

@@ -18,6 +18,7 @@ from collections.abc import Iterable, Sequence
 from functools import wraps
 from typing import Any
 
+from ._lr_cyclic import _CyclicMixin
 from .optimizer import Optimizer
 
 __all__ = ["LRScheduler", "LambdaLR", "MultiplicativeLR", "StepLR", "MultiStepLR", "ConstantLR",
@@ -719,3 +720,58 @@ class ReduceLROnPlateau(LRScheduler):
         self.__dict__.update(state_dict)
         self._init_is_better(self.mode, self.threshold, self.threshold_mode)
 
+
+
+
+class CyclicLR(_CyclicMixin, LRScheduler):
+    """Cyclical learning rate (Smith): ``lr`` (and, inversely, momentum or ``beta1``) cycles
+    between ``base_lr`` and ``max_lr``; ``mode`` triangular / triangular2 / exp_range or ``scale_fn``.
+
+    >>> import funcgrad
+    >>> opt = funcgrad.optim.SGD([funcgrad.zeros(1, requires_grad=True)], lr=0.1, momentum=0.9)
+    >>> s = funcgrad.optim.lr_scheduler.CyclicLR(opt, 0.1, 1.0, step_size_up=2)
+    >>> lrs = []
+    >>> for _ in range(5):
+    ...     opt.step(); s.step(); lrs.append(round(s.get_last_lr()[0], 6))
+    >>> lrs
+    [0.55, 1.0, 0.55, 0.1, 0.55]
+    """
+
+    def __init__(self, optimizer, base_lr, max_lr, step_size_up: int = 2000, step_size_down: int | None = None,
+                 mode: str = "triangular", gamma: float = 1.0, scale_fn=None, scale_mode: str = "cycle",
+                 cycle_momentum: bool = True, base_momentum=0.8, max_momentum=0.9, last_epoch: int = -1) -> None:
+        if not isinstance(optimizer, Optimizer):
+            raise TypeError(f"{type(optimizer).__name__} is not an Optimizer")
+        self.optimizer = optimizer
+        base_lrs = _format_param("base_lr", optimizer, base_lr)
+        if last_epoch == -1:
+            for lr, group in zip(base_lrs, optimizer.param_groups):
+                group["lr"] = lr
+        self.max_lrs = _format_param("max_lr", optimizer, max_lr)
+        step_size_up = float(step_size_up)
+        step_size_down = float(step_size_down) if step_size_down is not None else step_size_up
+        self.total_size = step_size_up + step_size_down
+        self.step_ratio = step_size_up / self.total_size
+        if mode not in ["triangular", "triangular2", "exp_range"] and scale_fn is None:
+            raise ValueError("mode is invalid and scale_fn is None")
+        self.mode, self.gamma, self._scale_fn_custom, self.scale_mode = mode, gamma, scale_fn, scale_mode
+        self._init_scale_fn()
+        self.cycle_momentum = cycle_momentum
+        if cycle_momentum:
+            if "momentum" not in optimizer.defaults and "betas" not in optimizer.defaults:
+                raise ValueError("optimizer must support momentum or beta1 with `cycle_momentum` option enabled")
+            self.use_beta1 = "betas" in self.optimizer.defaults
+            self.base_momentums = _format_param("base_momentum", optimizer, base_momentum)
+            self.max_momentums = _format_param("max_momentum", optimizer, max_momentum)
+            if last_epoch == -1:
+                for m, b, group in zip(self.max_momentums, self.base_momentums, optimizer.param_groups):
+                    if self.use_beta1:
+                        group["betas"] = (m, *group["betas"][1:])
+                    else:
+                        group["momentum"] = m
+                    group["max_momentum"], group["base_momentum"] = m, b
+        super().__init__(optimizer, last_epoch)
+        self.base_lrs = base_lrs
+
+
+__all__ += ["CyclicLR"]

@@ -5,3 +5,4 @@ from . import data as data
 __all__ = ["data"]
 from . import checkpoint as checkpoint  # noqa: E402
 from . import benchmark as benchmark  # noqa: E402
+from . import hooks as hooks  # noqa: E402

@@ -124,3 +124,12 @@ from .transformer import TransformerDecoderLayer as TransformerDecoderLayer  # n
 from .normalization import RMSNorm as RMSNorm  # noqa: F401,E402
 from .sparse import EmbeddingBag as EmbeddingBag  # noqa: F401,E402
 from .loss import CTCLoss as CTCLoss  # noqa: F401,E402
+from . import distance as distance, fold as fold, channelshuffle as channelshuffle, lazy as lazy  # noqa: F401,E402
+from .linear import LazyLinear as LazyLinear  # noqa: F401,E402
+from .loss import HingeEmbeddingLoss as HingeEmbeddingLoss  # noqa: F401,E402
+from .loss import MultiLabelSoftMarginLoss as MultiLabelSoftMarginLoss  # noqa: F401,E402
+from .upsampling import UpsamplingNearest2d as UpsamplingNearest2d  # noqa: F401,E402
+from .upsampling import UpsamplingBilinear2d as UpsamplingBilinear2d  # noqa: F401,E402
+from .distance import CosineSimilarity as CosineSimilarity, PairwiseDistance as PairwiseDistance  # noqa: F401,E402
+from .fold import Fold as Fold, Unfold as Unfold  # noqa: F401,E402
+from .channelshuffle import ChannelShuffle as ChannelShuffle  # noqa: F401,E402

@@ -21,3 +21,6 @@ from ..layers.loss import TripletMarginLoss as TripletMarginLoss  # noqa: F401
 from ..layers.ctc import CTCLoss as CTCLoss  # noqa: F401,E402
 
 __all__ = ['L1Loss', 'NLLLoss', 'PoissonNLLLoss', 'GaussianNLLLoss', 'KLDivLoss', 'MSELoss', 'BCELoss', 'BCEWithLogitsLoss', 'SmoothL1Loss', 'HuberLoss', 'SoftMarginLoss', 'CrossEntropyLoss', 'CosineEmbeddingLoss', 'MarginRankingLoss', 'MultiMarginLoss', 'TripletMarginLoss', 'CTCLoss']
+from ..layers.extra import HingeEmbeddingLoss as HingeEmbeddingLoss  # noqa: F401,E402
+from ..layers.extra import MultiLabelSoftMarginLoss as MultiLabelSoftMarginLoss  # noqa: F401,E402
+__all__ += ['HingeEmbeddingLoss', 'MultiLabelSoftMarginLoss']

@@ -14,3 +14,5 @@ from . import rnn as rnn  # noqa: F401,E402
 from .weight_norm import remove_weight_norm as remove_weight_norm, weight_norm as weight_norm  # noqa: F401,E402
 from . import parametrize as parametrize  # noqa: F401,E402
 from . import parametrizations as parametrizations  # noqa: F401,E402
+from .spectral_norm import remove_spectral_norm as remove_spectral_norm  # noqa: F401,E402
+from .spectral_norm import spectral_norm as spectral_norm  # noqa: F401,E402

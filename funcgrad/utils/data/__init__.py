@@ -35,3 +35,4 @@ __all__ = ["BatchSampler", "ChainDataset", "ConcatDataset", "DataLoader", "Datas
            "Subset", "SubsetRandomSampler", "TensorDataset", "WeightedRandomSampler", "WorkerInfo",
            "collate", "default_collate", "default_collate_fn_map", "default_convert",
            "get_worker_info", "random_split"]
+from . import distributed as distributed  # noqa: E402

@@ -1,0 +1,156 @@
+"""``MixtureSameFamily``: a ``Categorical`` mixture of one batched component family (PyTorch's
+formulas; ``sample`` draws the mixture index first, then every component, as PyTorch)."""
+
+from __future__ import annotations
+
+from .._ops.reduce import logsumexp as _logsumexp
+from .._tensor import Size
+from ..autograd.grad_mode import no_grad
+from ..nn.functional import log_softmax
+from . import constraints
+from ._discrete import Categorical
+from .distribution import Distribution
+
+__all__ = ["MixtureSameFamily", "MixtureSameFamilyConstraint"]
+
+
+class MixtureSameFamilyConstraint(constraints.Constraint):
+    """The component support, checked with the mixture dimension added back."""
+
+    def __init__(self, base_constraint) -> None:
+        if not isinstance(base_constraint, constraints.Constraint):
+            raise AssertionError(f"base_constraint must be a Constraint, got {type(base_constraint).__name__}")
+        self.base_constraint = base_constraint
+        super().__init__()
+
+    @property
+    def is_discrete(self) -> bool:
+        return self.base_constraint.is_discrete
+
+    @property
+    def event_dim(self) -> int:
+        return self.base_constraint.event_dim
+
+    def check(self, value):
+        result = self.base_constraint.check(value.unsqueeze(-1 - self.event_dim))
+        if value.dim() < self.event_dim:
+            raise ValueError(f"Expected value.dim() >= {self.event_dim} but got {value.dim()}")
+        keep = value.dim() - self.event_dim
+        return result.reshape(tuple(result.shape[:keep]) + (-1,)).all(-1)
+
+    def __repr__(self) -> str:
+        return f"{self.__class__.__name__}({self.base_constraint!r})"
+
+
+class MixtureSameFamily(Distribution):
+    """Mixture of the components of ``component_distribution`` (rightmost batch dim) with weights
+    from ``mixture_distribution``.
+
+    >>> import funcgrad
+    >>> from funcgrad.distributions import Categorical, MixtureSameFamily, Normal
+    >>> mix = MixtureSameFamily(Categorical(funcgrad.tensor([0.5, 0.5])),
+    ...                         Normal(funcgrad.tensor([-1.0, 1.0]), funcgrad.tensor([1.0, 1.0])))
+    >>> mix.mean, mix.variance
+    (tensor(0.), tensor(2.))
+    """
+
+    arg_constraints: dict = {}
+    has_rsample = False
+
+    def __init__(self, mixture_distribution, component_distribution, validate_args: bool | None = None) -> None:
+        self._mixture_distribution = mixture_distribution
+        self._component_distribution = component_distribution
+        if not isinstance(self._mixture_distribution, Categorical):
+            raise ValueError(" The Mixture distribution needs to be an  instance of torch.distributions.Categorical")
+        if not isinstance(self._component_distribution, Distribution):
+            raise ValueError("The Component distribution needs to be an instance of "
+                             "torch.distributions.Distribution")
+        mdbs = self._mixture_distribution.batch_shape
+        cdbs = self._component_distribution.batch_shape[:-1]
+        for size1, size2 in zip(reversed(mdbs), reversed(cdbs)):
+            if size1 != 1 and size2 != 1 and size1 != size2:
+                raise ValueError(f"`mixture_distribution.batch_shape` ({mdbs}) is not compatible with "
+                                 f"`component_distribution.batch_shape`({cdbs})")
+        km = self._mixture_distribution.logits.shape[-1]
+        kc = self._component_distribution.batch_shape[-1]
+        if km != kc:
+            raise ValueError(f"`mixture_distribution component` ({km}) does not equal "
+                             f"`component_distribution.batch_shape[-1]` ({kc})")
+        self._num_component = km
+        event_shape = self._component_distribution.event_shape
+        self._event_ndims = len(event_shape)
+        super().__init__(batch_shape=cdbs, event_shape=event_shape, validate_args=validate_args)
+
+    def expand(self, batch_shape, _instance=None):
+        batch_shape = Size(tuple(batch_shape))
+        new = self._get_checked_instance(MixtureSameFamily, _instance)
+        new._component_distribution = self._component_distribution.expand(batch_shape + (self._num_component,))
+        new._mixture_distribution = self._mixture_distribution.expand(batch_shape)
+        new._num_component = self._num_component
+        new._event_ndims = self._event_ndims
+        super(MixtureSameFamily, new).__init__(batch_shape=batch_shape,
+                                               event_shape=new._component_distribution.event_shape,
+                                               validate_args=False)
+        new._validate_args = self._validate_args
+        return new
+
+    @constraints.dependent_property
+    def support(self):
+        return MixtureSameFamilyConstraint(self._component_distribution.support)
+
+    @property
+    def mixture_distribution(self):
+        return self._mixture_distribution
+
+    @property
+    def component_distribution(self):
+        return self._component_distribution
+
+    @property
+    def mean(self):
+        probs = self._pad_mixture_dimensions(self.mixture_distribution.probs)
+        return (probs * self.component_distribution.mean).sum(dim=-1 - self._event_ndims)
+
+    @property
+    def variance(self):
+        probs = self._pad_mixture_dimensions(self.mixture_distribution.probs)
+        mean_cond_var = (probs * self.component_distribution.variance).sum(dim=-1 - self._event_ndims)
+        var_cond_mean = (probs * (self.component_distribution.mean - self._pad(self.mean)).pow(2.0)).sum(
+            dim=-1 - self._event_ndims)
+        return mean_cond_var + var_cond_mean
+
+    def cdf(self, x):
+        cdf_x = self.component_distribution.cdf(self._pad(x))
+        return (cdf_x * self.mixture_distribution.probs).sum(dim=-1)
+
+    def log_prob(self, x):
+        if self._validate_args:
+            self._validate_sample(x)
+        log_prob_x = self.component_distribution.log_prob(self._pad(x))
+        log_mix_prob = log_softmax(self.mixture_distribution.logits, dim=-1)
+        return _logsumexp(log_prob_x + log_mix_prob, dim=-1)
+
+    def sample(self, sample_shape=Size()):
+        with no_grad():
+            sample_len, batch_len = len(sample_shape), len(self.batch_shape)
+            gather_dim = sample_len + batch_len
+            es = tuple(self.event_shape)
+            mix_sample = self.mixture_distribution.sample(sample_shape)
+            mix_shape = tuple(mix_sample.shape)
+            comp_samples = self.component_distribution.sample(sample_shape)
+            mix_sample_r = mix_sample.reshape(mix_shape + (1,) * (len(es) + 1))
+            mix_sample_r = mix_sample_r.repeat((1,) * len(mix_shape) + (1,) + es)
+            return comp_samples.gather(gather_dim, mix_sample_r).squeeze(gather_dim)
+
+    def _pad(self, x):
+        return x.unsqueeze(-1 - self._event_ndims)
+
+    def _pad_mixture_dimensions(self, x):
+        dist_batch_ndims = len(self.batch_shape)
+        cat_batch_ndims = len(self.mixture_distribution.batch_shape)
+        pad_ndims = 0 if cat_batch_ndims == 1 else dist_batch_ndims - cat_batch_ndims
+        xs = tuple(x.shape)
+        return x.reshape(xs[:-1] + (1,) * pad_ndims + xs[-1:] + (1,) * self._event_ndims)
+
+    def __repr__(self) -> str:
+        return f"MixtureSameFamily(\n  {self.mixture_distribution},\n  {self.component_distribution})"
