@@ -52,7 +52,7 @@ class finfo:
         self.max = float(fi.max)
         self.min = float(fi.min)
         self.tiny = self.smallest_normal = float(fi.smallest_normal)
-        self.resolution = float(fi.resolution)
+        self.resolution = 10.0 ** -int(fi.precision)  # PyTorch's: a power of ten, not rounded to d
         self.dtype = d.name
 
     def __repr__(self):
@@ -150,7 +150,7 @@ def ravel(input) -> Tensor:
     >>> funcgrad.ravel(funcgrad.tensor([[1, 2], [3, 4]]))
     tensor([1, 2, 3, 4])
     """
-    return input.reshape(-1)
+    return input.contiguous().view(-1)  # PyTorch: contiguous() then view (ViewBackward0 either way)
 
 
 @export("adjoint", tensors=("input",))
@@ -193,14 +193,9 @@ _fmax = defop("fmax", jnp.fmax, "FmaxBackward0", promote="binary", jvp=_fminmax_
 _fmin = defop("fmin", jnp.fmin, "FminBackward0", promote="binary", jvp=_fminmax_jvp(jnp.less_equal))
 
 
-def _no_derivative(name):
-    def jvp(primals, tangents, out):
-        raise RuntimeError(f"the derivative for '{name}' is not implemented.")
-    return jvp
-
-
+# PyTorch's derivative passes the gradient to ``input`` unchanged (none to ``other``)
 _nextafter = defop("nextafter", jnp.nextafter, "NextafterBackward0", promote="binary", accepts="f",
-                   kernel="nextafter_cpu", jvp=_no_derivative("nextafter"))
+                   kernel="nextafter_cpu", jvp=lambda primals, tangents, out: tangents[0].astype(out.dtype))
 
 
 @export("fmax", tensors=("input", "other"))
@@ -351,8 +346,6 @@ def combinations(input, r: int = 2, with_replacement: bool = False) -> Tensor:
         return tensor([], dtype=input.dtype)
     pick = itertools.combinations_with_replacement if with_replacement else itertools.combinations
     idx = np.array(list(pick(range(input.shape[0]), r)), np.int64).reshape(-1, r)
-    if idx.shape[0] == 0:
-        return zeros(0, r, dtype=input.dtype)
     return stack([input[tensor(idx[:, k])] for k in range(r)], 1)
 
 
@@ -410,6 +403,9 @@ def renorm(input, p, dim: int, maxnorm) -> Tensor:
         raise RuntimeError("renorm: non-positive-norm not supported")
     if maxnorm < 0:
         raise RuntimeError(f"renorm: expected maxnorm to be >= 0 but got {maxnorm}")
+    if input.dtype._kind not in "fc":
+        raise RuntimeError(f"linalg.vector_norm: Expected a floating point or complex tensor as input. Got "
+                           f"{_scalar_type_name(input.dtype)}")
     d = _wrap_dim(dim, input.ndim)
     return apply(_renorm, input, p=float(p), dim=d, maxnorm=float(maxnorm))
 
@@ -550,7 +546,7 @@ def _quantile_frontend(name, ignore_nan):
             raise RuntimeError("quantile() q tensor must be same dtype as the input tensor")
         if interpolation not in _MODES:
             raise RuntimeError(f"quantile() interpolation must be one of linear, lower, higher, midpoint or "
-                               f"nearest. Got '{interpolation}'")
+                               f"nearest, but got {interpolation}")
         if isinstance(q, Tensor) and not bool(((qt >= 0) & (qt <= 1)).all()):
             raise RuntimeError("quantile() q values must be in the range [0, 1]")
         d = None if dim is None else _wrap_dim(dim, input.ndim)
@@ -592,8 +588,9 @@ def _histogram_fn(x, edges, w, density):
     return hist, edges
 
 
-def _histogram_jvp(primals, tangents, out):
-    raise RuntimeError("the derivative for 'histogram' is not implemented.")
+def _histogram_jvp(primals, tangents, out, **static):
+    # PyTorch records a NotImplemented node whose backward raises (as heaviside's)
+    raise RuntimeError("derivative for aten::histogram is not implemented")
 
 
 _histogram = defop("histogram", _histogram_fn, "NotImplemented", diff=(0, 1, 2),
@@ -610,7 +607,7 @@ def histogram(input, bins=100, *, range=None, weight=None, density: bool = False
     tensor([0., 3.])
     """
     if not input.dtype.is_floating_point:
-        raise RuntimeError(f"\"histogram_cpu\" not implemented for '{_scalar_type_name(input.dtype)}'")
+        raise NotImplementedError(f"\"histogramdd\" not implemented for '{_scalar_type_name(input.dtype)}'")
     if weight is not None and tuple(weight.shape) != tuple(input.shape):
         raise RuntimeError("torch.histogramdd: if weight tensor is provided it should have the same shape as "
                            "the input tensor excluding its innermost dimension")
@@ -619,22 +616,22 @@ def histogram(input, bins=100, *, range=None, weight=None, density: bool = False
             raise RuntimeError(f"torch.histogramdd: bins tensor should have one dimension, but got "
                                f"{bins.ndim} dimensions in the bins tensor for dimension 0")
         if bins.dtype is not input.dtype:
-            raise RuntimeError(f"torch.histogram: input tensor and bins tensors should have the same dtype, but "
-                               f"got input {_scalar_type_name(input.dtype)} and bins "
-                               f"{_scalar_type_name(bins.dtype)}")
+            raise RuntimeError(f"torch.histogramdd: input tensor and bins tensors should have the same dtype, "
+                               f"but got input with dtype {_c_name(input.dtype)} and bins for dimension 0 with "
+                               f"dtype {_c_name(bins.dtype)}")
         edges = bins.detach()
     else:
         nb = int(bins)
         if nb <= 0:
-            raise RuntimeError(f"torch.histogramdd(): bins must be > 0, but got {nb} for dimension 0")
+            raise RuntimeError(f"torch.histogram(): bins must be > 0, but got {nb} for dimension 0")
         if range is not None:
             lo, hi = float(range[0]), float(range[1])
         else:
             v = np.asarray(input._concrete("histogram() over the data's range"))
             lo, hi = (float(v.min()), float(v.max())) if v.size else (0.0, 0.0)
         if lo > hi:
-            raise RuntimeError(f"torch.histogramdd: expected leftmost_edge to be <= rightmost_edge, but got "
-                               f"{lo} and {hi} for dimension 0")
+            raise RuntimeError(f"torch.histogramdd: min should not exceed max, but got min {lo:g} max {hi:g} for "
+                               f"dimension 0")
         if not (np.isfinite(lo) and np.isfinite(hi)):
             raise RuntimeError(f"torch.histogramdd: dimension 0's range [{lo}, {hi}] is not finite")
         if lo == hi:
@@ -644,12 +641,23 @@ def histogram(input, bins=100, *, range=None, weight=None, density: bool = False
     return _histogram_result(hist, edges_out)
 
 
+_C_NAMES = {"float32": "float", "float64": "double", "float16": "c10::Half", "bfloat16": "c10::BFloat16"}
+
+
+def _c_name(d):
+    return _C_NAMES.get(d.name, d.name)
+
+
 _histogram_result = _result_type("funcgrad.return_types", "histogram", ["hist", "bin_edges"])
 
 
 # ================================ gradient / cumulative_trapezoid =================================
-def _spacings(input, spacing, dims):
+def _spacings(input, spacing, dims, dim_given):
     if isinstance(spacing, (list, tuple)):
+        if len(spacing) != len(dims) and not dim_given:
+            raise RuntimeError(f"torch.gradient expected spacing to be unspecified, a scalar, or a list of length "
+                               f"equal to 'self.dim() = {input.ndim}', since dim argument was not given, but got "
+                               f"a list of length {len(spacing)}")
         if len(spacing) != len(dims):
             raise RuntimeError(f"torch.gradient expected spacing to be unspecified, a scalar or it's spacing "
                                f"and dim arguments to have the same length, but got a spacing argument of "
@@ -704,7 +712,7 @@ def gradient(input, *, spacing=1, dim=None, edge_order: int = 1):
     dims = [_wrap_dim(d, input.ndim) for d in dims]
     if edge_order not in (1, 2):
         raise RuntimeError(f"torch.gradient only supports edge_order=1 and edge_order=2.")
-    hs = _spacings(input, spacing, dims)
+    hs = _spacings(input, spacing, dims, dim is not None)
     for d in dims:
         if input.shape[d] < edge_order + 1:
             raise RuntimeError("torch.gradient expected each dimension size to be at least edge_order+1")
@@ -725,13 +733,18 @@ def cumulative_trapezoid(y, x=None, *, dx=None, dim: int = -1) -> Tensor:
         return ((1.0 if dx is None else dx) / 2.0 * (left + right)).cumsum(d)
     if x.ndim == 1:
         if x.shape[0] != n:
-            raise RuntimeError("torch.cumulative_trapezoid: There must be one `x` value for each sample point")
+            raise RuntimeError("cumulative_trapezoid: There must be one `x` value for each sample point")
         shape = [1] * y.ndim
         shape[d] = -1
         xd = x.diff().reshape(shape)
     else:
         xd = x.diff(dim=d)
-    return (xd * (left + right)).cumsum(d) / 2.0
+    return apply(_div_scalar, (xd * (left + right)).cumsum(d), s=2.0)
+
+
+# ATen's division by a Scalar (``div.Scalar``, ``DivBackward1``), which composites such as
+# cumulative_trapezoid call; a Python ``t / 2.0`` is ``div.Tensor`` (``DivBackward0``)
+_div_scalar = defop("div_scalar", lambda x, s: x / jnp.asarray(s, x.dtype), "DivBackward1", promote="float")
 
 
 # ================================ vander / chain_matmul / empty_strided ===========================
@@ -782,5 +795,6 @@ def empty_strided(size, stride, *, dtype=None, layout=None, device=None, require
     values are those of ``empty``)."""
     size, stride = tuple(size), tuple(stride)
     if len(size) != len(stride):
-        raise RuntimeError(f"mismatch in length of strides and shape")
+        raise RuntimeError(f"dimensionality of sizes ({len(size)}) must match dimensionality of strides "
+                           f"({len(stride)})")
     return empty(size, dtype=dtype, device=device, requires_grad=requires_grad)

@@ -62,4 +62,6 @@ SPECS = [
          [_NANS], id="nanquantile"),
     Spec("histogram", lambda x: fg.histogram(x, 4, range=(-1.0, 1.0)).hist,
          lambda x: jnp.histogram(x, 4, (-1.0, 1.0))[0].astype(x.dtype), [(3, 5)], nondiff=True),
+    Spec("div_scalar", lambda y, x: fg.cumulative_trapezoid(y, x), lambda y, x: jnp.cumsum(
+         jnp.diff(x) * (y[:, 1:] + y[:, :-1]), -1) / 2.0, [(3, 4), (4,)], grad_fn="DivBackward1"),
 ]
