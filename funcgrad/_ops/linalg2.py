@@ -17,7 +17,7 @@ import numpy as np
 
 from .._factories import tensor
 from ._registry import Tensor, apply, defop
-from .decomp import (_check_pd, _cholesky, _float_input, _inv, _result_type, _square, inv, matrix_norm, solve,
+from .decomp import (LinAlgError, _cholesky, _float_input, _inv, _result_type, _square, inv, matrix_norm, solve,
                      svdvals)
 from .linalg import _out
 from .shape import cat
@@ -107,13 +107,21 @@ def _singular_info(A):
 def inv_ex(A, *, check_errors: bool = False, out=None):
     """``(inverse, info)``: the inverse and, per matrix, 0 or the index of a zero pivot (with
     ``check_errors`` a singular input raises as ``linalg.inv`` does)."""
-    if check_errors:
-        r = inv(A)
-        return linalg_inv_ex(r, _batch_info([0] * int(np.prod(A.shape[:-2])), A.shape[:-2]))
     _square(A, "linalg.inv")
     _float_input(A, "linalg.inv")
     r = apply(_inv, A)
-    return linalg_inv_ex(r, _batch_info(_singular_info(A), A.shape[:-2]))
+    info = _singular_info(A)
+    if check_errors:
+        _raise_info(info, A, "linalg.inv_ex: {}The diagonal element {} is zero, the inversion could not be "
+                             "completed because the input matrix is singular.")
+    return linalg_inv_ex(r, _batch_info(info, A.shape[:-2]))
+
+
+def _raise_info(info, A, msg):
+    """PyTorch's error for the first failed matrix (``(Batch element i): `` in a batch)."""
+    for i, k in enumerate(info):
+        if k:
+            raise LinAlgError(msg.format(f"(Batch element {i}): " if A.ndim > 2 else "", k))
 
 
 def _pd_info(A, upper):
@@ -138,9 +146,11 @@ def cholesky_ex(A, *, upper: bool = False, check_errors: bool = False, out=None)
     that is not positive-definite (``check_errors``: raise as ``linalg.cholesky``)."""
     _square(A, "linalg.cholesky")
     r = apply(_cholesky, A, upper=bool(upper))
+    info = _pd_info(A, upper)
     if check_errors:
-        _check_pd(r, A, "linalg.cholesky")
-    return linalg_cholesky_ex(r, _batch_info(_pd_info(A, upper), A.shape[:-2]))
+        _raise_info(info, A, "linalg.cholesky_ex: {}The factorization could not be completed because the input "
+                             "is not positive-definite (the leading minor of order {} is not positive-definite).")
+    return linalg_cholesky_ex(r, _batch_info(info, A.shape[:-2]))
 
 
 # ================================ lu_factor / lu ==================================================
@@ -159,14 +169,14 @@ def _lu_fn(a, *, pivot):
     return P, L, U
 
 
-_lu_factor = defop("lu_factor", _lu_factor_fn, "LinalgLuFactorExBackward0", diff_outputs=(0,))
-_lu = defop("lu", _lu_fn, "LinalgLuBackward0", diff_outputs=(1, 2))
+_lu_factor = defop("lu_factor", _lu_factor_fn, "LinalgLuFactorExBackward0", diff_outputs=(0,), accepts="fc",
+                   kernel="lu_cpu")
+_lu = defop("lu", _lu_fn, "LinalgLuBackward0", diff_outputs=(1, 2), accepts="fc", kernel="lu_cpu")
 
 
 def _check_lu(A, fname):
     if A.ndim < 2:
         raise RuntimeError(f"{fname}: Expected tensor with 2 or more dimensions. Got size: {list(A.shape)} instead")
-    _float_input(A, fname)
 
 
 def lu_factor(A, *, pivot: bool = True, out=None):
@@ -231,7 +241,7 @@ def cond(A, p=None, *, out=None) -> Tensor:
     tensor(4.)
     """
     if A.ndim < 2:
-        raise RuntimeError("linalg.cond: The input tensor A must have at least 2 dimensions.")
+        raise RuntimeError("linalg.cond: The input tensor must have at least 2 dimensions.")
     ord_ = 2 if p is None else p
     if isinstance(ord_, str):
         if ord_ not in ("fro", "nuc"):
