@@ -293,3 +293,4 @@ from ._ops.more2 import (adjoint as adjoint, bitwise_left_shift as bitwise_left_
                          is_nonzero as is_nonzero, is_same_size as is_same_size, isin as isin,
                          nanquantile as nanquantile, nextafter as nextafter, quantile as quantile, ravel as ravel,
                          renorm as renorm, typename as typename, vander as vander)
+from ._ops.poisson import poisson as poisson  # noqa: E402

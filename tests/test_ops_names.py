@@ -366,3 +366,34 @@ def test_cond_gradient_is_torchs_of_the_out_of_place_formula(p):
     ref = torch.linalg.matrix_norm(y, p) * torch.linalg.matrix_norm(torch.linalg.inv(y), p)
     (h,) = torch.autograd.grad(ref, y)
     np.testing.assert_allclose(np.asarray(g._value), h.numpy(), rtol=1e-10)
+
+
+_RATES = [np.array([0.5, 3.0, 12.0, 0.0, 100.0]), np.linspace(0.0, 60.0, 50).reshape(5, 10),
+          np.array([1e-3, 9.99, 10.0, 10.01, 1e4, 0.2])]
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64", "float16"])
+def test_poisson_draws_torchs_numbers(dtype):
+    for seed, rates in enumerate(_RATES):
+        funcgrad.manual_seed(seed)
+        torch.manual_seed(seed)
+        a = funcgrad.poisson(funcgrad.tensor(rates, dtype=getattr(funcgrad, dtype)))
+        b = torch.poisson(torch.tensor(rates, dtype=getattr(torch, dtype)))
+        assert str(a.dtype).split(".")[-1] == str(b.dtype).split(".")[-1]
+        np.testing.assert_array_equal(np.asarray(a._value).astype(np.float64), b.numpy().astype(np.float64))
+        # the generator's stream continues where PyTorch's does
+        np.testing.assert_array_equal(np.asarray(funcgrad.rand(4)._value), torch.rand(4).numpy())
+    g, h = funcgrad.Generator().manual_seed(3), torch.Generator().manual_seed(3)
+    np.testing.assert_array_equal(np.asarray(funcgrad.poisson(funcgrad.full((6,), 4.0), generator=g)._value),
+                                  torch.poisson(torch.full((6,), 4.0), generator=h).numpy())
+
+
+def test_poisson_node_gradient_and_errors():
+    x = funcgrad.tensor([1.0, 20.0], requires_grad=True)
+    y = funcgrad.poisson(x)
+    assert y.grad_fn.name() == "PoissonBackward0"
+    (g,) = funcgrad.autograd.grad(y.sum(), x)
+    assert np.array_equal(np.asarray(g._value), [0.0, 0.0])
+    for mk in (lambda lib: lib.poisson(lib.tensor([-1.0])), lambda lib: lib.poisson(lib.tensor([1])),
+               lambda lib: lib.poisson(lib.tensor([float("nan")]))):
+        assert _msg(mk, funcgrad) == _msg(mk, torch)

@@ -14,6 +14,7 @@ from . import fft, more, nn_more  # noqa: F401  (issue 18: diff, cdist, bincount
 from . import nn_ctc, nn_sample  # noqa: F401  (issue 18: grid_sample, affine_grid, bicubic, ctc_loss)
 from . import more2  # noqa: F401  (finfo, fmax, isin, renorm, cov, quantile, histogram, gradient…)
 from . import linalg2  # noqa: F401  (linalg: matrix_exp, solve_triangular, lu, lstsq, cond…)
+from . import poisson  # noqa: F401  (funcgrad.poisson: PyTorch's CPU sampler, draw for draw)
 from ._registry import FUNCTIONS, METHODS, OPS, apply, install
 from . import _saved_result  # noqa: F401,E402  (ops whose output is version-checked at backward)
 

@@ -215,7 +215,7 @@ def lstsq(A, B, rcond=None, *, driver=None):
     default driver ``gelsy``: residuals and singular values are empty, ``rank`` is the numerical
     rank (``rcond``: default ``eps · max(m, n)``)."""
     if A.ndim < 2:
-        raise RuntimeError(f"torch.linalg.lstsq: input must have at least 2 dimensions.")
+        raise RuntimeError("torch.linalg.lstsq: input must have at least 2 dimensions.")
     if driver not in (None, "gelsy"):
         raise NotImplementedError(f"funcgrad.linalg.lstsq: driver {driver!r} is not supported (only gelsy, "
                                   f"PyTorch's CPU default)")
@@ -270,7 +270,7 @@ def vander(x, *, N=None) -> Tensor:
             [1, 3, 9]])
     """
     if x.dtype._kind == "b":
-        raise RuntimeError(f"linalg.vander supports floating point, complex, and integer tensors, but got Bool")
+        raise RuntimeError("linalg.vander supports floating point, complex, and integer tensors, but got Bool")
     x_ = x.unsqueeze(-1) if x.ndim == 0 else x
     n = x_.shape[-1] if N is None else int(N)
     if n <= 1:
