@@ -20,6 +20,7 @@ from ._ops.linalg2 import cholesky_ex as cholesky_ex, cond as cond, inv_ex as in
 from ._ops.linalg2 import lu as lu, lu_factor as lu_factor, matrix_exp as matrix_exp
 from ._ops.linalg2 import solve_triangular as solve_triangular, tensorinv as tensorinv
 from ._ops.linalg2 import tensorsolve as tensorsolve, vander as vander
+from ._ops.linalg2 import householder_product as householder_product
 
 
 def cross(input, other, *, dim=-1, out=None):
@@ -43,4 +44,4 @@ __all__ = ["LinAlgError", "cholesky", "cross", "det", "diagonal", "eigh", "eigva
            "matmul", "matrix_norm", "matrix_power", "matrix_rank", "multi_dot", "norm", "pinv", "qr",
            "slogdet", "solve", "svd", "svdvals", "vecdot", "vector_norm"]
 __all__ += ["cholesky_ex", "cond", "inv_ex", "lstsq", "lu", "lu_factor", "matrix_exp", "solve_triangular",
-            "tensorinv", "tensorsolve", "vander"]
+            "tensorinv", "tensorsolve", "vander", "householder_product"]

@@ -145,6 +145,10 @@ SAMPLES += [
     Sample("matrix_exp", lambda lib, a: lib.linalg.matrix_exp(a), [rand(3, 3, seed=10, dtype=np.float32)], id="f32"),
     Sample("solve_triangular", lambda lib, a, b: lib.linalg.solve_triangular(a, b, upper=False), [_A, rand(2, 3, 2)],
            id="broadcast"),
+    Sample("householder_product", lambda lib, a, t: lib.linalg.householder_product(a, t), [rand(2, 5, 3), rand(2, 3)],
+           id="batch"),
+    Sample("householder_product", lambda lib, a, t: lib.linalg.householder_product(a, t),
+           [rand(4, 2, dtype=np.float32), rand(2, dtype=np.float32)], id="f32"),
 ]
 
 ERRORS_LINALG = {
@@ -166,6 +170,14 @@ ERRORS_LINALG = {
     "lu_factor_int": lambda lib: lib.linalg.lu_factor(lib.ones(2, 2, dtype=lib.long)),
     "lstsq_1d": lambda lib: lib.linalg.lstsq(lib.ones(3), lib.ones(3)),
     "lstsq_shapes": lambda lib: lib.linalg.lstsq(lib.ones(3, 2), lib.ones(4, 1)),
+    "householder_1d": lambda lib: lib.linalg.householder_product(lib.ones(3), lib.ones(1)),
+    "householder_wide": lambda lib: lib.linalg.householder_product(lib.ones(2, 3), lib.ones(1)),
+    "householder_tau": lambda lib: lib.linalg.householder_product(lib.ones(3, 2), lib.ones(3)),
+    "householder_ndim": lambda lib: lib.linalg.householder_product(lib.ones(3, 2), lib.ones(1, 1)),
+    "householder_dtype": lambda lib: lib.linalg.householder_product(lib.ones(3, 2), lib.ones(1, dtype=lib.float64)),
+    "householder_int": lambda lib: lib.linalg.householder_product(lib.ones(3, 2, dtype=lib.long),
+                                                                  lib.ones(1, dtype=lib.long)),
+    "householder_batch": lambda lib: lib.linalg.householder_product(lib.ones(2, 3, 2), lib.ones(3, 1)),
     "inv_ex_rect": lambda lib: lib.linalg.inv_ex(lib.ones(2, 3)),
     "cholesky_ex_rect": lambda lib: lib.linalg.cholesky_ex(lib.ones(2, 3)),
     "inv_ex_check": lambda lib: lib.linalg.inv_ex(lib.tensor([[1.0, 2.0], [2.0, 4.0]]), check_errors=True),

@@ -1,5 +1,6 @@
 """Op table — more of ``torch.linalg``: ``matrix_exp``, ``solve_triangular``, ``inv_ex``,
-``cholesky_ex``, ``lu_factor``, ``lu``, ``lstsq``, ``cond``, ``vander``, ``tensorinv``, ``tensorsolve``.
+``cholesky_ex``, ``lu_factor``, ``lu``, ``lstsq``, ``cond``, ``vander``, ``tensorinv``, ``tensorsolve``,
+``householder_product``.
 
 The decompositions are ops named after PyTorch's nodes (``LinalgMatrixExpBackward0``,
 ``LinalgLuFactorExBackward0``…) whose gradients are ``jax.vjp`` of JAX's factorisations; ``cond``,
@@ -16,6 +17,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from .._factories import tensor
+from .._tensor import _scalar_type_name
 from ._registry import Tensor, apply, defop
 from .decomp import (LinAlgError, _cholesky, _float_input, _inv, _result_type, _square, inv, matrix_norm, solve,
                      svdvals)
@@ -314,3 +316,41 @@ def tensorsolve(A, B, dims=None, *, out=None) -> Tensor:
                            f"prod(self.shape[:other.ndim]), but got {n} != {int(np.prod(rhs))}")
     r = solve(A.reshape(n, n), B.reshape(n))
     return _out(r.view(res), out)
+
+
+# ================================ householder_product =============================================
+def _householder_fn(a, tau):
+    m, n = a.shape[-2:]
+    q = jnp.broadcast_to(jnp.eye(m, dtype=a.dtype), a.shape[:-2] + (m, m))
+    rows = jnp.arange(m)
+    for i in range(tau.shape[-1]):  # Q = H_1 ... H_k, H_i = I - tau_i v_i v_iᴴ
+        v = jnp.where(rows == i, 1, jnp.where(rows > i, a[..., :, i], 0)).astype(a.dtype)
+        qv = jnp.einsum("...ij,...j->...i", q, v)
+        q = q - tau[..., i, None, None] * qv[..., :, None] * jnp.conj(v)[..., None, :]
+    return q[..., :, :n]
+
+
+_householder = defop("householder_product", _householder_fn, "LinalgHouseholderProductBackward0",
+                     accepts="fc", kernel="orgqr_cpu")
+
+
+def householder_product(A, tau, *, out=None) -> Tensor:
+    """The first ``n`` columns of the product of the Householder reflectors stored in ``A``'s
+    columns below the diagonal with scales ``tau`` (LAPACK's ``orgqr``)."""
+    f = "torch.linalg.householder_product"
+    if A.ndim < 2:
+        raise RuntimeError(f"{f}: input must have at least 2 dimensions.")
+    if A.shape[-2] < A.shape[-1]:
+        raise RuntimeError(f"{f}: input.shape[-2] must be greater than or equal to input.shape[-1]")
+    if A.shape[-1] < tau.shape[-1]:
+        raise RuntimeError(f"{f}: input.shape[-1] must be greater than or equal to tau.shape[-1]")
+    if A.ndim - tau.ndim != 1:
+        raise RuntimeError(f"{f}: Expected tau to have one dimension less than input, but got tau.ndim equal to "
+                           f"{tau.ndim} and input.ndim is equal to {A.ndim}")
+    if tuple(tau.shape[:-1]) != tuple(A.shape[:-2]):
+        raise RuntimeError(f"{f}: Expected batch dimensions of tau to be equal to input.shape[:-2], but got "
+                           f"{list(tau.shape[:-1])}")
+    if tau.dtype is not A.dtype:
+        raise RuntimeError(f"{f}: tau dtype {_scalar_type_name(tau.dtype)} does not match input dtype "
+                           f"{_scalar_type_name(A.dtype)}")
+    return _out(apply(_householder, A, tau), out)

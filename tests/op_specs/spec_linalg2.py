@@ -17,6 +17,15 @@ _AB = _rng.standard_normal((2, 3, 3)) + 3 * np.eye(3)
 _TALL = _rng.standard_normal((5, 3))
 
 
+def _householder_ref(a, tau):
+    m, n = a.shape
+    q = jnp.eye(m)
+    for i in range(tau.shape[0]):
+        v = jnp.concatenate([jnp.zeros(i), jnp.ones(1), a[i + 1:, i]])
+        q = q @ (jnp.eye(m) - tau[i] * jnp.outer(v, v))
+    return q[:, :n]
+
+
 def _lu_ref(a, part):
     p, l, u = jax.scipy.linalg.lu(a)
     return (p, l, u)[part]
@@ -44,4 +53,8 @@ SPECS = [
          id="lstsq_vec"),
     Spec("reshape_alias", lambda a: fg.linalg.tensorinv(a, ind=1), lambda a: jnp.linalg.inv(a.reshape(3, 3))
          .reshape(3, 3), [_A], grad_fn="ReshapeAliasBackward0"),
+    Spec("householder_product", fg.linalg.householder_product, _householder_ref, [(4, 3), (2,)],
+         grad_fn="LinalgHouseholderProductBackward0"),
+    Spec("householder_product", fg.linalg.householder_product, _householder_ref, [(3, 3), (3,)],
+         id="householder_square"),
 ]
