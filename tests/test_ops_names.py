@@ -1,4 +1,4 @@
-"""The top-level names of funcgrad/_ops/more2.py against PyTorch 2.13: the composites (values, dtype,
+"""The top-level names of funcgrad/_ops/more2.py, more3.py, linalg2.py, poisson.py against PyTorch 2.13: the composites (values, dtype,
 ``grad_fn`` name, float64 gradient, through tests/opinfo's ``run``/``compare``), the errors (type and
 message), ``finfo``/``iinfo``/``typename``/``can_cast``, and the new methods and operators."""
 
@@ -311,12 +311,21 @@ def test_typename_and_predicates():
 def test_shift_operators_and_inplace_match_torch():
     for f in (lambda lib, x: x << 2, lambda lib, x: x >> 1, lambda lib, x: 5 << x, lambda lib, x: 100 >> x,
               lambda lib, x: x.bitwise_left_shift_(3), lambda lib, x: x.bitwise_right_shift_(1),
-              lambda lib, x: x.__ilshift__(2), lambda lib, x: x.__irshift__(1)):
+              lambda lib, x: x.__ilshift__(2), lambda lib, x: x.__irshift__(1),
+              lambda lib, x: lib.bitwise_left_shift(x, lib.tensor([1, 70, -1, 63, 2]))):
         a = np.array([-7, 0, 1, 5, 3], np.int64)
         x, y = funcgrad.tensor(a), torch.tensor(a)
         r, s = f(funcgrad, x), f(torch, y)
         np.testing.assert_array_equal(np.asarray(r._value), s.numpy())
         np.testing.assert_array_equal(np.asarray(x._value), y.numpy())  # in place where torch is
+
+
+def test_nextafter_inplace_matches_torch():
+    a, b = np.array([1.0, -2.0, 0.0]), np.array([2.0, -3.0, -1.0])
+    x, y = funcgrad.tensor(a), torch.tensor(a)
+    x.nextafter_(funcgrad.tensor(b))
+    y.nextafter_(torch.tensor(b))
+    np.testing.assert_array_equal(np.asarray(x._value), y.numpy())
 
 
 def test_renorm_inplace_and_ravel_view():
@@ -332,8 +341,8 @@ def test_renorm_inplace_and_ravel_view():
 
 def test_chain_matmul_warns_once_like_torch():
     a = funcgrad.ones(2, 2)
-    from funcgrad._ops import more2
-    more2._warned[0] = False
+    from funcgrad._ops import more3
+    more3._warned[0] = False
     with pytest.warns(UserWarning, match="chain_matmul is deprecated"):
         funcgrad.chain_matmul(a, a)
     with warnings.catch_warnings():
