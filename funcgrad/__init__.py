@@ -281,3 +281,17 @@ from ._compile_cache import setup as _setup_compile_cache  # noqa: E402
 
 _setup_compile_cache()
 from . import random as random  # noqa: E402  (torch.random: fork_rng, seeds, RNG state)
+
+# ---- more top-level tensor functions real scripts use (funcgrad/_ops/more2.py) -------------------
+from ._ops.math import atan2 as arctan2  # noqa: E402
+from ._ops.more2 import (adjoint as adjoint, bitwise_left_shift as bitwise_left_shift,  # noqa: E402
+                         bitwise_right_shift as bitwise_right_shift, block_diag as block_diag,
+                         can_cast as can_cast, cartesian_prod as cartesian_prod, combinations as combinations,
+                         corrcoef as corrcoef, cov as cov, detach as detach, diagflat as diagflat,
+                         finfo as finfo, fmax as fmax, fmin as fmin, histogram as histogram, iinfo as iinfo,
+                         is_complex as is_complex, is_nonzero as is_nonzero, is_same_size as is_same_size,
+                         isin as isin, nanquantile as nanquantile, nextafter as nextafter, quantile as quantile,
+                         ravel as ravel, renorm as renorm, typename as typename)
+from ._ops.more3 import (chain_matmul as chain_matmul, cumulative_trapezoid as cumulative_trapezoid,  # noqa: E402
+                         empty_strided as empty_strided, gradient as gradient, vander as vander)
+from ._ops.poisson import poisson as poisson  # noqa: E402

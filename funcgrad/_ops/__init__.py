@@ -12,6 +12,9 @@ from . import special  # noqa: F401  (logit, polygamma, Bessel, ndtr, zeta, frex
 from . import random  # noqa: F401  (in-place random fills: uniform_, normal_, bernoulli_…)
 from . import fft, more, nn_more  # noqa: F401  (issue 18: diff, cdist, bincount, searchsorted…; funcgrad.fft)
 from . import nn_ctc, nn_sample  # noqa: F401  (issue 18: grid_sample, affine_grid, bicubic, ctc_loss)
+from . import more2, more3  # noqa: F401  (finfo, fmax, isin, renorm, cov, quantile, histogram, gradient…)
+from . import linalg2  # noqa: F401  (linalg: matrix_exp, solve_triangular, lu, lstsq, cond…)
+from . import poisson  # noqa: F401  (funcgrad.poisson: PyTorch's CPU sampler, draw for draw)
 from ._registry import FUNCTIONS, METHODS, OPS, apply, install
 from . import _saved_result  # noqa: F401,E402  (ops whose output is version-checked at backward)
 
