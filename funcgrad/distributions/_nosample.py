@@ -1,8 +1,9 @@
 """``StudentT``, ``Poisson`` and ``Binomial``: PyTorch's ``log_prob``, ``entropy`` and moments.
 
-Sampling is not provided: PyTorch draws them with its own gamma / Poisson / binomial kernels
-(``_standard_gamma``, ``torch.poisson``, ``torch.binomial``), which funcgrad does not reproduce,
-and numbers other than PyTorch's from the same seed would silently change a script's results.
+``Poisson.sample`` is PyTorch's (``funcgrad.poisson``, PyTorch's CPU sampler over the mt19937
+stream). ``StudentT`` and ``Binomial`` do not sample: PyTorch draws them with its own gamma /
+binomial kernels (``_standard_gamma``, ``torch.binomial``), which funcgrad does not reproduce, and
+numbers other than PyTorch's from the same seed would silently change a script's results; their
 ``sample``/``rsample`` raise ``NotImplementedError`` saying so.
 """
 
@@ -12,6 +13,8 @@ import math
 import numbers
 
 from .._factories import arange as _arange
+from ..autograd.grad_mode import no_grad
+from .._ops.poisson import poisson as _poisson
 from .._ops.math import digamma, lgamma
 from .._tensor import Size
 from . import constraints
@@ -91,7 +94,7 @@ class StudentT(Distribution):
 
 
 class Poisson(Distribution):
-    """Poisson with ``rate`` (no sampling, see the module).
+    """Poisson with ``rate``; ``sample`` draws PyTorch's numbers (``funcgrad.poisson``).
 
     >>> import funcgrad
     >>> from funcgrad.distributions import Poisson
@@ -127,7 +130,10 @@ class Poisson(Distribution):
     def variance(self):
         return self.rate
 
-    sample = _no_sampling("Poisson", "torch.poisson")
+    def sample(self, sample_shape=Size()):
+        shape = self._extended_shape(sample_shape)
+        with no_grad():
+            return _poisson(self.rate.expand(shape))
 
     def log_prob(self, value):
         if self._validate_args:
