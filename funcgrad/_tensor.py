@@ -309,6 +309,8 @@ class Tensor:
     is_cpu = property(lambda self: self.device.type == "cpu")
     is_leaf = property(lambda self: self._grad_fn is None,
                        doc="True for tensors not produced by a recorded op (users' tensors, parameters).")
+    output_nr = property(lambda self: self._output_nr,
+                         doc="This tensor's index among its ``grad_fn``'s outputs (0 for a leaf).")
     is_sparse = False
     is_quantized = False
     is_meta = False
