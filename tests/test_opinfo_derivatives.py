@@ -104,12 +104,7 @@ ROWS = {
 # second derivatives not compared: PyTorch does not implement them (hardsigmoid, heaviside), or
 # they differ at the singular points (listed as known bugs)
 NO_DOUBLE = {"heaviside": "PyTorch's backward raises", "hardsigmoid": "PyTorch: derivative for "
-             "aten::hardsigmoid_backward is not implemented",
-             "cumprod": "BUG (issue 14, not fixed yet): second derivative in a slice with ±inf elements "
-                        "(PyTorch differentiates prod's result / self there: inf / inf = nan); at zeros "
-                        "and finite values it matches (its create_graph formula is the op's jvp_graph)",
-             "logcumsumexp": "BUG (issue 14, not fixed yet): second derivative at a +inf element (PyTorch: "
-                             "nan, from d/dself exp(self + ...); funcgrad: 0)"}
+             "aten::hardsigmoid_backward is not implemented"}
 
 
 def test_every_stated_derivative_has_a_row():
