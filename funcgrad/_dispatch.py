@@ -111,7 +111,7 @@ class Op:
 
     def vjp_fn(self, static, cast, nargs, mask, avals, graph=False):
         """``bwd(args, cots) -> grads`` for the masked positions (unjitted, traceable); ``graph``:
-        the backward of a recorded backward (``create_graph``), for ``vjp``'s ``grad_mode``)."""
+        this backward is itself recorded (``create_graph``; ``vjp``'s ``grad_mode``)."""
         f = self.traced(static, cast, nargs)
         idx = [i for i in range(nargs) if mask[i]]
         douts = self.diff_outputs
