@@ -101,8 +101,7 @@ ROWS = {
     "pinv": (lambda L, x: L.linalg.pinv(x.view(3, 3), hermitian=True).flatten(), [_A]),
     "heaviside": None,  # its slot raises PyTorch's error: tests/test_ops_math.py
 }
-# second derivatives not compared: PyTorch does not implement them (hardsigmoid, heaviside), or
-# they differ at the singular points (listed as known bugs)
+# second derivatives not compared: PyTorch does not implement them (hardsigmoid, heaviside)
 NO_DOUBLE = {"heaviside": "PyTorch's backward raises", "hardsigmoid": "PyTorch: derivative for "
              "aten::hardsigmoid_backward is not implemented"}
 
