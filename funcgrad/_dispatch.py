@@ -52,22 +52,28 @@ class Op:
             ``(exception type, message)``, or a check ``f(vals)`` that raises where PyTorch does
             (integer division by zero); ``None``: every dtype is taken. Built by ``defop`` from
             the op's accepted dtype kinds; checked before the kernel runs, so nothing changes.
-        jvp_graph: the formula of the backward when it is itself recorded (``create_graph``),
-            where PyTorch switches formulas with grad mode (cumprod at zeros); default: ``jvp``.
+        vjp: PyTorch's backward formula itself, for a backward ``jvp`` cannot state: one not
+            linear in the cotangent (logcumsumexp's ``log|grad|``: a nan cotangent counts as 0),
+            or one PyTorch switches with grad mode (cumprod at zeros under ``create_graph``).
+            ``vjp(primals, cot, *, grad_mode, **static) -> cotangent per primal``; every backward
+            kernel (eager, ``create_graph``, ``funcgrad.jit``) evaluates it, ``grad_mode`` True
+            when the backward is itself recorded, whose derivative is then jax's derivative of
+            the formula (as PyTorch differentiates its formula's ops). Single-output ops.
+            ``jax.grad`` of a functional call still uses ``jvp``.
     """
 
     __slots__ = ("name", "fn", "grad_name", "promote", "diff", "linear", "diff_outputs",
-                 "view", "saves_result", "jvp", "jvp_graph", "reject", "_fwd", "_bwd", "_bwd_ops",
+                 "view", "saves_result", "jvp", "vjp", "reject", "_fwd", "_bwd", "_bwd_ops",
                  "_node_cls", "doc")
 
     def __init__(self, name, fn, grad_name=None, promote="none", diff=None, linear=False,
                  diff_outputs=None, view=False, doc=None, saves_result=False, jvp=None,
-                 jvp_graph=None, reject=None):
+                 vjp=None, reject=None):
         self.name, self.fn, self.grad_name, self.promote = name, fn, grad_name, promote
         self.reject = reject
         self.diff, self.linear, self.diff_outputs, self.view = diff, linear, diff_outputs, view
         self.saves_result = saves_result
-        self.doc, self.jvp, self.jvp_graph = doc, jvp, jvp_graph
+        self.doc, self.jvp, self.vjp = doc, jvp, vjp
         self._fwd, self._bwd, self._bwd_ops = {}, {}, {}
         self._node_cls = node_class(grad_name, OpNode) if grad_name else None
 
@@ -78,23 +84,21 @@ class Op:
         return range(nargs) if self.diff is None else self.diff
 
     # -- kernels ---------------------------------------------------------------------------
-    def traced(self, static, cast, nargs, graph=False):
-        """The pure function with the dtype cast applied to the operands (``graph``: with the
-        derivative formula of a recorded backward, ``jvp_graph``)."""
+    def traced(self, static, cast, nargs):
+        """The pure function with the dtype cast applied to the operands."""
         fn, kw = self.fn, dict(static)
-        rule = self.jvp_graph if graph and self.jvp_graph is not None else self.jvp
-        if rule is not None:
-            fn, kw = _with_jvp(fn, rule, kw), {}
+        if self.jvp is not None:
+            fn, kw = _with_jvp(fn, self.jvp, kw), {}
         if cast is None:
             return lambda *a: fn(*a, **kw)
+        cast_all = self._cast(cast, nargs)
+        return lambda *a: fn(*cast_all(a), **kw)
+
+    def _cast(self, cast, nargs):
         pos = frozenset(self.positions(nargs))
         jt = cast.np
-
-        def f(*a):
-            # (an optional operand left out, clamp's min=None, stays None)
-            return fn(*[jnp.asarray(x, jt) if i in pos and x is not None else x
-                        for i, x in enumerate(a)], **kw)
-        return f
+        # (an optional operand left out, clamp's min=None, stays None)
+        return lambda a: [jnp.asarray(x, jt) if i in pos and x is not None else x for i, x in enumerate(a)]
 
     def forward(self, static, cast, nargs):
         key = (static, cast, nargs)
@@ -106,15 +110,22 @@ class Op:
         return k
 
     def vjp_fn(self, static, cast, nargs, mask, avals, graph=False):
-        """``bwd(args, cots) -> grads`` for the masked positions (unjitted, traceable)."""
-        f = self.traced(static, cast, nargs, graph)
+        """``bwd(args, cots) -> grads`` for the masked positions (unjitted, traceable); ``graph``:
+        this backward is itself recorded (``create_graph``; ``vjp``'s ``grad_mode``)."""
+        f = self.traced(static, cast, nargs)
         idx = [i for i in range(nargs) if mask[i]]
         douts = self.diff_outputs
+        stated = self.vjp
+        cast_all = (lambda a: a) if cast is None else self._cast(cast, nargs)
 
         def bwd(args, cots):
             full = list(args)
             for i, (shape, dt) in avals:
                 full[i] = jnp.zeros(shape, dt)
+            if stated is not None:
+                out = jax.eval_shape(f, *full)
+                grads = stated(tuple(cast_all(full)), cots[0].astype(out.dtype), grad_mode=graph, **dict(static))
+                return tuple(grads[i].astype(full[i].dtype) for i in idx)
 
             def g(*d):
                 a = list(full)

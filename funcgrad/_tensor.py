@@ -332,6 +332,8 @@ class Tensor:
     is_cpu = property(lambda self: self.device.type == "cpu")
     is_leaf = property(lambda self: self._grad_fn is None,
                        doc="True for tensors not produced by a recorded op (users' tensors, parameters).")
+    output_nr = property(lambda self: self._output_nr,
+                         doc="This tensor's index among its ``grad_fn``'s outputs (0 for a leaf).")
     is_sparse = False
     is_quantized = False
     is_meta = False
@@ -748,18 +750,23 @@ class Tensor:
                     "a view of a leaf Variable that requires grad is being used in an in-place "
                     "operation.")
 
-    def _inplace(self, fn, *args, **kwargs) -> "Tensor":
-        """Run out-of-place ``fn(self_snapshot, *args)`` and commit its result into ``self``."""
+    def _inplace(self, fn, *args, _c_type_cast: bool = False, **kwargs) -> "Tensor":
+        """Run out-of-place ``fn(self_snapshot, *args)`` and commit its result into ``self``
+        (``_c_type_cast``: see ``_commit``)."""
         self._check_inplace()
         out = fn(self._snapshot(), *args, **kwargs)
-        return self._commit(out)
+        return self._commit(out, c_type_cast=_c_type_cast)
 
-    def _commit(self, out: "Tensor") -> "Tensor":
+    def _commit(self, out: "Tensor", c_type_cast: bool = False) -> "Tensor":
+        """Write ``out`` into ``self``. A result self's dtype cannot hold raises PyTorch's cast
+        error, naming self's ScalarType (``Long``), or with ``c_type_cast`` its C++ type (``long
+        int``), as PyTorch's structured kernels with a Scalar overload do (``clamp_(min=0.5)``)."""
         if out.dtype is not self.dtype:
             if self.dtype._kind in "bi" and out.dtype._kind in "fc" or \
                     self.dtype._kind == "b" and out.dtype._kind == "i":
+                want = (_dtype_cname if c_type_cast else _scalar_type_name)(self.dtype)
                 raise RuntimeError(f"result type {_scalar_type_name(out.dtype)} can't be cast to "
-                                   f"the desired output type {_scalar_type_name(self.dtype)}")
+                                   f"the desired output type {want}")
             out = out.to(self.dtype)
         if out.shape != self.shape:
             if np.broadcast_shapes(out.shape, self.shape) != tuple(self.shape):

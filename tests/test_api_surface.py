@@ -625,3 +625,16 @@ def test_complex_prints_and_parts_match_torch(torch):
     assert run(funcgrad) == run(torch)
     f = lambda lib: lib.ones(2).imag  # noqa: E731
     assert _outcome(funcgrad, f) == _outcome(torch, f)
+
+
+@pytest.mark.torch
+def test_output_nr_matches_torch(torch):
+    def run(lib):
+        x = lib.randn(4, requires_grad=True)
+        a, b = x.split(2)
+        m, i = x.max(0)
+        e = lib.linalg.eigh(lib.eye(3, requires_grad=True) * 2)
+        return [x.output_nr, a.output_nr, b.output_nr, lib.ones(2).output_nr, m.output_nr, i.output_nr,
+                (x * 2).output_nr, b.detach().output_nr, b.view(2).output_nr, e.eigenvalues.output_nr,
+                e.eigenvectors.output_nr]
+    assert run(funcgrad) == run(torch)

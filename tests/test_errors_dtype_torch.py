@@ -51,6 +51,13 @@ UNARY = {
     "bitwise_and_scalar": lambda L, x: x & 1, "hypot": lambda L, x: L.hypot(x, x),
     "logaddexp2": lambda L, x: L.logaddexp2(x, x),
     "sub_scalar": lambda L, x: x - 1, "rsub_scalar": lambda L, x: 1 - x, "sub_self": lambda L, x: x - x,
+    # in-place with number bounds: the cast error names self's C++ type; tensor bounds: ScalarType
+    "clamp_min_inplace_float": lambda L, x: x.clamp_min_(0.5),
+    "clamp_max_inplace_float": lambda L, x: x.clamp_max_(1.5),
+    "clamp_min_inplace_int": lambda L, x: x.clamp_min_(1),
+    "clamp_max_inplace_tensor": lambda L, x: x.clamp_max_(L.tensor(1.5)),
+    "clamp_tensor_bounds": lambda L, x: x.clamp(L.tensor(0.5), L.tensor(2.0)),
+    "maximum_self": lambda L, x: L.maximum(x, x), "minimum_self": lambda L, x: L.minimum(x, x),
 }
 
 # calls on a float32 tensor x
@@ -69,6 +76,9 @@ OTHER = {
     "clamp_inplace_int64": lambda L, x: x.long().clamp_(0.5),
     "clip_inplace_int8_max": lambda L, x: x.to(L.int8).clip_(max=1.5),
     "clamp_inplace_tensor_bound": lambda L, x: x.long().clamp_(L.tensor(0.5)),
+    "logical_and_inplace_float": lambda L, x: x.logical_and_(2.0),
+    "logical_or_inplace_int": lambda L, x: x.logical_or_(1),
+    "logical_xor_inplace_kw": lambda L, x: x.logical_xor_(other=2.0),
 }
 
 

@@ -247,3 +247,36 @@ def test_jax_reference_conv_module():
                                         [(1, 1)], rhs_dilation=(2,), dimension_numbers=("NCH", "OIH", "NCH"))
     want = want + conv.bias.detach()._value[None, :, None]
     np.testing.assert_allclose(conv(x.float()).detach().numpy(), np.asarray(want), rtol=1e-5, atol=1e-6)
+
+
+# threshold's Python numbers as PyTorch converts them (c10's checked_convert): overflow errors
+# naming the C++ type, negative ints wrapping into uint8, floats truncating, float16/bfloat16
+# comparing in float32; (threshold, value) pairs, integer-range ones on the integer dtypes and
+# float-range ones on the float dtypes (each distinct pair is a kernel compile)
+_THRESHOLD_INT = [(300, 7), (3, 300), (-1, 7), (3, -1), (3.5, 7), (3, 7.5), (-5, -5), (-255, 1), (-256, 1),
+                  (-0.5, 1), (3, -0.5), (127.9, 1), (-128.9, 1), (float("nan"), 1), (3, float("inf")),
+                  (True, 3), (1, 1.5j), (2 ** 31, 7), (1, 2.0 ** 31), (2 ** 70, 1), (-2 ** 63 - 1, 1),
+                  (1, 2.0 ** 63), (2.0 ** 63, 1)]
+_THRESHOLD_FLOAT = [(3, 300), (float("nan"), 1), (3, float("inf")), (1, 1.5j), (2 ** 70, 1), (1, 65520),
+                    (1e39, 1), (1, 3.4e38), (1.00000001, 9), (1.0004, 9), (2 ** 63, 1)]
+_THRESHOLD_X = {"uint8": [0, 1, 5, 200, 255], "int8": [0, 1, 5, 127, -128], "int16": [1, 2], "int32": [1, 2],
+                "int64": [1, 2], "float16": [1.0, 1.0009765625], "bfloat16": [1.0, 1.0078125],
+                "float32": [1.0, 2.0], "float64": [1.0, 2.0], "bool": [True, False]}
+
+
+def _threshold_outcome(lib, dt, th, v):
+    x = lib.tensor(_THRESHOLD_X[dt], dtype=getattr(lib, dt))
+    try:
+        r = lib.nn.functional.threshold(x, th, v)
+    except Exception as e:  # noqa: BLE001 - type and message are compared
+        return type(e).__name__, str(e)
+    return str(r.dtype).split(".")[-1], r.double().tolist()
+
+
+@pytest.mark.torch
+@pytest.mark.parametrize("dt", list(_THRESHOLD_X))
+def test_threshold_number_conversion_matches_torch(dt):
+    real = pytest.importorskip("torch")
+    pairs = _THRESHOLD_INT if dt.startswith(("int", "uint")) else _THRESHOLD_FLOAT
+    for th, v in pairs[:3] if dt == "bool" else pairs:
+        assert _threshold_outcome(torch, dt, th, v) == _threshold_outcome(real, dt, th, v), (dt, th, v)

@@ -101,19 +101,13 @@ ROWS = {
     "pinv": (lambda L, x: L.linalg.pinv(x.view(3, 3), hermitian=True).flatten(), [_A]),
     "heaviside": None,  # its slot raises PyTorch's error: tests/test_ops_math.py
 }
-# second derivatives not compared: PyTorch does not implement them (hardsigmoid, heaviside), or
-# they differ at the singular points (listed as known bugs)
+# second derivatives not compared: PyTorch does not implement them (hardsigmoid, heaviside)
 NO_DOUBLE = {"heaviside": "PyTorch's backward raises", "hardsigmoid": "PyTorch: derivative for "
-             "aten::hardsigmoid_backward is not implemented",
-             "cumprod": "BUG (issue 14, not fixed yet): second derivative in a slice with ±inf elements "
-                        "(PyTorch differentiates prod's result / self there: inf / inf = nan); at zeros "
-                        "and finite values it matches (its create_graph formula is the op's jvp_graph)",
-             "logcumsumexp": "BUG (issue 14, not fixed yet): second derivative at a +inf element (PyTorch: "
-                             "nan, from d/dself exp(self + ...); funcgrad: 0)"}
+             "aten::hardsigmoid_backward is not implemented"}
 
 
 def test_every_stated_derivative_has_a_row():
-    stated = sorted(k for k, op in OPS.items() if op.jvp is not None)
+    stated = sorted(k for k, op in OPS.items() if op.jvp is not None or op.vjp is not None)
     assert sorted(ROWS) == stated
 
 
@@ -175,3 +169,16 @@ def test_scatter_src_of_another_shape_raises_as_torch(name):
 def test_gradient_inside_jit_matches_torch(key):
     for got, want in zip(_run(funcgrad, key, jit=True), _run(torch, key)):
         np.testing.assert_allclose(got, want, rtol=1e-12, atol=1e-300, equal_nan=True)
+
+
+@pytest.mark.parametrize("jit", [False, True])
+def test_logcumsumexp_backward_is_nonlinear_in_grad_as_torch(jit):
+    # PyTorch's formula takes log|grad|: a nan cotangent is neither > 0 nor < 0 and counts as 0
+    def grads(L, cot):
+        x = L.tensor([[1.0, 2.0, 3.0], [0.5, INF, -INF]], dtype=L.float64, requires_grad=True)
+        return L.autograd.grad(x.logcumsumexp(-1), x, cot)[0]
+    cot = [[NAN, 1.0, 0.0], [-INF, 2.0, NAN]]
+    fg = (lambda c: grads(funcgrad, c))
+    got = (funcgrad.jit(fg) if jit else fg)(funcgrad.tensor(cot, dtype=funcgrad.float64))
+    want = grads(torch, torch.tensor(cot, dtype=torch.float64))
+    np.testing.assert_allclose(np.asarray(got.tolist()), want.numpy(), rtol=1e-12, equal_nan=True)

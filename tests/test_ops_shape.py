@@ -285,3 +285,17 @@ def test_against_torch():
                                torch.diag_embed(torch.tensor(a), 1, 0, 2).numpy())
     np.testing.assert_allclose(_np(fg.linalg.matrix_norm(fg.tensor(a), -2)),
                                torch.linalg.matrix_norm(torch.tensor(a), -2).numpy(), rtol=1e-5)
+
+
+@pytest.mark.torch
+def test_matrix_rank_hermitian_reads_the_lower_triangle_as_torch():
+    torch = pytest.importorskip("torch")
+    mats = [[[1., 5., 2.], [0., 0., 3.], [0., 0., 0.]], [[1., 0., 0.], [5., 0., 0.], [2., 3., 0.]],
+            [[1., 100.], [1., 1.]], [[1., 2j], [0., 4.]], [[0., 1.], [1., 0.]]]
+    for m in mats:
+        for lib in (fg, torch):
+            a = lib.tensor(m)
+            got = [lib.linalg.matrix_rank(a, hermitian=h).item() for h in (True, False)]
+            if lib is fg:
+                fg_got = got
+        assert fg_got == got, m

@@ -107,12 +107,21 @@ def export(*names: str, method: bool = True, function: bool = True, tensors: tup
     return deco
 
 
-def inplace_method(name: str, fn) -> None:
-    """``Tensor.<name>_``: the out-of-place ``fn`` committed into self (version bump, rebase)."""
+def inplace_method(name: str, fn, *, tensors: tuple = (), c_type_cast: bool = False) -> None:
+    """``Tensor.<name>_``: the out-of-place ``fn`` committed into self (version bump, rebase).
+
+    ``tensors``: parameters that must be Tensors (as ``export``'s, in the in-place method's name
+    and positions). ``c_type_cast``: PyTorch's Scalar overload of this op is a structured kernel,
+    whose cast error names self's C++ type; it applies when no argument is a Tensor.
+    """
     def m(self, *args, **kwargs):
-        return self._inplace(fn, *args, **kwargs)
+        c = c_type_cast and not any(isinstance(a, Tensor) for a in (*args, *kwargs.values()))
+        return self._inplace(fn, *args, _c_type_cast=c, **kwargs)
     m.__name__ = name
     m.__doc__ = f"In-place version of :func:`{fn.__name__}`."
+    if tensors:  # checked against fn's parameters (self is fn's first)
+        m.__wrapped__ = fn
+        m = _require_tensors(m, name, tensors, True)
     METHODS[name] = m
 
 

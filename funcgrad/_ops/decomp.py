@@ -516,7 +516,9 @@ def matrix_rank(A, *, atol=None, rtol=None, hermitian=False, out=None) -> Tensor
     if A.ndim < 2:
         raise RuntimeError("linalg.matrix_rank: The input tensor input must have at least 2 dimensions.")
     a = A._value
-    s = jnp.abs(jnp.linalg.eigvalsh(a)) if hermitian else jnp.linalg.svd(a, compute_uv=False)
+    # hermitian: PyTorch's eigvalsh reads the lower triangle only (no symmetrizing)
+    s = jnp.abs(jnp.linalg.eigvalsh(a, symmetrize_input=False)) if hermitian else \
+        jnp.linalg.svd(a, compute_uv=False)
     smax = jnp.max(s, axis=-1, keepdims=True) if s.shape[-1] else jnp.zeros(s.shape[:-1] + (1,), s.dtype)
     if rtol is None:
         rtol = 0.0 if atol else max(a.shape[-2:]) * float(jnp.finfo(a.dtype).eps)

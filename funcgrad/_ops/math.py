@@ -283,8 +283,8 @@ def _make_logical(name, op):
 
 for _name, _fn in _LOGICAL:
     _f = _make_logical(_name, defop(_name, _fn, None))
+    inplace_method(_name + "_", _f, tensors=("other",))
     _f = export(_name, tensors=("input", "other"))(_f)
-    inplace_method(_name + "_", _f)
     globals()[_name] = _f
 
 _isclose = defop("isclose", lambda a, b, rtol, atol, equal_nan: jnp.isclose(
@@ -393,9 +393,9 @@ def _clamp_bound_jvp(keep, other):
 
 # jnp.maximum / minimum propagate a nan bound, as PyTorch's clamp_min / clamp_max
 _clamp_min_t = defop("clamp_min_tensor", jnp.maximum, "ClampMinBackward1", promote="binary",
-                     jvp=_clamp_bound_jvp(jnp.greater_equal, jnp.less))
+                     jvp=_clamp_bound_jvp(jnp.greater_equal, jnp.less), accepts="bif", kernel="maximum_cpu")
 _clamp_max_t = defop("clamp_max_tensor", jnp.minimum, "ClampMaxBackward1", promote="binary",
-                     jvp=_clamp_bound_jvp(jnp.less_equal, jnp.greater))
+                     jvp=_clamp_bound_jvp(jnp.less_equal, jnp.greater), accepts="bif", kernel="minimum_cpu")
 
 
 @export("atan2", "arctan2", tensors=("input", "other"))
@@ -474,8 +474,11 @@ def clamp_max(input: Tensor, max, *, out=None) -> Tensor:
 
 for _n, _f in [("atan2_", atan2), ("arctan2_", atan2), ("hypot_", hypot), ("fmod_", fmod),
                ("xlogy_", xlogy), ("copysign_", copysign), ("heaviside_", heaviside),
-               ("clamp_min_", clamp_min), ("clamp_max_", clamp_max)]:
+               ]:
     inplace_method(_n, _f)
+# number bounds: PyTorch's structured Scalar kernel names self's C++ type in its cast error
+inplace_method("clamp_min_", clamp_min, c_type_cast=True)
+inplace_method("clamp_max_", clamp_max, c_type_cast=True)
 
 # ================================ ternary and nan_to_num =========================================
 

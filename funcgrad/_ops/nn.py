@@ -101,9 +101,67 @@ def _prelu(x, w):
     return jnp.where(x > 0, x, w * x)
 
 
-def _threshold(x, *, threshold, value):
-    # PyTorch: x <= threshold ? value : x (nan keeps x)
-    return jnp.where(x <= threshold, jnp.asarray(value, x.dtype), x)
+def _threshold(x, threshold, value):
+    # PyTorch: x <= threshold ? value : x (nan keeps x); float16/bfloat16 compare in float32.
+    # The numbers are operands, not static arguments: one kernel serves every threshold
+    xo = x.astype(jnp.float32) if x.dtype in (jnp.float16, jnp.bfloat16) else x
+    return jnp.where(xo <= jnp.asarray(threshold, xo.dtype), jnp.asarray(value, x.dtype), x)
+
+
+# the C++ type names c10's overflow check prints
+_C_TYPE = {"uint8": "uint8_t", "int8": "int8_t", "int16": "int16_t", "int32": "int", "int64": "int64_t",
+           "float16": "c10::Half", "bfloat16": "c10::BFloat16", "float32": "float", "float64": "double"}
+
+
+def _parsed_number(v):
+    """``v`` as PyTorch's argument parser takes a Python number (a bool is an int)."""
+    if isinstance(v, bool):
+        return int(v)
+    if isinstance(v, int):
+        if v > 2 ** 64 - 1:
+            raise OverflowError("int too big to convert")
+        if v < -2 ** 63:
+            raise OverflowError("can't convert negative int to unsigned")
+    return v
+
+
+def checked_scalar(v, dt):
+    """Python number ``v`` as PyTorch's ``Scalar::to<T>()`` for numpy dtype ``dt``: its argument
+    parser's OverflowError for an int outside int64/uint64, c10's ``checked_convert`` RuntimeError
+    for a value ``dt`` cannot hold, else the value ``dt`` computes with (a negative int wraps into
+    an unsigned type as two's complement; a float truncates toward zero)."""
+    v = _parsed_number(v)
+    err = RuntimeError(f"value cannot be converted to type {_C_TYPE[dt.name]} without overflow")
+    if isinstance(v, complex):
+        if v.imag != 0:
+            raise err
+        v = v.real
+    if jnp.issubdtype(dt, jnp.integer):
+        lo, hi = int(jnp.iinfo(dt).min), int(jnp.iinfo(dt).max)
+        if isinstance(v, int):
+            if v > hi or v < lo and not (lo == 0 and -v <= hi):
+                raise err
+            return v % (hi + 1) if lo == 0 else v
+        f = float(v)
+        if f != f or f < lo or f > float(hi):  # compared in double, as C++ does
+            raise err
+        r = math.trunc(f)
+        return r if r <= hi else lo  # 2**63 into int64: x86's conversion gives the lowest value
+    f = float(v)
+    if math.isfinite(f) and abs(f) > float(jnp.finfo(dt).max):
+        raise err
+    return f
+
+
+def threshold_scalars(x, threshold, value):
+    """``(threshold, value)`` converted as PyTorch's threshold kernel does: the threshold to the
+    type it compares in (float for float16/bfloat16), the value to the tensor's type."""
+    dt = np.dtype(x.dtype.np)
+    threshold, value = _parsed_number(threshold), _parsed_number(value)
+    if dt.name not in _C_TYPE:  # bool/complex: the op's dtype check raises
+        return threshold, value
+    op = np.dtype(np.float32) if dt.name in ("float16", "bfloat16") else dt
+    return checked_scalar(threshold, op), checked_scalar(value, dt)
 
 
 def _hardshrink(x, *, lambd):
@@ -145,7 +203,8 @@ _ACT = {
                          jvp=_hardsigmoid_jvp, **_floats("hardsigmoid_cpu")),
     "log_sigmoid": defop("log_sigmoid", jax.nn.log_sigmoid, "LogSigmoidBackward0", promote="float",
                          **_floats("log_sigmoid_cpu")),
-    "threshold": defop("threshold", _threshold, "ThresholdBackward0", accepts="if", kernel="threshold_cpu"),
+    "threshold": defop("threshold", _threshold, "ThresholdBackward0", diff=(0,), accepts="if",
+                       kernel="threshold_cpu"),
     "glu": defop("glu", _glu, "GluBackward0", promote="float"),
     "prelu": defop("prelu", _prelu, "PreluKernelBackward0", promote="binary"),
     "hardshrink": defop("hardshrink", _hardshrink, "HardshrinkBackward0", jvp=_shrink_jvp,

@@ -206,9 +206,11 @@ def _tan(t, like):
 
 
 _maximum = defop("maximum", jnp.maximum, "MaximumBackward0", promote="binary",
-                 jvp=_extremum_jvp(jnp.less))
+                 jvp=_extremum_jvp(jnp.less),
+                 errors={"c": (RuntimeError, "maximum not implemented for complex tensors.")})
 _minimum = defop("minimum", jnp.minimum, "MinimumBackward0", promote="binary",
-                 jvp=_extremum_jvp(jnp.greater))
+                 jvp=_extremum_jvp(jnp.greater),
+                 errors={"c": (RuntimeError, "minimum not implemented for complex tensors.")})
 
 
 def _is_one(a) -> bool:
@@ -483,7 +485,8 @@ def _clamp_tensor_jvp(primals, tangents, out, *, bad):
     return (r + jnp.where(keep, _tan(tx, out), 0)).astype(out.dtype)
 
 
-_clamp_t = defop("clamp_tensor", _clamp_tensor, "ClampBackward0", promote="binary", jvp=_clamp_tensor_jvp)
+_clamp_t = defop("clamp_tensor", _clamp_tensor, "ClampBackward0", promote="binary", jvp=_clamp_tensor_jvp,
+                 errors={"c": CLAMP_COMPLEX})
 
 
 def _clamp_backward_error(x, lo, hi):
@@ -516,22 +519,8 @@ def clamp(input, min=None, max=None, *, out=None) -> Tensor:
 
 # PyTorch's in-place clamp with number bounds refuses a floating result with the C++ name of
 # self's type (its structured kernel's check); with tensor bounds, the ScalarType name (Long)
-_CPP_TYPE = {"int64": "long int", "int32": "int", "int16": "short int", "int8": "signed char",
-             "uint8": "unsigned char", "bool": "bool"}
-
-
-def _clamp_into(input, min=None, max=None):
-    r = clamp(input, min, max)
-    if r.dtype is not input.dtype and r.dtype._kind in "fc" and input.dtype.name in _CPP_TYPE \
-            and not isinstance(min, Tensor) and not isinstance(max, Tensor):
-        raise RuntimeError(f"result type {_scalar_type_name(r.dtype)} can't be cast to the desired "
-                           f"output type {_CPP_TYPE[input.dtype.name]}")
-    return r
-
-
-_clamp_into.__name__ = "clamp"
-inplace_method("clamp_", _clamp_into)
-inplace_method("clip_", _clamp_into)
+inplace_method("clamp_", clamp, c_type_cast=True)
+inplace_method("clip_", clamp, c_type_cast=True)
 
 _where = defop("where", jnp.where, "WhereBackward0", promote="binary", diff=(1, 2))
 

@@ -6,6 +6,7 @@ Sorting-based reductions (sort, topk, median, mode, cummax…) live in ``sort.py
 from __future__ import annotations
 
 import collections
+import functools
 
 import jax
 import jax.numpy as jnp
@@ -506,28 +507,72 @@ def _cumprod_jvp(primals, tangents, out, *, dim, dtype):
     return jax.lax.cond(jnp.any(x == 0), with_zero, no_zero, t)
 
 
-def _cumprod_jvp_graph(primals, tangents, out, *, dim, dtype):
-    # with grad mode on (create_graph) and a zero in the input PyTorch takes the O(n^2) formula
-    # instead: grad_k = sum_{j >= k} grad_j prod_{i <= j, i != k} x_i, whose derivative is the
-    # second derivative of cumprod (the masked O(n) formula's is not)
+def _div(a, b):
+    return a / b
+
+
+# PyTorch's div backward: grad / other, and -grad * ((self / other) / other) for other (its
+# rounding at huge/inf values, where jax's -grad * self / other**2 overflows differently)
+_div = jax.custom_jvp(_div)
+_div.defjvp(lambda p, t: (_div(*p), t[0] / p[1] - t[1] * ((p[0] / p[1]) / p[1])))
+
+
+@jax.custom_jvp
+def _prefix_prods(x):
+    """``p[..., k] = prod(x[..., :k])`` (1 at k = 0) along the last axis, each with PyTorch's
+    prod backward: ``result / input`` unless the slice ``x[..., :k]`` (every batch element: it is
+    one tensor there) holds a zero, then the products of the other elements."""
+    return jnp.concatenate([jnp.ones_like(x[..., :1]), jnp.cumprod(x[..., :-1], axis=-1)], -1)
+
+
+@_prefix_prods.defjvp
+def _prefix_prods_jvp(primals, tangents):
     (x,), (t,) = primals, tangents
-    if x.ndim == 0 or x.shape[dim] <= 1:
-        return t.astype(out.dtype)
+    until = _prefix_prods(x)
+    n = x.shape[-1]
+    k, i = jnp.arange(n)[:, None], jnp.arange(n)[None, :]  # [k, i]: element i of slice k
+    zero_seen = jnp.any(x == 0, axis=tuple(range(x.ndim - 1)))  # per position, over the batch
+    zero_upto = jnp.concatenate([jnp.zeros(1, bool), jnp.cumsum(zero_seen)[:-1] > 0])  # [k]
+    mid = jnp.cumprod(jnp.where(i > k, x[..., None, :], 1), axis=-1)  # [i, j]: prod x(i, j]
+    # others[k, i] = prod_{m < k, m != i} x_m = until[i] * prod x(i, k-1]
+    others = until[..., None, :] * jnp.swapaxes(jnp.take(mid, jnp.maximum(k[:, 0] - 1, 0), axis=-1), -1, -2)
+    w = jnp.where(zero_upto[:, None], others, until[..., :, None] / x[..., None, :])
+    # (w masked before the product: the transpose multiplies by w, and w is inf/nan where unused)
+    return until, jnp.sum(jnp.where(i < k, w, 0) * t[..., None, :], axis=-1)
 
-    def products(t):
-        xs, ts = jnp.moveaxis(x.astype(out.dtype), dim, -1), jnp.moveaxis(t.astype(out.dtype), dim, -1)
+
+def _cumprod_vjp(primals, g, *, grad_mode, dim, dtype):
+    # PyTorch's cumprod_backward. Grad mode off: its O(n) formula (the jvp slot's transpose).
+    # Grad mode on: without a zero in the input reversed_cumsum(result * grad) / self; with one,
+    # its O(n^2) formula grad_k = sum_{j >= k} grad_j * prod(self[:k]) * cumprod(self[k+1:])[j],
+    # whose prod and cumprod are differentiated with their own PyTorch formulas (prod: result /
+    # self), so the second derivative is PyTorch's.
+    (x0,) = primals
+    fwd = _cumprod.traced((("dim", dim), ("dtype", dtype)), None, 1)
+    if not grad_mode:
+        return jax.vjp(fwd, x0)[1](g)
+    if x0.ndim == 0 or x0.shape[dim] <= 1:
+        return (g,)
+    x = x0.astype(g.dtype)
+
+    def no_zero():
+        # the result is computed in the branch: a zero cotangent reaching it from the branch not
+        # taken would still meet cumprod's backward (0 * inf = nan)
+        return _div(jnp.flip(jnp.cumsum(jnp.flip(fwd(x0) * g, dim), dim), dim), x)
+
+    def with_zero():
+        xs, gs = jnp.moveaxis(x, dim, -1), jnp.moveaxis(g, dim, -1)
         n = xs.shape[-1]
-        k, i = jnp.arange(n)[:, None], jnp.arange(n)[None, :]
-        until = jnp.concatenate([jnp.ones_like(xs[..., :1]), jnp.cumprod(xs[..., :-1], axis=-1)], -1)
-        after = jnp.cumprod(jnp.where(i > k, xs[..., None, :], 1), axis=-1)
-        omitted = jnp.where(i >= k, until[..., :, None] * after, 0)  # [k, j]
-        return jnp.moveaxis(jnp.einsum("...kj,...k->...j", omitted, ts), -1, dim)
-    return jax.lax.cond(jnp.any(x == 0), products, lambda t: _cumprod_jvp(primals, (t,), out, dim=dim,
-                                                                          dtype=dtype), t)
+        k, j = jnp.arange(n)[:, None], jnp.arange(n)[None, :]
+        after = _cumprod.traced((("dim", xs.ndim), ("dtype", None)), None, 1)(
+            jnp.where(j > k, xs[..., None, :], 1))  # [k, j]: cumprod(self[k+1:]) (1 for j <= k)
+        until = _prefix_prods(xs)
+        omitted = jnp.where(j >= k, jnp.where(k == 0, 1, until[..., :, None]) * after, 0)
+        return jnp.moveaxis(jnp.sum(gs[..., None, :] * omitted, axis=-1), -1, dim)
+    return (jax.lax.cond(jnp.any(x == 0), with_zero, no_zero),)
 
 
-_cumprod = defop("cumprod", _scan(jnp.cumprod), "CumprodBackward0", jvp=_cumprod_jvp,
-                 jvp_graph=_cumprod_jvp_graph)
+_cumprod = defop("cumprod", _scan(jnp.cumprod), "CumprodBackward0", jvp=_cumprod_jvp, vjp=_cumprod_vjp)
 def _logcumsumexp_fn(x, dim):
     return x if x.ndim == 0 else _cumlogsumexp(x, dim)
 
@@ -543,8 +588,48 @@ def _logcumsumexp_jvp(primals, tangents, out, dim):
     return jax.jvp(lambda v: _logcumsumexp_fn(v, dim), (x,), (t,))[1]
 
 
+def _logcumsumexp_backward(x, out, g, dim):
+    # PyTorch's logcumsumexp_backward, in log space and not linear in grad (log|grad|; a nan
+    # grad is neither > 0 nor < 0, so it counts as 0): exp(reverse_logcumsumexp(log grad+ -
+    # result) + self) - exp(... log grad- ...)
+    if g.ndim == 0 or g.size == 0:
+        return g
+
+    def rev(v):
+        return jnp.flip(_torch_logcumsumexp(jnp.flip(v, dim), dim), dim)
+    lowest = jnp.finfo(g.dtype).min
+    log_abs = jnp.log(jnp.abs(g))
+    pos, neg = jnp.where(g > 0, log_abs, lowest), jnp.where(g < 0, log_abs, lowest)
+    return jnp.exp(rev(pos - out) + x) - jnp.exp(rev(neg - out) + x)
+
+
+@functools.partial(jax.custom_vjp, nondiff_argnums=(1,))
+def _torch_logcumsumexp(x, dim):
+    """logcumsumexp whose backward is PyTorch's formula at every order (the formula's own
+    logcumsumexp is this function), for the recorded backward of the op."""
+    return _cumlogsumexp(x, dim)
+
+
+def _torch_logcumsumexp_fwd(x, dim):
+    out = _torch_logcumsumexp(x, dim)  # (itself: the result's derivative is PyTorch's too)
+    return out, (x, out)
+
+
+_torch_logcumsumexp.defvjp(_torch_logcumsumexp_fwd,
+                           lambda dim, res, g: (_logcumsumexp_backward(res[0], res[1], g, dim),))
+
+
+def _logcumsumexp_vjp(primals, g, *, grad_mode, dim):
+    (x,) = primals
+    if jnp.iscomplexobj(g):  # PyTorch's complex branch: the linear formula jax derives
+        return jax.vjp(_logcumsumexp.traced((("dim", dim),), None, 1), x)[1](g)
+    if x.ndim == 0:
+        return (g,)
+    return (_logcumsumexp_backward(x, _torch_logcumsumexp(x, dim), g, dim),)
+
+
 _logcumsumexp = defop("logcumsumexp", _logcumsumexp_fn, "LogcumsumexpBackward0", jvp=_logcumsumexp_jvp,
-                      accepts="fc", kernel="logcumsumexp_out_cpu")
+                      vjp=_logcumsumexp_vjp, accepts="fc", kernel="logcumsumexp_out_cpu")
 
 
 @export("cumsum")

@@ -15,6 +15,7 @@ import jax.numpy as jnp
 
 from .._tensor import _wrap_dim
 from ._registry import Tensor, apply, defop, export
+from ._std_sort import std_sort_order
 from .reduce import return_type
 
 
@@ -244,10 +245,16 @@ def _mode(x, *, dim, keepdim):
     if x.ndim == 0:
         return _scalar_pair(x)
     n = x.shape[dim]
+    if n == 1:  # one run per row
+        return _gather(x, jnp.zeros(x.shape, jnp.int64), dim, keepdim)
     if jnp.issubdtype(x.dtype, jnp.inexact) and n <= 16:
         idx = _insertion_order(jax.lax.stop_gradient(x), dim)
-    else:
+    elif n <= 16:  # an insertion sort keeps ties in order: a stable sort
         idx = _sorted_idx(x, dim, False)
+    else:  # introsort: which of tied elements ends a run is its own (see _std_sort)
+        a = jnp.moveaxis(jax.lax.stop_gradient(x), dim, -1)
+        idx = jnp.moveaxis(jax.pure_callback(std_sort_order, jax.ShapeDtypeStruct(a.shape, jnp.int64), a,
+                                             vmap_method="sequential"), -1, dim)
     s = jnp.take_along_axis(x, idx, axis=dim)
     shape = [1] * x.ndim
     shape[dim] = n
@@ -273,8 +280,9 @@ mode_result = return_type("mode")
 
 @export("mode")
 def mode(input: Tensor, dim: int = -1, keepdim: bool = False, *, out=None):
-    """Most frequent value along ``dim`` (the smallest on ties) and its last index; with nan in
-    a row of up to 16 elements, PyTorch's CPU kernel's order (a nan counts once, where it sorts).
+    """Most frequent value along ``dim`` (the smallest on ties) and, as PyTorch's CPU kernel,
+    the index its ``std::sort`` leaves at the end of that value's run (the last occurrence in
+    rows of up to 16 elements; a nan counts once, where it sorts).
 
     >>> import funcgrad
     >>> funcgrad.tensor([3, 2, 2, 1, 1]).mode()
@@ -283,6 +291,8 @@ def mode(input: Tensor, dim: int = -1, keepdim: bool = False, *, out=None):
     indices=tensor(4))
     """
     d = _wrap_dim(dim, input.ndim)
+    if input.ndim and input.shape[d] == 0:
+        raise IndexError(f"mode(): Expected reduction dim {d} to have non-zero size.")
     return _out(mode_result(*apply(_mode_op, input, dim=d, keepdim=bool(keepdim))), out)
 
 

@@ -175,7 +175,8 @@ def tanhshrink(input: Tensor) -> Tensor:
 
 def threshold(input: Tensor, threshold: float, value: float, inplace: bool = False) -> Tensor:
     """``x`` if ``x > threshold`` else ``value`` (``ThresholdBackward0``)."""
-    return _maybe_inplace(input, inplace, lambda x: _nn.act("threshold", x, threshold=threshold, value=value))
+    threshold, value = _nn.threshold_scalars(input, threshold, value)
+    return _maybe_inplace(input, inplace, lambda x: _nn.act("threshold", x, threshold, value))
 
 
 def glu(input: Tensor, dim: int = -1) -> Tensor:
