@@ -15,7 +15,6 @@ import jax.numpy as jnp
 
 from .._tensor import _wrap_dim
 from ._registry import Tensor, apply, defop, export
-from ._std_sort import std_sort_order
 from .reduce import return_type
 
 
@@ -249,12 +248,10 @@ def _mode(x, *, dim, keepdim):
         return _gather(x, jnp.zeros(x.shape, jnp.int64), dim, keepdim)
     if jnp.issubdtype(x.dtype, jnp.inexact) and n <= 16:
         idx = _insertion_order(jax.lax.stop_gradient(x), dim)
-    elif n <= 16:  # an insertion sort keeps ties in order: a stable sort
+    else:  # a stable sort: PyTorch's insertion sort up to 16 elements; past that its std::sort is
+        # an unstable introsort (libstdc++'s; with nan undefined), so the index among ties is not
+        # reproducible: funcgrad returns the last occurrence (README, "What differs")
         idx = _sorted_idx(x, dim, False)
-    else:  # introsort: which of tied elements ends a run is its own (see _std_sort)
-        a = jnp.moveaxis(jax.lax.stop_gradient(x), dim, -1)
-        idx = jnp.moveaxis(jax.pure_callback(std_sort_order, jax.ShapeDtypeStruct(a.shape, jnp.int64), a,
-                                             vmap_method="sequential"), -1, dim)
     s = jnp.take_along_axis(x, idx, axis=dim)
     shape = [1] * x.ndim
     shape[dim] = n
@@ -280,9 +277,10 @@ mode_result = return_type("mode")
 
 @export("mode")
 def mode(input: Tensor, dim: int = -1, keepdim: bool = False, *, out=None):
-    """Most frequent value along ``dim`` (the smallest on ties) and, as PyTorch's CPU kernel,
-    the index its ``std::sort`` leaves at the end of that value's run (the last occurrence in
-    rows of up to 16 elements; a nan counts once, where it sorts).
+    """Most frequent value along ``dim`` (the smallest on ties) and its last index; with nan in
+    a row of up to 16 elements, PyTorch's CPU kernel's order (a nan counts once, where it sorts).
+    Past 16 elements PyTorch's index among equal values comes from an unstable ``std::sort``;
+    funcgrad's is the last occurrence.
 
     >>> import funcgrad
     >>> funcgrad.tensor([3, 2, 2, 1, 1]).mode()
