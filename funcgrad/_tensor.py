@@ -178,10 +178,11 @@ class Tensor:
         super().__init_subclass__(**kwargs)
         _register_pytree(cls)  # subclasses (Parameter, Buffer) are JAX pytrees too
 
-    @classmethod
-    def _wrap(cls, value) -> "Tensor":
+    @staticmethod
+    def _wrap(value) -> "Tensor":
         t = _new(Tensor)  # every op's result is made here: _init and _Cell.__init__ inlined
-        if _storage_local.frame is None:
+        # (no frame in any thread: none in this one either, without the thread-local lookup)
+        if not _storage_active[0] or _storage_local.frame is None:
             c = t._cell = _new(_Cell)
             c.value, c.gen = value, 0
         else:
@@ -509,7 +510,7 @@ class Tensor:
         tensor([[4.5000, 4.5000],
                 [4.5000, 4.5000]])
         """
-        _above.backward(self, gradient, retain_graph, create_graph, inputs=inputs)
+        _above.backward(self, gradient, retain_graph, create_graph, inputs)
 
     def detach(self) -> "Tensor":
         """A new leaf sharing storage and version counter with this tensor."""
