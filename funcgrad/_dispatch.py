@@ -17,13 +17,7 @@ import jax.numpy as jnp
 from . import _cache, _dtype, _grad_mode as grad_mode, _tensor
 from ._graph import FREED_MSG, AccumulateGrad, Node, node_class  # noqa: F401
 from ._storage import ACTIVE as _active, _Cell
-from ._tensor import Tensor as _Tensor
-
-try:  # the concrete array type, whose aval (shape, dtype) is read without a Python property
-    from jax._src.array import ArrayImpl as _Array
-except ImportError:  # (private in JAX: then every value takes the generic .dtype path)
-    class _Array:
-        pass
+from ._tensor import Tensor as _Tensor, _Array
 
 _state = grad_mode._state
 _new = object.__new__

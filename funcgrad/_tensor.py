@@ -33,6 +33,12 @@ from ._tensor_str import format_tensor
 
 _state = grad_mode._state
 
+try:  # the concrete array type, whose aval gives shape and dtype without jax's Python properties
+    from jax._src.array import ArrayImpl as _Array
+except ImportError:  # (private in JAX: then every value takes the generic path)
+    class _Array:  # type: ignore[no-redef]
+        pass
+
 
 class _Above:
     """What the Tensor delegates to the layers above it (they build on the Tensor, so the import
@@ -259,7 +265,8 @@ class Tensor:
     # ---- basic properties -------------------------------------------------------------------
     @property
     def shape(self) -> Size:
-        return Size(self._value.shape)
+        v = self._value
+        return Size(v.aval.shape if type(v) is _Array else v.shape)
 
     def size(self, dim: int | None = None):
         s = self._value.shape
@@ -269,14 +276,17 @@ class Tensor:
 
     @property
     def dtype(self) -> _dtype.dtype:
-        return _dtype.from_np(self._value.dtype)
+        v = self._value
+        return _dtype.from_np(v.aval.dtype if type(v) is _Array else v.dtype)
 
     @property
     def ndim(self) -> int:
-        return self._value.ndim
+        v = self._value
+        return len(v.aval.shape) if type(v) is _Array else v.ndim
 
     def dim(self) -> int:
-        return self._value.ndim
+        v = self._value
+        return len(v.aval.shape) if type(v) is _Array else v.ndim
 
     ndimension = dim
 

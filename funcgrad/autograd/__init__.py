@@ -16,8 +16,7 @@ from . import engine  # noqa: E402
 from . import fused  # noqa: E402,F401  (registers the fused backward with the engine)
 from .. import _cache, _dtype, _tensor  # noqa: E402
 from .._factories import tensor as _tensor_of, zeros_like as _zeros_like  # noqa: E402
-from .._dispatch import _Array  # noqa: E402
-from .._tensor import Tensor as _Tensor  # noqa: E402
+from .._tensor import Tensor as _Tensor, _Array  # noqa: E402
 from .grad_mode import (enable_grad as enable_grad, inference_mode as inference_mode,
                         is_grad_enabled as is_grad_enabled, no_grad as no_grad,
                         set_grad_enabled as set_grad_enabled)

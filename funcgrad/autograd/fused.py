@@ -62,10 +62,10 @@ def _plan(root):
     if type(root) is AccumulateGrad or MAX_NODES < 1:
         return None
     acc, T, opnode = AccumulateGrad, Tensor, OpNode
-    # One depth-first walk numbers the nodes, counts each one's consumers and collects the op
-    # nodes as it pops them. Where no op node has two consumers (leaves may), that pop order is
-    # the engine's (a node runs once all its consumers did); otherwise it is redone below.
-    ids, deps, stack = {root: 0}, {}, [root]
+    # One depth-first walk numbers the nodes and collects the op nodes as it pops them. Where
+    # no op node has two consumers (leaves may), that pop order is the engine's (a node runs
+    # once all its consumers did); otherwise it is redone below.
+    ids, stack = {root: 0}, [root]
     rows, leaf_ids, leaves, ops, flat, lazy, offs = [], [], [], [], [], [], []
     shared = False
     while stack:
@@ -91,12 +91,9 @@ def _plan(root):
                     j = ids[child] = len(ids)
                     if j >= MAX_NODES:
                         return None
-                    deps[child] = 1
                     stack.append(child)
-                else:
-                    deps[child] += 1
-                    if type(child) is not acc:
-                        shared = True
+                elif type(child) is not acc:
+                    shared = True
                 e.append((j, nr))
         ops.append(node)
         rows.append((ids[node], node._op, node._key, tuple(e), node._out_avals))
@@ -113,6 +110,11 @@ def _plan(root):
                     s = s._value
             flat.append(s)
     if shared:
+        deps = {}  # each node's consumers, counted only here: most graphs need no reordering
+        for node in ops:
+            for child, _ in node.next_functions:
+                if child is not None:
+                    deps[child] = deps.get(child, 0) + 1
         order = _kahn(root, deps)
         pos = {n: i for i, n in enumerate(ops)}
         perm = [pos[n] for n in order]
