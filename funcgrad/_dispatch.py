@@ -375,6 +375,11 @@ def _record(op, args, out, skey, cast, mask, vals=None, direct=False):
                 if ver is None:  # an inference tensor (no version counter) cannot be saved
                     raise RuntimeError(INFERENCE_SAVED_MSG)
                 versions.append((a, ver[0]))
+    elif diff is None and nargs == 1 and isinstance(args[0], T):  # a linear op of one tensor
+        v = args[0]._value if vals is None else vals[0]
+        if type(v) is _Array:
+            v = v.aval  # (its shape and dtype, without the properties)
+        saved, avals, versions = [None], ((0, (v.shape, v.dtype)),), []
     else:
         saved, avals, versions = [], [], []
         for i, a in enumerate(args):

@@ -31,7 +31,7 @@ import threading
 import jax.numpy as jnp
 from jax.core import Tracer
 
-from .. import _cache
+from .. import _cache, _grad_mode as grad_mode
 from .._dispatch import OpNode
 from .._tensor import Tensor, _apply_chain
 from .engine import _accumulate, _no_leak, register_fast_path
@@ -66,7 +66,7 @@ def _plan(root):
     # no op node has two consumers (leaves may), that pop order is the engine's (a node runs
     # once all its consumers did); otherwise it is redone below.
     ids, stack = {root: 0}, [root]
-    rows, leaf_ids, leaves, ops, flat, lazy, offs = [], [], [], [], [], [], []
+    rows, leaf_ids, leaves, ops, flat, lazy = [], [], [], [], [], []
     shared = False
     while stack:
         node = stack.pop()
@@ -97,7 +97,6 @@ def _plan(root):
                 e.append((j, nr))
         ops.append(node)
         rows.append((ids[node], node._op, node._key, tuple(e), node._out_avals))
-        offs.append(len(flat))
         for s in node._saved:
             if isinstance(s, T):
                 vi = s._viewinfo
@@ -118,7 +117,9 @@ def _plan(root):
         order = _kahn(root, deps)
         pos = {n: i for i, n in enumerate(ops)}
         perm = [pos[n] for n in order]
-        offs.append(len(flat))
+        offs = [0]  # where each node's saved entries start in flat (one per operand)
+        for row in rows:
+            offs.append(offs[-1] + row[2][2])
         new_offs, new_flat = {}, []
         for p in perm:  # each node's saved entries move with it
             new_offs[p] = len(new_flat) - offs[p]
@@ -234,15 +235,23 @@ def try_run(roots, grads, retain_graph) -> bool:
         for n in ops:  # OpNode._release, inlined
             n._saved = n._versions = None
             n._freed = True
-    for node, g in zip(leaves, out):
-        if g is not None:
-            var = node._variable()
-            if var is not None and var._grad is None and not var._post_hooks:
-                if isinstance(g, Tracer):
-                    _no_leak(var, g)
-                var._grad = Tensor._wrap(g)  # a fresh array: no detach/copy needed
-            else:
-                _accumulate(node, Tensor._wrap(g), False)
+    state = None
+    try:
+        for node, g in zip(leaves, out):
+            if g is not None:
+                var = node._variable()
+                if var is not None and var._grad is None and not var._post_hooks:
+                    if isinstance(g, Tracer):
+                        _no_leak(var, g)
+                    var._grad = Tensor._wrap(g)  # a fresh array: no detach/copy needed
+                else:
+                    if state is None:  # adding into .grad runs with grad mode off, as the engine
+                        state = grad_mode._state
+                        prev, state.enabled = state.enabled, False
+                    _accumulate(node, Tensor._wrap(g), False)
+    finally:
+        if state is not None:
+            state.enabled = prev
     return True
 
 
