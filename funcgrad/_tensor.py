@@ -26,18 +26,13 @@ from ._storage import _Cell, _PackedCell, _PlainCell, _raw_gen, _raw_value  # no
 from ._storage import RAW_TRANSFORM_MSG as RAW_TRANSFORM_MSG
 from ._storage import _local as _storage_local
 from ._storage import ACTIVE as _storage_active
+from ._storage import _Array as _Array
 from ._storage import new_cell as _new_cell
 from ._errors import TracedValueError
 from ._graph import AccumulateGrad, RemovableHandle
 from ._tensor_str import format_tensor
 
 _state = grad_mode._state
-
-try:  # the concrete array type, whose aval gives shape and dtype without jax's Python properties
-    from jax._src.array import ArrayImpl as _Array
-except ImportError:  # (private in JAX: then every value takes the generic path)
-    class _Array:  # type: ignore[no-redef]
-        pass
 
 
 class _Above:
@@ -279,16 +274,12 @@ class Tensor:
         v = self._value
         return _dtype.from_np(v.aval.dtype if type(v) is _Array else v.dtype)
 
-    @property
-    def ndim(self) -> int:
-        v = self._value
-        return len(v.aval.shape) if type(v) is _Array else v.ndim
-
     def dim(self) -> int:
         v = self._value
         return len(v.aval.shape) if type(v) is _Array else v.ndim
 
     ndimension = dim
+    ndim = property(dim)
 
     def numel(self) -> int:
         return math.prod(self._value.shape)
