@@ -16,7 +16,8 @@ import jax.numpy as jnp
 
 from . import _cache, _dtype, _grad_mode as grad_mode, _tensor
 from ._graph import FREED_MSG, AccumulateGrad, Node, node_class  # noqa: F401
-from ._tensor import Tensor as _Tensor
+from ._storage import ACTIVE as _active, _Cell
+from ._tensor import Tensor as _Tensor, _Array
 
 _state = grad_mode._state
 _new = object.__new__
@@ -64,7 +65,7 @@ class Op:
 
     __slots__ = ("name", "fn", "grad_name", "promote", "diff", "linear", "diff_outputs",
                  "view", "saves_result", "jvp", "vjp", "reject", "_fwd", "_bwd", "_bwd_ops",
-                 "_node_cls", "doc")
+                 "_node_cls", "doc", "_same_ok")
 
     def __init__(self, name, fn, grad_name=None, promote="none", diff=None, linear=False,
                  diff_outputs=None, view=False, doc=None, saves_result=False, jvp=None,
@@ -76,6 +77,8 @@ class Op:
         self.doc, self.jvp, self.vjp = doc, jvp, vjp
         self._fwd, self._bwd, self._bwd_ops = {}, {}, {}
         self._node_cls = node_class(grad_name, OpNode) if grad_name else None
+        # two operands of one dtype compute as they are (apply checks it inline)
+        self._same_ok = diff is None and promote != "binary_float"
 
     def __repr__(self):
         return f"Op({self.name})"
@@ -238,18 +241,31 @@ def apply(op: Op, *args, **static):
         args = _amp_hook[0](op, args)
     T = _Tensor
     nargs = len(args)
+    # no binding frame in any thread: a plain tensor's array is its cell's (what the ``_value``
+    # property gives, without the call), and results get plain cells (``Tensor._wrap`` inlined)
+    direct = not _active[0]
     # unrolled for one and two operands (most calls): a comprehension is a call of its own
     if nargs == 2:
         a, b = args
-        vals = [a._value if isinstance(a, T) else a, b._value if isinstance(b, T) else b]
+        v0 = (a._cell.value if direct and a._viewinfo is None else a._value) if isinstance(a, T) else a
+        v1 = (b._cell.value if direct and b._viewinfo is None else b._value) if isinstance(b, T) else b
+        vals = (v0, v1)
     elif nargs == 1:
         a = args[0]
-        vals = [a._value if isinstance(a, T) else a]
+        v0 = (a._cell.value if direct and a._viewinfo is None else a._value) if isinstance(a, T) else a
+        vals = (v0,)
     else:
-        vals = [a._value if isinstance(a, T) else a for a in args]
+        vals = tuple([a._value if isinstance(a, T) else a for a in args])
     promote = op.promote
-    if promote == "none" or promote == "float" and vals[0].dtype in _INEXACT:
-        cast = None  # (result_dtype's first answers, without the call)
+    if promote == "none":
+        cast = None
+    elif promote == "float":  # integer/bool inputs compute in the default float
+        v0 = vals[0]
+        cast = None if (v0.aval.dtype if type(v0) is _Array else v0.dtype) in _INEXACT \
+            else _dtype._default[0]
+    elif nargs == 2 and op._same_ok and type(v0) is _Array and type(v1) is _Array \
+            and v0.aval.dtype is v1.aval.dtype:
+        cast = None  # two arrays of one dtype need no cast (result_dtype's first answer)
     else:
         cast = result_dtype(op, args, vals)
     if op.reject is not None:  # one dict lookup on the computing dtype (most ops: skipped)
@@ -277,9 +293,11 @@ def apply(op: Op, *args, **static):
                 else:
                     mask = tuple([isinstance(a, T) and a._requires_grad and i in diff
                                   for i, a in enumerate(args)])
-                if (out.dtype in _INEXACT if type(out) is not tuple else
-                        _inexact(out, op.diff_outputs)):
-                    return _record(op, args, out, skey, cast, mask)
+                if type(out) is not tuple:
+                    if (out.aval.dtype if type(out) is _Array else out.dtype) in _INEXACT:
+                        return _record(op, args, out, skey, cast, mask, vals, direct)
+                elif _inexact(out, op.diff_outputs):
+                    return _record(op, args, out, skey, cast, mask, vals, direct)
                 break
     elif _state.inference:
         return _inference_result(op, args, out, skey)
@@ -289,6 +307,12 @@ def apply(op: Op, *args, **static):
         return T._make_view(args[0], out, op, skey, args[1:])
     if type(out) is tuple:
         return tuple(T._wrap(o) for o in out)
+    if direct:  # Tensor._wrap(out), inlined
+        t = _new(T)
+        c = t._cell = _new(_Cell)
+        c.value, c.gen = out, 0
+        t._viewinfo, t._ver, t._requires_grad, t._grad_fn = None, [0], False, None
+        return t
     return T._wrap(out)
 
 
@@ -347,67 +371,100 @@ def _inexact(out, douts) -> bool:
     return out.dtype in _INEXACT
 
 
-def _record(op, args, out, skey, cast, mask):
+def _record(op, args, out, skey, cast, mask, vals=None, direct=False):
+    """The result of ``op`` with its ``OpNode`` (``vals``: the operands' arrays, where known;
+    ``direct``: no binding frame in any thread, so the result gets a plain cell)."""
     node = _new(op._node_cls)  # Node.__init__ only sets next_functions: set below
     nargs = len(args)
     diff = op.diff
-    saved, avals, versions = [], [], []
+    T = _Tensor
     if diff is None and not op.linear:  # the common case: every input saved as it is
-        saved = list(args)
+        saved, avals, versions = list(args), (), []
         for a in args:
-            if isinstance(a, _Tensor):
+            if isinstance(a, T):
                 ver = a._ver
                 if ver is None:  # an inference tensor (no version counter) cannot be saved
                     raise RuntimeError(INFERENCE_SAVED_MSG)
                 versions.append((a, ver[0]))
-        args_iter = ()
+    elif diff is None and nargs == 1 and isinstance(args[0], T):  # a linear op of one tensor
+        v = args[0]._value if vals is None else vals[0]
+        if type(v) is _Array:
+            v = v.aval  # (its shape and dtype, without the properties)
+        saved, avals, versions = [None], ((0, (v.shape, v.dtype)),), []
     else:
-        args_iter = enumerate(args)
-    for i, a in args_iter:
-        if isinstance(a, _Tensor):
-            if op.linear and (diff is None or i in diff):
-                v = a._value
-                avals.append((i, (v.shape, v.dtype)))
-                saved.append(None)
-            elif diff is not None and i not in diff:
-                saved.append(a._value)  # non-differentiable operand (e.g. an index): its value
+        saved, avals, versions = [], [], []
+        for i, a in enumerate(args):
+            if isinstance(a, T):
+                if op.linear and (diff is None or i in diff):
+                    v = a._value if vals is None else vals[i]
+                    if type(v) is _Array:
+                        v = v.aval  # (its shape and dtype, without the properties)
+                    avals.append((i, (v.shape, v.dtype)))
+                    saved.append(None)
+                elif diff is not None and i not in diff:
+                    saved.append(a._value)  # non-differentiable operand (e.g. an index): its value
+                else:
+                    if a._ver is None:
+                        raise RuntimeError(INFERENCE_SAVED_MSG)
+                    saved.append(a)
+                    versions.append((a, a._ver[0]))
             else:
-                if a._ver is None:
-                    raise RuntimeError(INFERENCE_SAVED_MSG)
                 saved.append(a)
-                versions.append((a, a._ver[0]))
-        else:
-            saved.append(a)
-    node._op, node._key = op, (skey, cast, nargs, mask, tuple(avals))
+        avals = tuple(avals)
+    node._op, node._key = op, (skey, cast, nargs, mask, avals)
     node._saved, node._versions, node._freed = saved, versions, False
-    pos = range(nargs) if diff is None else diff
-    edges = []
-    for i in pos:
-        a = args[i]
-        if mask[i] and isinstance(a, _Tensor):
-            g = a._grad_fn  # Tensor._edge, inlined for the non-leaf case
-            edges.append((g, a._output_nr) if g is not None else a._edge())
+    if diff is None and nargs < 3:  # unrolled: Tensor._edge inlined for a non-leaf
+        a = args[0]
+        if mask[0] and isinstance(a, T):
+            g = a._grad_fn
+            e = (g, a._output_nr) if g is not None else a._edge()
         else:
-            edges.append((None, 0))
-    node.next_functions = tuple(edges)
-    node._mask_pos = _RANGES[nargs] if diff is None and nargs < 8 else tuple(pos)
+            e = (None, 0)
+        if nargs == 1:
+            node.next_functions = (e,)
+        else:
+            a = args[1]
+            if mask[1] and isinstance(a, T):
+                g = a._grad_fn
+                node.next_functions = (e, (g, a._output_nr) if g is not None else a._edge())
+            else:
+                node.next_functions = (e, (None, 0))
+        node._mask_pos = _RANGES[nargs]
+    else:
+        pos = range(nargs) if diff is None else diff
+        edges = []
+        for i in pos:
+            a = args[i]
+            if mask[i] and isinstance(a, T):
+                g = a._grad_fn  # Tensor._edge, inlined for the non-leaf case
+                edges.append((g, a._output_nr) if g is not None else a._edge())
+            else:
+                edges.append((None, 0))
+        node.next_functions = tuple(edges)
+        node._mask_pos = _RANGES[nargs] if diff is None and nargs < 8 else tuple(pos)
     if grad_mode._anomaly[0]:
         import traceback
         node._trace = "".join(traceback.format_stack()[:-3])
     if type(out) is tuple:
         douts = op.diff_outputs if op.diff_outputs is not None else range(len(out))
         node._out_avals = tuple((out[j].shape, out[j].dtype) for j in douts)
-        res = [_Tensor._make_view(args[0], o, *op.view(j, skey)) if op.view else _Tensor._wrap(o)
+        res = [T._make_view(args[0], o, *op.view(j, skey)) if op.view else T._wrap(o)
                for j, o in enumerate(out)]
         for nr, j in enumerate(douts):
             res[j]._set_grad_fn(node, nr)
         return tuple(res)
     node._out_avals = None
     if op.view:
-        t = _Tensor._make_view(args[0], out, op, skey, args[1:])
+        t = T._make_view(args[0], out, op, skey, args[1:])
+        t._grad_fn, t._requires_grad = node, True
+    elif direct:  # Tensor._wrap(out) inlined, with _set_grad_fn(node, 0) of a fresh tensor
+        t = _new(T)
+        c = t._cell = _new(_Cell)
+        c.value, c.gen = out, 0
+        t._viewinfo, t._ver, t._requires_grad, t._grad_fn = None, [0], True, node
     else:
-        t = _Tensor._wrap(out)
-    t._grad_fn, t._requires_grad = node, True  # _set_grad_fn(node, 0) of a fresh tensor
+        t = T._wrap(out)
+        t._grad_fn, t._requires_grad = node, True
     if op.saves_result:  # checked at backward like a saved input (PyTorch saves this output)
         versions.append((SavedOutput(t._ver, out.shape, out.dtype, op.grad_name), 0))
     return t

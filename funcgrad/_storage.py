@@ -29,6 +29,12 @@ import threading
 
 from jax.core import Tracer as _Tracer
 
+try:  # the concrete array type, whose aval gives shape and dtype without jax's Python properties
+    from jax._src.array import ArrayImpl as _Array
+except ImportError:  # (private in JAX: then every value takes the generic path)
+    class _Array:  # type: ignore[no-redef]
+        pass
+
 
 class _Cell:
     __slots__ = ("value", "gen")

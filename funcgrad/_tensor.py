@@ -26,6 +26,7 @@ from ._storage import _Cell, _PackedCell, _PlainCell, _raw_gen, _raw_value  # no
 from ._storage import RAW_TRANSFORM_MSG as RAW_TRANSFORM_MSG
 from ._storage import _local as _storage_local
 from ._storage import ACTIVE as _storage_active
+from ._storage import _Array as _Array
 from ._storage import new_cell as _new_cell
 from ._storage import view_binding as _view_binding
 from ._errors import TracedValueError
@@ -198,10 +199,11 @@ class Tensor:
         super().__init_subclass__(**kwargs)
         _register_pytree(cls)  # subclasses (Parameter, Buffer) are JAX pytrees too
 
-    @classmethod
-    def _wrap(cls, value) -> "Tensor":
+    @staticmethod
+    def _wrap(value) -> "Tensor":
         t = _new(Tensor)  # every op's result is made here: _init and _Cell.__init__ inlined
-        if _storage_local.frame is None:
+        # (no frame in any thread: none in this one either, without the thread-local lookup)
+        if not _storage_active[0] or _storage_local.frame is None:
             c = t._cell = _new(_Cell)
             c.value, c.gen = value, 0
         else:
@@ -281,7 +283,8 @@ class Tensor:
     # ---- basic properties -------------------------------------------------------------------
     @property
     def shape(self) -> Size:
-        return Size(self._value.shape)
+        v = self._value
+        return Size(v.aval.shape if type(v) is _Array else v.shape)
 
     def size(self, dim: int | None = None):
         s = self._value.shape
@@ -291,16 +294,15 @@ class Tensor:
 
     @property
     def dtype(self) -> _dtype.dtype:
-        return _dtype.from_np(self._value.dtype)
-
-    @property
-    def ndim(self) -> int:
-        return self._value.ndim
+        v = self._value
+        return _dtype.from_np(v.aval.dtype if type(v) is _Array else v.dtype)
 
     def dim(self) -> int:
-        return self._value.ndim
+        v = self._value
+        return len(v.aval.shape) if type(v) is _Array else v.ndim
 
     ndimension = dim
+    ndim = property(dim)
 
     def numel(self) -> int:
         return math.prod(self._value.shape)
@@ -534,7 +536,7 @@ class Tensor:
         tensor([[4.5000, 4.5000],
                 [4.5000, 4.5000]])
         """
-        _above.backward(self, gradient, retain_graph, create_graph, inputs=inputs)
+        _above.backward(self, gradient, retain_graph, create_graph, inputs)
 
     def detach(self) -> "Tensor":
         """A new leaf sharing storage and version counter with this tensor."""

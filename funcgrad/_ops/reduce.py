@@ -23,6 +23,12 @@ def _dims(dim, ndim):
     takes dim 0 / -1 as PyTorch does (checked by ``_wrap_dim``) and reduces over no axis."""
     if dim is None:
         return None
+    if type(dim) is int:  # `x.sum(1)`: the answer for (dim, ndim) is remembered (errors are not)
+        dims = _INT_DIMS.get((dim, ndim))
+        if dims is None:
+            d = _wrap_dim(dim, ndim)  # PyTorch's IndexError when out of range
+            dims = _INT_DIMS[(dim, ndim)] = (d,) if ndim else ()
+        return dims
     if isinstance(dim, (tuple, list)):
         if len(dim) == 0:
             return None
@@ -30,6 +36,9 @@ def _dims(dim, ndim):
     else:
         dims = (_wrap_dim(dim, ndim),)
     return dims if ndim else ()
+
+
+_INT_DIMS: dict = {}  # (dim, ndim) -> _dims' answer for an int dim (a few entries per rank)
 
 
 def _acc_dtype(x, dtype):

@@ -16,7 +16,7 @@ from . import engine  # noqa: E402
 from . import fused  # noqa: E402,F401  (registers the fused backward with the engine)
 from .. import _cache, _dtype, _tensor  # noqa: E402
 from .._factories import tensor as _tensor_of, zeros_like as _zeros_like  # noqa: E402
-from .._tensor import Tensor as _Tensor  # noqa: E402
+from .._tensor import Tensor as _Tensor, _Array  # noqa: E402
 from .grad_mode import (enable_grad as enable_grad, inference_mode as inference_mode,
                         is_grad_enabled as is_grad_enabled, no_grad as no_grad,
                         set_grad_enabled as set_grad_enabled)
@@ -98,7 +98,8 @@ def backward(tensors, grad_tensors=None, retain_graph=None, create_graph=False, 
             and getattr(tensors, "_grad_fn", None) is not None:
         # the common `loss.backward()`: a scalar non-leaf root, implicit gradient 1
         v = tensors._value
-        key = (v.shape, v.dtype)
+        a = v.aval if type(v) is _Array else v  # (shape and dtype without jax's properties)
+        key = (a.shape, a.dtype)
         one = _ONES.get(key)  # only ever holds real floating scalars' ones
         if one is not None or (_math.prod(key[0]) == 1 and key[1] in _FLOATS):
             engine.execute([(tensors._grad_fn, tensors._output_nr)],

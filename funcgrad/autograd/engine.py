@@ -85,14 +85,10 @@ def execute(roots, grads, retain_graph, create_graph, capture=None, accumulate=T
     only nodes that lead to them run, and ``.grad`` is not touched unless ``accumulate``.
     """
     if capture is None and not create_graph and accumulate and not grad_mode._anomaly[0]:
-        # a plain graph: one cached XLA program, from its first sighting (fused.py)
-        state = grad_mode._state
-        prev, state.enabled = state.enabled, False
-        try:
-            if _fused_run(roots, grads, retain_graph):
-                return []
-        finally:
-            state.enabled = prev
+        # a plain graph: one cached XLA program, from its first sighting (fused.py; it turns
+        # grad mode off where it adds into an existing .grad, as the loop below does)
+        if _fused_run(roots, grads, retain_graph):
+            return []
     # 1. dependency counts (and parents, to prune when capturing)
     deps, parents = {}, {}
     stack = list(dict.fromkeys(n for n, _ in roots))  # two roots on one node: count its edges once

@@ -31,7 +31,7 @@ import threading
 import jax.numpy as jnp
 from jax.core import Tracer
 
-from .. import _cache
+from .. import _cache, _grad_mode as grad_mode
 from .._dispatch import OpNode
 from .._tensor import Tensor, _apply_chain
 from .engine import _accumulate, _no_leak, register_fast_path
@@ -46,25 +46,27 @@ _LOCK = threading.Lock()  # guards _SEEN's updates: one program per structure, e
 
 
 def _plan(root):
-    """``(struct, saved, op nodes, leaves)`` of the graph below ``root`` if it qualifies, else
+    """``(struct, flat, op nodes, leaves)`` of the graph below ``root`` if it qualifies, else
     None. ``struct`` is the program's cache key: per op node in the engine's order (a
     dependency-counted walk from the root), its number, op, kernel key and the numbers of its
     inputs' nodes; the numbers of the leaves; the lazy views (see below). Nodes are numbered in
     the order a depth-first walk meets them, a function of the structure alone.
 
-    ``saved``: the nodes' saved inputs as arrays, after their version checks. A saved view
-    whose value is not computed (e.g. ``nn.Linear``'s lazy ``weight.t()``) is passed as its
-    base's array, and the program applies the view's chain (static chains only: a chain with
-    dynamic indices would bake them into the program).
+    ``flat``: the nodes' saved inputs as arrays, node after node (a node saves one entry per
+    operand, its kernel key's ``nargs``), after their version checks: the program takes them as
+    positional arguments, JAX's fastest call. A saved view whose value is not computed (e.g.
+    ``nn.Linear``'s lazy ``weight.t()``) is passed as its base's array, and the program applies
+    the view's chain (static chains only: a chain with dynamic indices would bake them into the
+    program).
     """
     if type(root) is AccumulateGrad or MAX_NODES < 1:
         return None
-    acc, T = AccumulateGrad, Tensor
-    # One depth-first walk numbers the nodes, counts each one's consumers and collects the op
-    # nodes as it pops them. Where no op node has two consumers (leaves may), that pop order is
-    # the engine's (a node runs once all its consumers did); otherwise it is redone below.
-    ids, deps, stack = {root: 0}, {}, [root]
-    rows, leaf_ids, leaves, ops, saved, lazy = [], [], [], [], [], []
+    acc, T, opnode = AccumulateGrad, Tensor, OpNode
+    # One depth-first walk numbers the nodes and collects the op nodes as it pops them. Where
+    # no op node has two consumers (leaves may), that pop order is the engine's (a node runs
+    # once all its consumers did); otherwise it is redone below.
+    ids, stack = {root: 0}, [root]
+    rows, leaf_ids, leaves, ops, flat, lazy = [], [], [], [], [], []
     shared = False
     while stack:
         node = stack.pop()
@@ -75,7 +77,7 @@ def _plan(root):
             leaf_ids.append(ids[node])
             leaves.append(node)
             continue
-        if not isinstance(node, OpNode) or node._freed or \
+        if not isinstance(node, opnode) or node._freed or \
                 node._hooks or node._pre_hooks or node._tensor_pre_hooks or node._retain:
             return None
         for t, v in node._versions:
@@ -89,39 +91,43 @@ def _plan(root):
                     j = ids[child] = len(ids)
                     if j >= MAX_NODES:
                         return None
-                    deps[child] = 1
                     stack.append(child)
-                else:
-                    deps[child] += 1
-                    if type(child) is not acc:
-                        shared = True
+                elif type(child) is not acc:
+                    shared = True
                 e.append((j, nr))
-        i = len(ops)
         ops.append(node)
         rows.append((ids[node], node._op, node._key, tuple(e), node._out_avals))
-        row = []
-        for j, s in enumerate(node._saved):
+        for s in node._saved:
             if isinstance(s, T):
                 vi = s._viewinfo
                 if vi is None:
                     s = s._cell.value
                 elif vi.gen != s._cell.gen and not any(d for _, _, d in vi.chain):
-                    row.append(s._cell.value)
-                    lazy.append((i, j, vi.chain))
-                    continue
+                    lazy.append((len(flat), vi.chain))
+                    s = s._cell.value
                 else:
                     s = s._value
-            row.append(s)
-        saved.append(row)
+            flat.append(s)
     if shared:
+        deps = {}  # each node's consumers, counted only here: most graphs need no reordering
+        for node in ops:
+            for child, _ in node.next_functions:
+                if child is not None:
+                    deps[child] = deps.get(child, 0) + 1
         order = _kahn(root, deps)
         pos = {n: i for i, n in enumerate(ops)}
         perm = [pos[n] for n in order]
-        new = {p: i for i, p in enumerate(perm)}
-        ops = order
-        rows, saved = [rows[p] for p in perm], [saved[p] for p in perm]
-        lazy = [(new[i], j, c) for i, j, c in lazy]
-    return (tuple(rows), tuple(leaf_ids), tuple(lazy)), saved, ops, leaves
+        offs = [0]  # where each node's saved entries start in flat (one per operand)
+        for row in rows:
+            offs.append(offs[-1] + row[2][2])
+        new_offs, new_flat = {}, []
+        for p in perm:  # each node's saved entries move with it
+            new_offs[p] = len(new_flat) - offs[p]
+            new_flat += flat[offs[p]:offs[p + 1]]
+        owner = [p for p in range(len(ops)) for _ in range(offs[p + 1] - offs[p])]
+        lazy = [(f + new_offs[owner[f]], c) for f, c in lazy]
+        ops, rows, flat = order, [rows[p] for p in perm], new_flat
+    return (tuple(rows), tuple(leaf_ids), tuple(lazy)), flat, ops, leaves
 
 
 def _kahn(root, deps):
@@ -151,14 +157,20 @@ def _program(struct):
 def _replay(struct):
     rows, leaf_ids, lazy = struct
     fns = [(n, op.vjp_fn(*key), edges, avals) for n, op, key, edges, avals in rows]
+    counts = [key[2] for _, _, key, _, _ in rows]  # saved entries per node: one per operand
     n_nodes = len(rows) + len(leaf_ids)
     # nodes with several outputs (``_out_avals``): one gradient slot per output, and zeros for
     # the outputs nothing used, as the engine's OpNode._apply
     multi = {n: len(avals) for n, _, _, _, avals in rows if avals is not None}
 
-    def run(saved, root_grad):
-        for i, j, chain in lazy:  # views passed as their base's array: take the view here
-            saved[i][j] = _apply_chain(chain, saved[i][j])
+    def run(root_grad, *flat):
+        flat = list(flat)
+        for f, chain in lazy:  # views passed as their base's array: take the view here
+            flat[f] = _apply_chain(chain, flat[f])
+        saved, o = [], 0
+        for c in counts:
+            saved.append(flat[o:o + c])
+            o += c
         bufs = [None] * n_nodes
         for n, k in multi.items():
             bufs[n] = [None] * k
@@ -200,7 +212,7 @@ def try_run(roots, grads, retain_graph) -> bool:
     plan = _plan(roots[0][0])
     if plan is None:
         return False
-    struct, saved, ops, leaves = plan
+    struct, flat, ops, leaves = plan
     entry = _SEEN.get(struct)
     if entry is None:
         with _LOCK:  # another thread may be here with the same structure
@@ -211,25 +223,39 @@ def try_run(roots, grads, retain_graph) -> bool:
                     old = _SEEN.popitem(last=False)[0]
                     _cache.warn_evicted(_CACHE_SIZE, "fused backward programs", _describe(struct),
                                         _describe(old), _WARNED)
-    else:
+        _LAST[0] = entry
+    elif entry is not _LAST[0]:  # the last one used is the most recent already: no move
         try:
             _SEEN.move_to_end(struct)  # least recently used goes first
         except KeyError:  # evicted by another thread meanwhile
             pass
-    out = entry(saved, grads[0]._value)  # jax traces a new program once, even from two threads
+        _LAST[0] = entry
+    out = entry(grads[0]._value, *flat)  # jax traces a new program once, even from two threads
     if not retain_graph:
-        for n in ops:
-            n._release()
-    for node, g in zip(leaves, out):
-        if g is not None:
-            var = node._variable()
-            if var is not None and var._grad is None and not var._post_hooks:
-                if isinstance(g, Tracer):
-                    _no_leak(var, g)
-                var._grad = Tensor._wrap(g)  # a fresh array: no detach/copy needed
-            else:
-                _accumulate(node, Tensor._wrap(g), False)
+        for n in ops:  # OpNode._release, inlined
+            n._saved = n._versions = None
+            n._freed = True
+    state = None
+    try:
+        for node, g in zip(leaves, out):
+            if g is not None:
+                var = node._variable()
+                if var is not None and var._grad is None and not var._post_hooks:
+                    if isinstance(g, Tracer):
+                        _no_leak(var, g)
+                    var._grad = Tensor._wrap(g)  # a fresh array: no detach/copy needed
+                else:
+                    if state is None:  # adding into .grad runs with grad mode off, as the engine
+                        state = grad_mode._state
+                        prev, state.enabled = state.enabled, False
+                    _accumulate(node, Tensor._wrap(g), False)
+    finally:
+        if state is not None:
+            state.enabled = prev
     return True
+
+
+_LAST: list = [None]  # the program of the last fused backward (the LRU's most recent entry)
 
 
 register_fast_path(try_run)
