@@ -8,7 +8,6 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
-from jax import lax
 
 import funcgrad
 from funcgrad import _factories, nn
@@ -94,31 +93,30 @@ def test_zero_and_fill_of_a_buffer_as_the_kernel():
     y.sum().backward()
 
 
-def _ref_pool_grad(x, g, k):
-    def f(v):
-        return lax.reduce_window(v, -math.inf, lax.max, (1, 1) + k, (1, 1) + k, [(0, 0)] * (2 + len(k)))
-    return jax.jit(lambda x, g: jax.vjp(f, x)[1](g)[0])(x, g)
-
-
-@pytest.mark.parametrize("shape,k", [((4, 3, 8, 8), (2, 2)), ((2, 3, 7, 10), (3, 2)),
-                                     ((2, 2, 4, 6, 5), (2, 3, 2))])
-def test_max_pool_gradient_bits_are_jaxs(shape, k):
-    """The tiling-window derivative of max_pool gives exactly what jax's reduce_window rule
-    gives: ties (ReLU zeros), NaN, -inf, -0.0 cotangents, cropped remainders."""
+@pytest.mark.torch
+@pytest.mark.parametrize("shape,k,stride,pad", [((4, 3, 8, 8), (2, 2), None, 0), ((2, 3, 7, 10), (3, 2), None, 0),
+                                                ((2, 2, 4, 6, 5), (2, 3, 2), None, 0),
+                                                ((2, 3, 7, 9), (3, 3), (2, 2), 1)])
+def test_max_pool_gradient_bits_are_torchs(shape, k, stride, pad):
+    """max_pool's derivative (tiling windows: a reshape; others gathered) routes each window's
+    gradient where PyTorch's kernel does: ties (ReLU zeros), NaN (the last one), -inf, -0.0
+    cotangents, cropped remainders, padding, bit for bit."""
+    torch = pytest.importorskip("torch")
     rs = np.random.RandomState(0)
     x = rs.randn(*shape).astype(np.float32)
     x[x < 0.3] = 0.0
     x[rs.rand(*shape) < 0.1] = np.nan
     x[rs.rand(*shape) < 0.05] = -np.inf
-    out_shape = shape[:2] + tuple(s // kk for s, kk in zip(shape[2:], k))
-    g = rs.randn(*out_shape).astype(np.float32)
-    g[g > 0.8] = -0.0
-    xt = funcgrad.tensor(x, requires_grad=True)
-    pool = funcgrad.nn.functional.max_pool2d if len(k) == 2 else funcgrad.nn.functional.max_pool3d
-    out = pool(xt, k)
-    out.backward(funcgrad.tensor(g))
-    want = _ref_pool_grad(jnp.asarray(x), jnp.asarray(g), k)
-    assert _bits(xt.grad._value) == _bits(want)
+    grads = []
+    for L in (funcgrad, torch):
+        xt = L.tensor(x, requires_grad=True)
+        pool = L.nn.functional.max_pool2d if len(k) == 2 else L.nn.functional.max_pool3d
+        out = pool(xt, k, stride, pad)
+        g = np.random.RandomState(1).randn(*out.shape).astype(np.float32)
+        g[g > 0.8] = -0.0
+        out.backward(L.tensor(g))
+        grads.append(np.asarray(xt.grad.numpy()))
+    assert grads[0].tobytes() == grads[1].tobytes()
 
 
 @pytest.mark.torch

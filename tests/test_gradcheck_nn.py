@@ -233,6 +233,13 @@ LAYERS = [
                                                      align_corners=True), ins(X(1, 1, 2, 2))),
     Case("Upsample_linear", lambda: nn.Upsample(scale_factor=2, mode="linear"), ins(X(1, 1, 3))),
     Case("ZeroPad2d", lambda: nn.ZeroPad2d((1, 0, 2, 1)), ins(X(1, 1, 2, 2))),
+    Case("ChannelShuffle", lambda: nn.ChannelShuffle(2), ins(X(1, 4, 2, 2))),
+    Case("Unfold", lambda: nn.Unfold(kernel_size=2, padding=1, stride=2), ins(X(1, 2, 3, 3))),
+    Case("Fold", lambda: nn.Fold(output_size=(3, 3), kernel_size=2), ins(X(1, 8, 4))),
+    Case("UpsamplingNearest2d", lambda: nn.UpsamplingNearest2d(scale_factor=2), ins(X(1, 1, 2, 2))),
+    Case("UpsamplingBilinear2d", lambda: nn.UpsamplingBilinear2d(size=(3, 4)), ins(X(1, 1, 2, 2))),
+    Case("CosineSimilarity", lambda: nn.CosineSimilarity(dim=1), ins(X(2, 3), X(2, 3))),
+    Case("PairwiseDistance", lambda: nn.PairwiseDistance(p=2.0), ins(X(2, 3), X(2, 3))),
     Case("ConstantPad1d", lambda: nn.ConstantPad1d(2, 3.5), ins(X(1, 2, 2))),
     Case("ReflectionPad1d", lambda: nn.ReflectionPad1d(2), ins(X(1, 1, 4))),
     Case("ReflectionPad2d", lambda: nn.ReflectionPad2d(1), ins(X(1, 1, 3, 3))),
@@ -335,6 +342,10 @@ LOSSES = [
     Case("SoftMarginLoss", lambda: nn.SoftMarginLoss(),
          lambda rng: (X(2, 3)(rng), funcgrad.tensor([[1.0, -1.0, 1.0], [-1.0, -1.0, 1.0]], dtype=F64))),
     Case("MultiMarginLoss", lambda: nn.MultiMarginLoss(margin=10.0), ins(X(3, 4), IDX(4, 3))),
+    Case("HingeEmbeddingLoss", lambda: nn.HingeEmbeddingLoss(margin=1.0),
+         lambda rng: (X(2, 3, kinks=(1.0,))(rng), funcgrad.tensor([[1.0, -1.0, 1.0], [-1.0, -1.0, 1.0]], dtype=F64))),
+    Case("MultiLabelSoftMarginLoss", lambda: nn.MultiLabelSoftMarginLoss(),
+         lambda rng: (X(2, 3)(rng), funcgrad.tensor([[1.0, 0.0, 1.0], [0.0, 0.0, 1.0]], dtype=F64))),
     Case("GaussianNLLLoss", lambda: nn.GaussianNLLLoss(),
          ins(X(2, 3), X(2, 3), X(2, 3, lo=0.5, hi=1.5, kinks=())), gg=True),
     Case("PoissonNLLLoss", lambda: nn.PoissonNLLLoss(), ins(X(2, 3), X(2, 3, lo=0, hi=3, kinks=()))),
@@ -410,6 +421,7 @@ def test_every_layer_has_a_case():
     skip = {"Module", "Sequential", "ModuleList", "ModuleDict", "ParameterList", "ParameterDict",
             "Parameter", "Buffer", "DataParallel", "RNNBase", "RNNCellBase",
             "TransformerEncoder", "TransformerDecoder", "Transformer",  # stacks of the layers checked here
+            "LazyLinear",  # becomes a Linear on its first call (checked as Linear)
             "CTCLoss",  # PyTorch's gradient is not the derivative (tests/test_ops_more2.py compares it)
             "AlphaDropout", "Dropout1d", "Dropout2d", "Dropout3d",  # random masks
             "ZeroPad1d", "ZeroPad3d", "ConstantPad2d", "ConstantPad3d", "ReflectionPad3d",

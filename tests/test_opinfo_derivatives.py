@@ -100,6 +100,14 @@ ROWS = {
     "eigvalsh": (lambda L, x: L.linalg.eigvalsh(x.view(3, 3)), [_A]),
     "pinv": (lambda L, x: L.linalg.pinv(x.view(3, 3), hermitian=True).flatten(), [_A]),
     "heaviside": None,  # its slot raises PyTorch's error: tests/test_ops_math.py
+    "fmax": _two(lambda L, x, y: L.fmax(x, y)),
+    "fmin": _two(lambda L, x, y: L.fmin(x, y)),
+    "nextafter": _two(lambda L, x, y: L.nextafter(x, y)),
+    "poisson": (lambda L, x: L.poisson(x), [[0.5, 2.0, 0.0, 7.0]]),  # zero, whatever it draws
+    # tiling windows (stride == kernel): ties, nan and ±inf inside a window
+    "max_pool2d": (lambda L, x: L.nn.functional.max_pool2d(x.view(1, 1, 4, 4), 2), [_G]),
+    "max_pool3d": (lambda L, x: L.nn.functional.max_pool3d(x.view(1, 1, 2, 2, 4), 2), [_G]),
+    "histogram": None,  # its slot raises PyTorch's error: test_histogram_backward_raises_as_torch
 }
 # second derivatives not compared: PyTorch does not implement them (hardsigmoid, heaviside)
 NO_DOUBLE = {"heaviside": "PyTorch's backward raises", "hardsigmoid": "PyTorch: derivative for "
@@ -163,6 +171,17 @@ def test_scatter_src_of_another_shape_raises_as_torch(name):
     assert msgs[0] == msgs[1]
     node = name.title().replace("_", "") + "Backward0"
     assert msgs[0].startswith(f"Function {node} returned an invalid gradient")
+
+
+def test_histogram_backward_raises_as_torch():
+    msgs = []
+    for L in (funcgrad, torch):
+        x = L.tensor([0.5, 1.5, 1.7], dtype=L.float64, requires_grad=True)
+        h = L.histogram(x, 2).hist
+        with pytest.raises(RuntimeError) as e:
+            h.sum().backward()
+        msgs.append(str(e.value).splitlines()[0])
+    assert msgs[0] == msgs[1]
 
 
 @pytest.mark.parametrize("key", ["hypot", "abs", "maximum", "clamp", "amax", "pow_tensor", "elu"])

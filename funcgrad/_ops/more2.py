@@ -193,9 +193,15 @@ _fmax = defop("fmax", jnp.fmax, "FmaxBackward0", promote="binary", jvp=_fminmax_
 _fmin = defop("fmin", jnp.fmin, "FminBackward0", promote="binary", jvp=_fminmax_jvp(jnp.less_equal))
 
 
-# PyTorch's derivative passes the gradient to ``input`` unchanged (none to ``other``)
+# PyTorch's derivative passes the gradient to ``input`` where ``input != other`` (a nan counts as
+# unequal) and zero where they are equal (the result is ``other`` there); none to ``other``
+def _nextafter_jvp(primals, tangents, out):
+    x, y = primals
+    return jnp.where(x != y, tangents[0], 0).astype(out.dtype)
+
+
 _nextafter = defop("nextafter", jnp.nextafter, "NextafterBackward0", promote="binary", accepts="f",
-                   kernel="nextafter_cpu", jvp=lambda primals, tangents, out: tangents[0].astype(out.dtype))
+                   kernel="nextafter_cpu", jvp=_nextafter_jvp)
 
 
 @export("fmax", tensors=("input", "other"))

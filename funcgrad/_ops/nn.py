@@ -340,7 +340,8 @@ def _window_index(size, k, s, p, d, ceil_mode):
 
 
 def _gather_windows(x, tables):
-    """x (N, C, *S) → (N, C, *out, K) values (−inf outside) and flat source indices."""
+    """x (N, C, *S) → (N, C, *out, K) values (−inf outside), flat source indices, and which are
+    inside the input."""
     nd = len(tables)
     spatial = x.shape[2:]
     grids = np.meshgrid(*[np.arange(t.shape[0]) for t in tables], *[np.arange(t.shape[1]) for t in tables],
@@ -358,37 +359,54 @@ def _gather_windows(x, tables):
     xf = x.reshape(x.shape[:2] + (-1,))
     vals = jnp.take(xf, jnp.asarray(flat.reshape(-1)), axis=2).reshape(x.shape[:2] + flat.shape)
     vals = jnp.where(jnp.asarray(valid), vals, -jnp.inf)
-    return vals, flat
+    return vals, flat, jnp.asarray(valid)
 
 
 def _max_pool_indices(x, *, kernel, stride, padding, dilation, ceil_mode):
     tables = [_window_index(x.shape[2 + i], kernel[i], stride[i], padding[i], dilation[i], ceil_mode)
               for i in range(len(kernel))]
-    vals, flat = _gather_windows(x, tables)
-    am = jnp.argmax(vals, axis=-1)
+    vals, flat, valid = _gather_windows(x, tables)
+    am = _torch_pick(vals, valid)
     idx = jnp.take_along_axis(jnp.broadcast_to(jnp.asarray(flat), vals.shape), am[..., None], -1)[..., 0]
     out = jnp.take_along_axis(vals, am[..., None], -1)[..., 0]
     return out, idx.astype(jnp.int64)
 
 
-def _max_pool_jvp(primals, tangents, out, *, kernel, stride, padding, dilation, ceil_mode):
-    """jax's derivative of ``_max_pool``, cheaper to compile where the windows tile the input
-    (stride == kernel, no padding or dilation: ``nn.MaxPool2d(2)``).
+def _torch_pick(vals, valid=None):
+    """The window element PyTorch's CPU max-pool kernels pick along the last axis: each element
+    replaces the chosen one when ``val > max || isnan(val)``, so the last NaN, else the first of
+    the tied maxima (jnp.argmax takes the first NaN; XLA's select rule moves past a NaN)."""
+    if not jnp.issubdtype(vals.dtype, jnp.floating):
+        return jnp.argmax(vals, axis=-1)
+    isn = jnp.isnan(vals)
+    last_nan = vals.shape[-1] - 1 - jnp.argmax(isn[..., ::-1], axis=-1)
+    # the first maximum among the window's own elements: the padding (-inf) never wins, not
+    # even over a window whose elements are all -inf (PyTorch starts at its first element)
+    m = jnp.max(jnp.where(isn, -jnp.inf, vals), axis=-1, keepdims=True)
+    hit = vals == m if valid is None else (vals == m) & valid
+    return jnp.where(isn.any(-1), last_nan, jnp.argmax(hit, axis=-1))
 
-    jax differentiates ``reduce_window`` max through ``select_and_gather_add``, transposed to
-    ``select_and_scatter_add``: XLA:CPU takes over a second to compile that for a small CNN's
-    backward, the largest part of it. Tiling windows are a reshape instead; the element each
-    window routes its gradient to is picked by XLA's own rule (the first, then each later one
-    the chosen is not ``>=``: past a NaN, a tie keeps the first), and its tangent gathered, whose
-    transpose adds into zeros as ``select_and_scatter_add`` does: the same bits, ties, NaN and
-    -0.0 included (tests/test_cold_start.py), in about half the compile time.
+
+def _max_pool_jvp(primals, tangents, out, *, kernel, stride, padding, dilation, ceil_mode):
+    """PyTorch's max-pool derivative: the gradient goes to the element its kernel picks (the last
+    NaN of a window, else the first of the tied maxima: ``_torch_pick``), the rule behind
+    ``MaxPool2DWithIndicesBackward0``'s indices. jax's rule (``select_and_scatter_add``) moves
+    past a NaN, so it is not used; it also takes XLA:CPU over a second to compile for a small
+    CNN's backward. Windows that tile the input (stride == kernel, no padding or dilation:
+    ``nn.MaxPool2d(2)``) are a reshape; others are gathered (``_gather_windows``). The tangent
+    map gathers the picked element's tangent; its transpose adds into zeros.
     """
     (x,), (t,) = primals, tangents
-    kw = dict(kernel=kernel, stride=stride, padding=padding, dilation=dilation, ceil_mode=ceil_mode)
     outs = tuple(s // k for s, k in zip(x.shape[2:], kernel))
     if (tuple(stride) != tuple(kernel) or any(padding) or any(d != 1 for d in dilation)
-            or tuple(out.shape[2:]) != outs or not jnp.issubdtype(x.dtype, jnp.floating)):
-        return jax.jvp(lambda v: _max_pool(v, **kw), (x,), (t,))[1]
+            or tuple(out.shape[2:]) != outs):
+        tables = [_window_index(x.shape[2 + i], kernel[i], stride[i], padding[i], dilation[i], ceil_mode)
+                  for i in range(len(kernel))]
+        vals, flat, valid = _gather_windows(x, tables)
+        src = jnp.take_along_axis(jnp.broadcast_to(jnp.asarray(flat), vals.shape),
+                                  _torch_pick(vals, valid)[..., None], -1)[..., 0]
+        tf = t.reshape(t.shape[:2] + (-1,))
+        return jnp.take_along_axis(tf, src.reshape(src.shape[:2] + (-1,)), -1).reshape(out.shape)
     nd = len(kernel)
 
     def windows(v):  # (N, C, *S) -> (N, C, *out, prod(kernel)), window elements in row-major order
@@ -396,11 +414,7 @@ def _max_pool_jvp(primals, tangents, out, *, kernel, stride, padding, dilation, 
         v = v.reshape(v.shape[:2] + tuple(d for o, k in zip(outs, kernel) for d in (o, k)))
         v = v.transpose((0, 1) + tuple(range(2, 2 + 2 * nd, 2)) + tuple(range(3, 3 + 2 * nd, 2)))
         return v.reshape(v.shape[:2 + nd] + (-1,))
-    w = windows(x)
-    best, pick = w[..., 0], jnp.zeros(w.shape[:-1], jnp.int32)
-    for j in range(1, w.shape[-1]):
-        take = ~(best >= w[..., j])
-        best, pick = jnp.where(take, w[..., j], best), jnp.where(take, j, pick)
+    pick = _torch_pick(windows(x))
     return jnp.take_along_axis(windows(t), pick[..., None], -1)[..., 0]
 
 
@@ -473,8 +487,8 @@ def _adaptive_table(size, out):
 
 def _adaptive_max(x, *, output_size):
     tables = [_adaptive_table(x.shape[2 + i], o) for i, o in enumerate(output_size)]
-    vals, flat = _gather_windows(x, tables)
-    am = jnp.argmax(vals, axis=-1)
+    vals, flat, valid = _gather_windows(x, tables)
+    am = _torch_pick(vals, valid)
     out = jnp.take_along_axis(vals, am[..., None], -1)[..., 0]
     idx = jnp.take_along_axis(jnp.broadcast_to(jnp.asarray(flat), vals.shape), am[..., None], -1)[..., 0]
     return out, idx.astype(jnp.int64)
