@@ -100,6 +100,10 @@ ROWS = {
     "eigvalsh": (lambda L, x: L.linalg.eigvalsh(x.view(3, 3)), [_A]),
     "pinv": (lambda L, x: L.linalg.pinv(x.view(3, 3), hermitian=True).flatten(), [_A]),
     "heaviside": None,  # its slot raises PyTorch's error: tests/test_ops_math.py
+    # inf (result / self: nan), one zero, two zeros, no zero (the division's rounding)
+    "prod": (lambda L, x: L.stack([x[:4].prod(), x[4:8].prod(), x[8:12].prod(), x[12:].prod(), x.prod()]),
+             [[INF, 2.0, 3.0, 0.5, 0.0, 2.0, 3.0, NAN, 0.0, 0.0, 3.0, 1.5, 0.3, 0.7, 1.1, 1.9]]),
+    "prod_dim": (lambda L, x: x.prod(-1) + x.prod(0, keepdim=True).sum(), [_G]),
     "fmax": _two(lambda L, x, y: L.fmax(x, y)),
     "fmin": _two(lambda L, x, y: L.fmin(x, y)),
     "nextafter": _two(lambda L, x, y: L.nextafter(x, y)),

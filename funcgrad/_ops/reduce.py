@@ -231,13 +231,70 @@ def argmin(input, dim=None, keepdim=False) -> Tensor:
 
 
 # ---- prod -----------------------------------------------------------------------------------------
-# jnp.prod's derivative handles zeros exactly (no division by the product), as PyTorch's does.
 def _prod(x, *, dim, keepdim, dtype):
     return jnp.prod(x, axis=dim, keepdims=keepdim, dtype=_acc_dtype(x, dtype))
 
 
-_prod0 = defop("prod", _prod, "ProdBackward0")
-_prod1 = defop("prod_dim", _prod, "ProdBackward1")
+def _prod_weights(x, r, *, dim, keepdim, two_zeros_vanish):
+    """PyTorch's prod_backward as d result / d self (the gradient is ``grad * weights``): result /
+    self when the input holds no zero at all (an inf gives inf / inf = nan, and the rounding is a
+    division's, not a product of the others'); with a zero anywhere, prod_safe_zeros_backward's
+    exclusive products along dim, or zeros for a whole reduction with two or more zeros when
+    grad mode is off (``two_zeros_vanish``). ``r`` is the result, or a function giving it (the
+    grad-mode formula differentiates it). Branches by ``lax.cond``: a formula not taken must not
+    meet a cotangent (0 * inf = nan)."""
+    axis = 0 if dim is None else dim
+    xs = x.reshape(-1) if dim is None else x
+    n = xs.shape[axis]
+    zeros = jnp.sum(xs == 0)
+
+    def divide():
+        res = r() if callable(r) else r
+        res = res.reshape(()) if dim is None else (res if keepdim else jnp.expand_dims(res, dim))
+        return _div(jnp.broadcast_to(res, xs.shape), xs)
+
+    def safe():  # (cumprod: the op, so its own derivative is PyTorch's too)
+        cumprod = _cumprod.traced((("dim", axis), ("dtype", None)), None, 1)
+        ones = jnp.ones_like(jax.lax.slice_in_dim(xs, 0, 1, axis=axis))
+        before = cumprod(jnp.concatenate([ones, jax.lax.slice_in_dim(xs, 0, n - 1, axis=axis)], axis))
+        after = jnp.flip(cumprod(jnp.concatenate(
+            [ones, jnp.flip(jax.lax.slice_in_dim(xs, 1, n, axis=axis), axis)], axis)), axis)
+        return before * after
+
+    def with_zero():
+        if dim is None and two_zeros_vanish:
+            return jax.lax.cond(zeros > 1, lambda: jnp.zeros_like(xs), safe)
+        return safe()
+    w = jax.lax.cond(zeros == 0, divide, with_zero)
+    return w.reshape(x.shape)
+
+
+def _prod_jvp(primals, tangents, out, *, dim, keepdim, dtype):
+    (x,), (t,) = primals, tangents
+    x, t = x.astype(out.dtype), t.astype(out.dtype)
+    if x.ndim == 0:
+        return t
+    w = _prod_weights(x, out, dim=dim, keepdim=keepdim, two_zeros_vanish=True)
+    return jnp.sum(t * w, axis=dim, keepdims=keepdim).astype(out.dtype)
+
+
+def _prod_vjp(primals, g, *, grad_mode, dim, keepdim, dtype):
+    # grad mode off: the jvp slot's transpose; on (create_graph): the formula PyTorch records,
+    # whose result is the op itself again (its second derivative is PyTorch's)
+    (x0,) = primals
+    fwd = _prod0.traced((("dim", dim), ("keepdim", keepdim), ("dtype", dtype)), None, 1)
+    if not grad_mode:
+        return jax.vjp(fwd, x0)[1](g)
+    if x0.ndim == 0:
+        return (g.astype(x0.dtype),)
+    x = x0.astype(g.dtype)
+    w = _prod_weights(x, lambda: fwd(x0).astype(g.dtype), dim=dim, keepdim=keepdim, two_zeros_vanish=False)
+    gb = g.reshape(()) if dim is None else (g if keepdim else jnp.expand_dims(g, dim))
+    return ((gb * w).astype(x0.dtype),)
+
+
+_prod0 = defop("prod", _prod, "ProdBackward0", jvp=_prod_jvp, vjp=_prod_vjp)
+_prod1 = defop("prod_dim", _prod, "ProdBackward1", jvp=_prod_jvp, vjp=_prod_vjp)
 
 
 def _out(r, out):
