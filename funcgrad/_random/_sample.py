@@ -207,8 +207,10 @@ def _call(kernel, r, per: int, n: int, *args):
     model's many parameter shapes (or sizes 1..40) share a few compiled kernels instead of one
     XLA compile each; large draws and traced ones run at their exact size.
     """
-    if isinstance(r, jax.core.Tracer) or n >= _SMALL:
-        return kernel(jnp.asarray(r), *args)
+    if isinstance(r, jax.core.Tracer):
+        return kernel(r, *args)
+    if n >= _SMALL:
+        return kernel(jax.device_put(r), *args)  # (a transfer: jnp.asarray compiles per shape)
     b = max(64, 1 << max(n - 1, 0).bit_length())
     padded = np.zeros(b * per, np.uint32)
     padded[:r.size] = r
@@ -217,7 +219,9 @@ def _call(kernel, r, per: int, n: int, *args):
 
 def _finish(out, shape, dtype):
     if isinstance(out, np.ndarray):
-        return jnp.asarray(out.astype(dtype, copy=False).reshape(shape))
+        # a transfer, bit for bit: jnp.asarray of a numpy array stages a convert, one XLA
+        # compile per new shape (two per batch size of randn + randint)
+        return jax.device_put(out.astype(dtype, copy=False).reshape(shape))
     return out.astype(dtype).reshape(shape)
 
 
