@@ -236,7 +236,7 @@ class ShapeKernel:
         return self.n
 
 
-def kernel(make, label: str, swap=None, **jit_kw):
+def kernel(make, label: str, swap=None, per_shape: bool = False, **jit_kw):
     """``jax.jit(make(), **jit_kw)`` that becomes a ``ShapeKernel`` once its shapes keep changing.
 
     Args:
@@ -246,6 +246,8 @@ def kernel(make, label: str, swap=None, **jit_kw):
         swap: ``(dict, key)`` where the caller keeps the kernel, or a callable taking the
             replacement: past ``CHURN`` traces the ``ShapeKernel`` is put there (effective from
             the next call; this one finishes compiling).
+        per_shape: a ``ShapeKernel`` from the start (``static_kernel``: the caller's kernels
+            keep changing, e.g. one per value of a static argument).
 
     >>> import jax.numpy as jnp
     >>> d = {}
@@ -255,6 +257,8 @@ def kernel(make, label: str, swap=None, **jit_kw):
     >>> d["neg"]
     <ShapeKernel neg: 1 shapes>
     """
+    if per_shape:
+        return ShapeKernel(make, label, jit_kw)
     fn = make()
     traces = [0]
     me: list = []
@@ -273,6 +277,33 @@ def kernel(make, label: str, swap=None, **jit_kw):
         return fn(*a, **kw)
     k = jax.jit(counted, **jit_kw)
     me.append(k)
+    return k
+
+
+STATIC_CHURN = 2 * CHURN  # an op with more kernels than this (static arguments) makes per-shape ones
+OP_KERNELS = 256  # ...and keeps at most this many of them in its dict
+
+
+def static_kernel(d: dict, key, make, label: str):
+    """``d[key] = kernel(make, label, swap=(d, key))``, for a dict of kernels keyed on static
+    arguments (an op's kernels per static arguments and dtype cast).
+
+    A static argument that changes from call to call (``x.view(b, -1)`` for a new batch size
+    ``b`` each step) makes a kernel per value, each compiled once: past ``STATIC_CHURN``
+    kernels in ``d`` new ones are ``ShapeKernel``s, whose executables the per-shape LRU
+    bounds, and past ``OP_KERNELS`` the oldest per-shape ones leave ``d`` (the plain
+    kernels, the ones made first, stay: those are the ones a steady loop uses).
+
+    >>> d = {}
+    >>> for n in range(STATIC_CHURN + 2):
+    ...     _ = static_kernel(d, n, lambda: (lambda x: x), "id")
+    >>> sum(type(k) is ShapeKernel for k in d.values())
+    2
+    """
+    k = d[key] = kernel(make, label, swap=(d, key), per_shape=len(d) >= STATIC_CHURN)
+    if len(d) > OP_KERNELS:
+        for old in [o for o, v in d.items() if type(v) is ShapeKernel][:len(d) - OP_KERNELS]:
+            del d[old]
     return k
 
 

@@ -276,6 +276,29 @@ def test_eviction_is_lru_per_shape_and_warns_once_naming_shapes(small_bound, mon
     assert traced.count((2,)) == 2 and traced.count((3,)) == 2
 
 
+def test_static_argument_kernels_go_per_shape_and_are_bounded(small_bound, monkeypatch):
+    """``x.view(b, -1)`` for a new ``b`` each step: a kernel per static value, each compiled
+    once (never churning by itself). Past STATIC_CHURN of them the op's new kernels are
+    per-shape (bounded by the LRU, not by clearing every cache), and the op's dict is bounded."""
+    monkeypatch.setattr(_cache, "STATIC_CHURN", 3)
+    monkeypatch.setattr(_cache, "OP_KERNELS", 6)
+    traced = []
+
+    def fn(x, rows):
+        traced.append(rows)
+        return x.reshape(rows, -1) * 2.0
+    op = _dispatch.Op("cache_static", fn, "CacheStaticBackward0", promote="float")
+    run = lambda b: _dispatch.apply(op, funcgrad.ones(b * 2), rows=b).numpy()  # noqa: E731
+    for b in range(1, 13):
+        np.testing.assert_array_equal(run(b), np.full((b, 2), 2.0, np.float32))
+    assert traced == list(range(1, 13))
+    kinds = [type(k) is _cache.ShapeKernel for k in op._fwd.values()]
+    assert kinds == [False] * 3 + [True] * 3  # the first 3 plain, the newest per-shape ones kept
+    assert len([k for k in _cache._SHAPED.keys() if k[0].label == "cache_static"]) <= 4
+    np.testing.assert_array_equal(run(1), np.full((1, 2), 2.0, np.float32))  # a plain one: cached
+    assert traced.count(1) == 1
+
+
 def test_inference_only_loop_is_bounded(small_bound, monkeypatch):
     """No backward() ever runs: the kernels bound themselves as they compile."""
     monkeypatch.setattr(_cache._SHAPED, "_warned", False)
