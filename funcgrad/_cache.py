@@ -396,16 +396,17 @@ def executables(shaped: bool = True) -> list:
 
 
 def _trace_caches() -> list:
-    """JAX's caches of traced jaxprs (private; [] if this JAX has other ones). Kernels traced
-    inside a funcgrad kernel (``jnp.matmul`` is itself jitted) are cached per shape there, keyed
-    on JAX's own functions, which never die: up to 2048 entries of some KiB each."""
+    """JAX's Python-side staging caches (private; [] if this JAX has other ones): every
+    ``util.cache``/``weakref_lru_cache`` that ``jax.clear_caches`` clears besides the C++
+    dispatch caches of jitted functions (where the executables in use stay). Kernels traced
+    inside a funcgrad kernel or compiled step (``jnp.matmul`` is itself jitted) are cached per
+    shape there, keyed on JAX's own functions, which never die: thousands of entries (traced
+    jaxprs, lowered modules, shardings) of some KiB each, ~1.7 MiB per batch size of an MLP
+    step. (The first of these is the one this relies on.)"""
     try:
-        from jax._src import pjit
-        from jax._src.interpreters import partial_eval as pe
-        caches = [pjit._infer_params_cached, pe.trace_to_jaxpr]
-        for c in caches:
-            c.cache_clear  # noqa: B018 - the API this relies on
-        return caches
+        from jax._src import pjit, util
+        pjit._infer_params_cached.cache_clear  # noqa: B018 - the API this relies on
+        return [c for c in list(util._caches.keys()) if hasattr(c, "cache_clear")]
     except (ImportError, AttributeError):
         return []
 
