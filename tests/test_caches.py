@@ -362,3 +362,43 @@ def test_sweep_below_bound_keeps_kernels():
     before = _cache.executables()
     assert before and not _cache.sweep(limit=10**9)
     assert _cache.executables() == before
+
+
+def _backend_compiles(fn):
+    n = [0]
+
+    def on(name, _secs, **_kw):
+        n[0] += name == "/jax/core/compile/backend_compile_duration"
+    jax.monitoring.register_event_duration_secs_listener(on)
+    try:
+        fn()
+    finally:
+        jax.monitoring.unregister_event_duration_listener(on)
+    return n[0]
+
+
+def test_random_draws_of_a_new_shape_compile_nothing():
+    """Host-drawn samples reach the device by a transfer: a new batch size of ``randn`` /
+    ``randint`` in an already compiled size bucket compiles nothing (``jnp.asarray`` of a numpy
+    array compiled a convert per shape). The values are the recorded PyTorch ones
+    (tests/test_random.py)."""
+    funcgrad.randn(37, 3), funcgrad.randint(0, 4, (37,))  # (the 128-word bucket, compiled)
+    assert _backend_compiles(lambda: (funcgrad.randn(38, 3), funcgrad.randint(0, 4, (38,)))) == 0
+
+
+def test_compiled_step_loop_sweeps_when_due():
+    """A compiled loop never reaches the eager safe point (its backward() runs inside the trace):
+    the step's call is a safe point itself once a sweep is due."""
+    w = funcgrad.ones(3, requires_grad=True)
+
+    @funcgrad.jit
+    def step(x):
+        (w * x).sum().backward()
+        return w.grad
+    step(funcgrad.ones(3))
+    try:
+        _cache._sweep["due"] = True
+        step(funcgrad.ones(3))  # (cached: no trace, no backward())
+        assert _cache._sweep["due"] is False
+    finally:
+        _cache._sweep["due"] = False
