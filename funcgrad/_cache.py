@@ -19,11 +19,16 @@ signature (a fresh closure each, so JAX frees its caches with it), all held in o
 ``LRU`` bounded to ``MAX_EXECUTABLES`` (``FUNCGRAD_MAX_EXECUTABLES``). Only such kernels pay the
 shape key; a shape used recently stays compiled while older ones are evicted.
 
-What is not a funcgrad kernel is bounded by a sweep at safe points (``backward()``, and a
-``ShapeKernel`` compiling outside any trace, which covers inference-only loops): XLA compilations
+A kernel per value of a static argument (``x.view(b, -1)``, a new ``b`` each step) is compiled
+once each and never churns by itself: past ``STATIC_CHURN`` kernels in one op's dict new ones
+are ``ShapeKernel``s from the start (``static_kernel``), in the same LRU.
+
+What is not a funcgrad kernel is bounded by a sweep at safe points (``backward()``, a
+``ShapeKernel`` compiling outside any trace, which covers inference-only loops, and a
+``funcgrad.jit`` step's call, whose backward() runs inside its trace): XLA compilations
 are counted (a ``jax.monitoring`` listener: free when nothing compiles), and every
-``SWEEP_EVERY`` compilations JAX's eager-primitive executables (``jnp.asarray`` of a numpy
-array of a new shape compiles one) and its caches of traced jaxprs are dropped (what is in use
+``SWEEP_EVERY`` compilations JAX's eager-primitive executables and all its Python-side
+staging caches (traced jaxprs, lowerings, shardings) are dropped (what is in use
 stays compiled in the jitted functions' C++ dispatch caches), and kernels that still
 hold more than that (e.g. a static argument that changes every step) clear JAX's caches as a
 last resort. Freed compiler memory is handed back to the OS (``malloc_trim``).
