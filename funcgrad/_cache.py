@@ -19,11 +19,16 @@ signature (a fresh closure each, so JAX frees its caches with it), all held in o
 ``LRU`` bounded to ``MAX_EXECUTABLES`` (``FUNCGRAD_MAX_EXECUTABLES``). Only such kernels pay the
 shape key; a shape used recently stays compiled while older ones are evicted.
 
-What is not a funcgrad kernel is bounded by a sweep at safe points (``backward()``, and a
-``ShapeKernel`` compiling outside any trace, which covers inference-only loops): XLA compilations
+A kernel per value of a static argument (``x.view(b, -1)``, a new ``b`` each step) is compiled
+once each and never churns by itself: past ``STATIC_CHURN`` kernels in one op's dict new ones
+are ``ShapeKernel``s from the start (``static_kernel``), in the same LRU.
+
+What is not a funcgrad kernel is bounded by a sweep at safe points (``backward()``, a
+``ShapeKernel`` compiling outside any trace, which covers inference-only loops, and a
+``funcgrad.jit`` step's call, whose backward() runs inside its trace): XLA compilations
 are counted (a ``jax.monitoring`` listener: free when nothing compiles), and every
-``SWEEP_EVERY`` compilations JAX's eager-primitive executables (``jnp.asarray`` of a numpy
-array of a new shape compiles one) and its caches of traced jaxprs are dropped (what is in use
+``SWEEP_EVERY`` compilations JAX's eager-primitive executables and all its Python-side
+staging caches (traced jaxprs, lowerings, shardings) are dropped (what is in use
 stays compiled in the jitted functions' C++ dispatch caches), and kernels that still
 hold more than that (e.g. a static argument that changes every step) clear JAX's caches as a
 last resort. Freed compiler memory is handed back to the OS (``malloc_trim``).
@@ -236,7 +241,7 @@ class ShapeKernel:
         return self.n
 
 
-def kernel(make, label: str, swap=None, **jit_kw):
+def kernel(make, label: str, swap=None, per_shape: bool = False, **jit_kw):
     """``jax.jit(make(), **jit_kw)`` that becomes a ``ShapeKernel`` once its shapes keep changing.
 
     Args:
@@ -246,6 +251,8 @@ def kernel(make, label: str, swap=None, **jit_kw):
         swap: ``(dict, key)`` where the caller keeps the kernel, or a callable taking the
             replacement: past ``CHURN`` traces the ``ShapeKernel`` is put there (effective from
             the next call; this one finishes compiling).
+        per_shape: a ``ShapeKernel`` from the start (``static_kernel``: the caller's kernels
+            keep changing, e.g. one per value of a static argument).
 
     >>> import jax.numpy as jnp
     >>> d = {}
@@ -255,6 +262,8 @@ def kernel(make, label: str, swap=None, **jit_kw):
     >>> d["neg"]
     <ShapeKernel neg: 1 shapes>
     """
+    if per_shape:
+        return ShapeKernel(make, label, jit_kw)
     fn = make()
     traces = [0]
     me: list = []
@@ -273,6 +282,33 @@ def kernel(make, label: str, swap=None, **jit_kw):
         return fn(*a, **kw)
     k = jax.jit(counted, **jit_kw)
     me.append(k)
+    return k
+
+
+STATIC_CHURN = 2 * CHURN  # an op with more kernels than this (static arguments) makes per-shape ones
+OP_KERNELS = 256  # ...and keeps at most this many of them in its dict
+
+
+def static_kernel(d: dict, key, make, label: str):
+    """``d[key] = kernel(make, label, swap=(d, key))``, for a dict of kernels keyed on static
+    arguments (an op's kernels per static arguments and dtype cast).
+
+    A static argument that changes from call to call (``x.view(b, -1)`` for a new batch size
+    ``b`` each step) makes a kernel per value, each compiled once: past ``STATIC_CHURN``
+    kernels in ``d`` new ones are ``ShapeKernel``s, whose executables the per-shape LRU
+    bounds, and past ``OP_KERNELS`` the oldest per-shape ones leave ``d`` (the plain
+    kernels, the ones made first, stay: those are the ones a steady loop uses).
+
+    >>> d = {}
+    >>> for n in range(STATIC_CHURN + 2):
+    ...     _ = static_kernel(d, n, lambda: (lambda x: x), "id")
+    >>> sum(type(k) is ShapeKernel for k in d.values())
+    2
+    """
+    k = d[key] = kernel(make, label, swap=(d, key), per_shape=len(d) >= STATIC_CHURN)
+    if len(d) > OP_KERNELS:
+        for old in [o for o, v in d.items() if type(v) is ShapeKernel][:len(d) - OP_KERNELS]:
+            del d[old]
     return k
 
 
@@ -366,16 +402,17 @@ def executables(shaped: bool = True) -> list:
 
 
 def _trace_caches() -> list:
-    """JAX's caches of traced jaxprs (private; [] if this JAX has other ones). Kernels traced
-    inside a funcgrad kernel (``jnp.matmul`` is itself jitted) are cached per shape there, keyed
-    on JAX's own functions, which never die: up to 2048 entries of some KiB each."""
+    """JAX's Python-side staging caches (private; [] if this JAX has other ones): every
+    ``util.cache``/``weakref_lru_cache`` that ``jax.clear_caches`` clears besides the C++
+    dispatch caches of jitted functions (where the executables in use stay). Kernels traced
+    inside a funcgrad kernel or compiled step (``jnp.matmul`` is itself jitted) are cached per
+    shape there, keyed on JAX's own functions, which never die: thousands of entries (traced
+    jaxprs, lowered modules, shardings) of some KiB each, ~1.7 MiB per batch size of an MLP
+    step. (The first of these is the one this relies on.)"""
     try:
-        from jax._src import pjit
-        from jax._src.interpreters import partial_eval as pe
-        caches = [pjit._infer_params_cached, pe.trace_to_jaxpr]
-        for c in caches:
-            c.cache_clear  # noqa: B018 - the API this relies on
-        return caches
+        from jax._src import pjit, util
+        pjit._infer_params_cached.cache_clear  # noqa: B018 - the API this relies on
+        return [c for c in list(util._caches.keys()) if hasattr(c, "cache_clear")]
     except (ImportError, AttributeError):
         return []
 

@@ -108,8 +108,9 @@ class Op:
         k = self._fwd.get(key)
         if k is None:
             # a plain jax.jit until its shapes keep changing, then per-shape LRU (_cache.py)
-            k = self._fwd[key] = _cache.kernel(lambda: self.traced(static, cast, nargs),
-                                               self.name, swap=(self._fwd, key))
+            # (one per static arguments: past a few, per-shape as well, _cache.static_kernel)
+            k = _cache.static_kernel(self._fwd, key, lambda: self.traced(static, cast, nargs),
+                                     self.name)
         return k
 
     def vjp_fn(self, static, cast, nargs, mask, avals, graph=False):
@@ -147,8 +148,9 @@ class Op:
         key = (static, cast, nargs, mask, avals)
         k = self._bwd.get(key)
         if k is None:
-            k = self._bwd[key] = _cache.kernel(lambda: self.vjp_fn(static, cast, nargs, mask, avals),
-                                               self.name + " backward", swap=(self._bwd, key))
+            k = _cache.static_kernel(self._bwd, key,
+                                     lambda: self.vjp_fn(static, cast, nargs, mask, avals),
+                                     self.name + " backward")
         return k
 
     def backward_op(self, static, cast, nargs, mask, avals):

@@ -276,6 +276,29 @@ def test_eviction_is_lru_per_shape_and_warns_once_naming_shapes(small_bound, mon
     assert traced.count((2,)) == 2 and traced.count((3,)) == 2
 
 
+def test_static_argument_kernels_go_per_shape_and_are_bounded(small_bound, monkeypatch):
+    """``x.view(b, -1)`` for a new ``b`` each step: a kernel per static value, each compiled
+    once (never churning by itself). Past STATIC_CHURN of them the op's new kernels are
+    per-shape (bounded by the LRU, not by clearing every cache), and the op's dict is bounded."""
+    monkeypatch.setattr(_cache, "STATIC_CHURN", 3)
+    monkeypatch.setattr(_cache, "OP_KERNELS", 6)
+    traced = []
+
+    def fn(x, rows):
+        traced.append(rows)
+        return x.reshape(rows, -1) * 2.0
+    op = _dispatch.Op("cache_static", fn, "CacheStaticBackward0", promote="float")
+    run = lambda b: _dispatch.apply(op, funcgrad.ones(b * 2), rows=b).numpy()  # noqa: E731
+    for b in range(1, 13):
+        np.testing.assert_array_equal(run(b), np.full((b, 2), 2.0, np.float32))
+    assert traced == list(range(1, 13))
+    kinds = [type(k) is _cache.ShapeKernel for k in op._fwd.values()]
+    assert kinds == [False] * 3 + [True] * 3  # the first 3 plain, the newest per-shape ones kept
+    assert len([k for k in _cache._SHAPED.keys() if k[0].label == "cache_static"]) <= 4
+    np.testing.assert_array_equal(run(1), np.full((1, 2), 2.0, np.float32))  # a plain one: cached
+    assert traced.count(1) == 1
+
+
 def test_inference_only_loop_is_bounded(small_bound, monkeypatch):
     """No backward() ever runs: the kernels bound themselves as they compile."""
     monkeypatch.setattr(_cache._SHAPED, "_warned", False)
@@ -339,3 +362,43 @@ def test_sweep_below_bound_keeps_kernels():
     before = _cache.executables()
     assert before and not _cache.sweep(limit=10**9)
     assert _cache.executables() == before
+
+
+def _backend_compiles(fn):
+    n = [0]
+
+    def on(name, _secs, **_kw):
+        n[0] += name == "/jax/core/compile/backend_compile_duration"
+    jax.monitoring.register_event_duration_secs_listener(on)
+    try:
+        fn()
+    finally:
+        jax.monitoring.unregister_event_duration_listener(on)
+    return n[0]
+
+
+def test_random_draws_of_a_new_shape_compile_nothing():
+    """Host-drawn samples reach the device by a transfer: a new batch size of ``randn`` /
+    ``randint`` in an already compiled size bucket compiles nothing (``jnp.asarray`` of a numpy
+    array compiled a convert per shape). The values are the recorded PyTorch ones
+    (tests/test_random.py)."""
+    funcgrad.randn(37, 3), funcgrad.randint(0, 4, (37,))  # (the 128-word bucket, compiled)
+    assert _backend_compiles(lambda: (funcgrad.randn(38, 3), funcgrad.randint(0, 4, (38,)))) == 0
+
+
+def test_compiled_step_loop_sweeps_when_due():
+    """A compiled loop never reaches the eager safe point (its backward() runs inside the trace):
+    the step's call is a safe point itself once a sweep is due."""
+    w = funcgrad.ones(3, requires_grad=True)
+
+    @funcgrad.jit
+    def step(x):
+        (w * x).sum().backward()
+        return w.grad
+    step(funcgrad.ones(3))
+    try:
+        _cache._sweep["due"] = True
+        step(funcgrad.ones(3))  # (cached: no trace, no backward())
+        assert _cache._sweep["due"] is False
+    finally:
+        _cache._sweep["due"] = False

@@ -139,7 +139,12 @@ class CompiledFunction:
         entry.tick = t = next(_TICK)  # (least recently used programs are evicted)
         if entry.tpl is not None:
             entry.tpl.tick = t
-        return self._run(entry, layout, leaves, in_tensors, hyp)
+        out = self._run(entry, layout, leaves, in_tensors, hyp)
+        if _cache._sweep["due"]:
+            # a safe point (the program has compiled, no trace is running here unless this
+            # step is nested): the eager sweep's safe point, backward(), runs inside the trace
+            _cache.maybe_sweep()
+        return out
 
     def _with_static(self, small, tree, leaves):
         """``small`` with the values of the static tensor arguments (host data such as

@@ -3,9 +3,10 @@
 * a whole small training script (import, build, first step; a CNN and the digits MLP) as a fresh
   process: cold (empty persistent compilation cache), warm (the same cache, second run), and
   PyTorch; the note gives the first step's time and the XLA compile count;
-* memory (RSS growth) through ``n`` distinct batch sizes — an eager training step, an
+* memory (RSS growth) through ``n`` distinct batch sizes (500) — an eager training step, an
   inference-only loop and a compiled step — with funcgrad's cache bounds set small
-  (``RSS_BOUNDS``), so that the RSS after n/5, n/2 and n sizes shows it flat once reached;
+  (``RSS_BOUNDS``): the row is the growth after the bounds are full (``RSS_BOUND_REACHED``
+  sizes), the note the RSS after 50, n/2 and n sizes and the XLA compiles per size;
 * ``cat``/``stack`` fan-in of 1 000 / 10 000 tensors: forward + backward.
 
 ``python -m funcgrad.bench --only cache``.
@@ -60,10 +61,14 @@ _RSS = r"""
 import json, sys, warnings
 lib, mode, n = sys.argv[1], sys.argv[2], int(sys.argv[3])
 marks = [int(m) for m in sys.argv[4].split(",")]
+compiles = [0]
 if lib == "torch":
     import torch
     from torch import nn
 else:
+    import jax
+    jax.monitoring.register_event_duration_secs_listener(lambda name, _s, **kw: compiles.__setitem__(
+        0, compiles[0] + (name == "/jax/core/compile/backend_compile_duration")))
     import funcgrad as torch
     from funcgrad import nn
 warnings.simplefilter("ignore")
@@ -72,12 +77,12 @@ def rss():
         return int(f.read().split()[1]) * 4096 / (1 << 20)
 torch.manual_seed(0)
 model = nn.Sequential(nn.Linear(20, 32), nn.ReLU(), nn.Linear(32, 4))
-opt = torch.optim.SGD(model.parameters(), lr=0.1)
+opt = torch.optim.Adam(model.parameters(), lr=1e-3)
 def train(x, y):
     opt.zero_grad(); loss = nn.functional.cross_entropy(model(x), y); loss.backward(); opt.step()
     return loss
 if mode == "compiled":
-    train = torch.compile(train)
+    train = torch.jit(train)
 def step(b):
     x, y = torch.randn(b, 20), torch.randint(0, 4, (b,))
     if mode == "infer":
@@ -86,11 +91,11 @@ def step(b):
     else:
         train(x, y)
 step(1)
-r0, out = rss(), {}
+r0, out, c0 = rss(), {}, compiles[0]
 for b in range(2, n + 2):
     step(b)
     if b - 1 in marks:
-        out[b - 1] = rss() - r0
+        out[b - 1] = [rss() - r0, compiles[0] - c0]
 print(json.dumps(out))
 """
 
@@ -140,25 +145,42 @@ def _first_step(rows):
 
 # funcgrad's bounds, small so that they are reached early in the run (defaults: 1024 / 32)
 RSS_BOUNDS = {"FUNCGRAD_MAX_EXECUTABLES": "64", "FUNCGRAD_MAX_PROGRAMS": "4"}
-RSS_MODES = {"train": "eager MLP train step", "infer": "inference-only loop (no_grad)",
-             "compiled": "compiled train step (funcgrad.jit / torch.compile)"}
+RSS_MODES = {"train": "eager MLP train step (Adam)", "infer": "inference-only loop (no_grad)",
+             "compiled": "compiled train step (funcgrad.jit, Adam)"}
+RSS_BOUND_REACHED = 50  # batch sizes after which RSS_BOUNDS are full (~4-8 compiles per size)
 
 
 def _rss(rows, n, modes=("train", "infer", "compiled")):
-    """RSS growth after 1 .. n distinct batch sizes: flat once funcgrad's bounds are reached."""
-    marks = sorted({max(1, n // 5), n // 2, n})
+    """RSS growth after 1 .. n distinct batch sizes, and its growth after the bounds are full
+    (from ``RSS_BOUND_REACHED`` sizes on: flat, if the caches are bounded). The processes run
+    side by side (they measure memory, not time: a loaded machine finishes them sooner)."""
+    base = min(RSS_BOUND_REACHED, max(1, n // 5))
+    marks = sorted({base, n // 2, n})
     libs = (["torch"] if _has_torch() else []) + ["funcgrad"]
+    jobs = []
     for mode in modes:
-        bench = f"RSS growth over {n} distinct batch sizes, {RSS_MODES[mode]} ('µs' column is MiB)"
         for lib in libs:
             if lib == "torch" and mode == "compiled":
                 continue  # torch.compile needs a C++ toolchain: not part of this comparison
-            env = dict(RSS_BOUNDS, FUNCGRAD_CACHE="0") if lib == "funcgrad" else None
-            wall, out = _proc(_RSS, lib, mode, str(n), ",".join(map(str, marks)), env=env)
-            r = {int(k): v for k, v in json.loads(out).items()}
-            rows.append(dict(bench=bench, impl="PyTorch" if lib == "torch" else "funcgrad",
-                             us=max(r[n], 0.1), note=", ".join(f"{v:.0f} MiB after {k}" for k, v in
-                                                                 sorted(r.items())) + f"; {wall:.0f} s"))
+            env = dict(os.environ, **RSS_BOUNDS, FUNCGRAD_CACHE="0") if lib == "funcgrad" else None
+            p = subprocess.Popen([sys.executable, "-c", _RSS, lib, mode, str(n), ",".join(map(str, marks))],
+                                 stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+            jobs.append((mode, lib, p, time.perf_counter()))
+    for mode, lib, p, t0 in jobs:
+        out, err = p.communicate(timeout=3600)
+        wall = time.perf_counter() - t0
+        if p.returncode:
+            raise RuntimeError(err[-2000:])
+        r = {int(k): v for k, v in json.loads(out.strip().splitlines()[-1]).items()}
+        after = r[n][0] - r[base][0]
+        bench = (f"RSS growth over {n} distinct batch sizes after the first {base}, {RSS_MODES[mode]} "
+                 f"('µs' column is MiB)")
+        note = ", ".join(f"{v[0]:+.0f} MiB after {k}" for k, v in sorted(r.items()))
+        if lib == "funcgrad":
+            note += (f"; {after / (n - base):+.3f} MiB and {(r[n][1] - r[base][1]) / (n - base):.1f} "
+                     f"XLA compiles per size after {base}")
+        rows.append(dict(bench=bench, impl="PyTorch" if lib == "torch" else "funcgrad",
+                         us=max(after, 0.1), note=note + f"; {wall:.0f} s"))
 
 
 def _fanin(rows, sizes):
@@ -180,7 +202,10 @@ def _fanin(rows, sizes):
                 rows.append(dict(bench=bench, impl=name, us=(time.perf_counter() - t0) * 1e6))
 
 
-def run(rss_sizes: int = 500, fanin_sizes=(1_000, 10_000)) -> list[dict]:
+def run(rss_sizes: int | None = None, fanin_sizes=(1_000, 10_000)) -> list[dict]:
+    """``FUNCGRAD_BENCH_RSS_SIZES`` (default 500): fewer batch sizes for a quicker look."""
+    if rss_sizes is None:
+        rss_sizes = int(os.environ.get("FUNCGRAD_BENCH_RSS_SIZES", "500"))
     rows: list[dict] = []
     _first_step(rows)
     _fanin(rows, fanin_sizes)
