@@ -39,6 +39,9 @@ FD_INVALID = {
             "it with torch's)",
     "eigh_U_vectors": "as eigh",
     "eigvalsh": "as eigh",
+    "cholesky": "as eigh (PyTorch's cholesky reads one triangle, its gradient is Hermitian)",
+    "cholesky_upper": "as eigh (the upper triangle)",
+    "cholesky_legacy": "as eigh",
     "pinv_hermitian": "PyTorch's pinv(hermitian=True) gradient is the general pseudo-inverse derivative at A "
                       "while the forward reads one triangle (tests/test_opinfo_derivatives.py compares it "
                       "with torch's)",

@@ -9,6 +9,7 @@ eagerly, the second derivative through ``create_graph=True``, and the gradient c
 from __future__ import annotations
 
 import math
+import warnings
 
 import numpy as np
 import pytest
@@ -26,6 +27,17 @@ _G = [[NAN, 1.0, 2.0, 0.0], [INF, -INF, 1.0, 2.0], [1.0, 3.0, 3.0, 0.0], [0.0, 0
 
 
 _A = [2.0, 1.0, 0.5, -1.0, 3.0, 0.2, 4.0, 0.7, 1.0]  # a non-symmetric 3x3 matrix
+
+
+# positive-definite read from the lower triangle only (the upper one is not), and the reverse
+_PL = [4.0, 9.0, -7.0, 1.0, 3.0, 8.0, 0.5, 0.2, 2.0]
+_PU = [4.0, 1.0, 0.5, 9.0, 3.0, 0.2, -7.0, 8.0, 2.0]
+
+
+def _legacy_cholesky(L, x):
+    with warnings.catch_warnings():  # torch.cholesky is deprecated (both warn)
+        warnings.simplefilter("ignore")
+        return L.cholesky(x.view(3, 3), upper=True)
 
 
 def _eig_inv(e):
@@ -104,6 +116,9 @@ ROWS = {
     "prod": (lambda L, x: L.stack([x[:4].prod(), x[4:8].prod(), x[8:12].prod(), x[12:].prod(), x.prod()]),
              [[INF, 2.0, 3.0, 0.5, 0.0, 2.0, 3.0, NAN, 0.0, 0.0, 3.0, 1.5, 0.3, 0.7, 1.1, 1.9]]),
     "prod_dim": (lambda L, x: x.prod(-1) + x.prod(0, keepdim=True).sum(), [_G]),
+    # one triangle read, a Hermitian gradient (both triangles)
+    "cholesky": (lambda L, x: L.linalg.cholesky(x.view(3, 3)), [_PL]),
+    "cholesky_legacy": (_legacy_cholesky, [_PU]),
     "fmax": _two(lambda L, x, y: L.fmax(x, y)),
     "fmin": _two(lambda L, x, y: L.fmin(x, y)),
     "nextafter": _two(lambda L, x, y: L.nextafter(x, y)),

@@ -9,6 +9,7 @@ no exceptions) and raise ``LinAlgError`` with PyTorch's messages.
 from __future__ import annotations
 
 import collections
+import functools
 import math
 import warnings
 
@@ -269,30 +270,83 @@ def solve(A, B, *, left=True, out=None) -> Tensor:
     return _out(r, out)
 
 
-def _cholesky_fn(a, *, upper):
-    lo = jnp.linalg.cholesky(a)
+def _hermitian_from(a, upper):
+    """The Hermitian matrix PyTorch's factorisation reads: one triangle of ``a`` (LAPACK's
+    ``potrf`` with uplo 'L', or 'U' for ``upper``), mirrored."""
+    tri = jnp.triu(a) if upper else jnp.tril(a)
+    strict = jnp.triu(a, 1) if upper else jnp.tril(a, -1)
+    return tri + jnp.conj(jnp.swapaxes(strict, -1, -2))
+
+
+@functools.partial(jax.custom_jvp, nondiff_argnums=(1,))
+def _read_triangle(a, upper):
+    """``_hermitian_from`` whose derivative is Hermitian, ``(t + tᴴ) / 2``: PyTorch's gradients
+    of a factorisation that reads one triangle are Hermitian (both triangles), at every order."""
+    return _hermitian_from(a, upper)
+
+
+@_read_triangle.defjvp
+def _read_triangle_jvp(upper, primals, tangents):
+    (t,) = tangents
+    return _read_triangle(primals[0], upper), (t + jnp.conj(jnp.swapaxes(t, -1, -2))) / 2
+
+
+def _cholesky_raw(a, upper):
+    lo = jnp.linalg.cholesky(_read_triangle(a, upper))
     return jnp.conj(jnp.swapaxes(lo, -1, -2)) if upper else lo
 
 
-_cholesky = defop("cholesky", _cholesky_fn, "LinalgCholeskyExBackward0")
-_cholesky_legacy = defop("cholesky_legacy", _cholesky_fn, "CholeskyBackward0")
+def _cholesky_fn(a, *, upper):
+    return _cholesky_raw(a, upper)
 
 
-def _check_pd(r, A, fname):
+def _cholesky_jvp(primals, tangents, out, *, upper):
+    # the forward reads one triangle, but PyTorch's cholesky_backward is Hermitian (both
+    # triangles; so is its double backward): the triangle is read through _read_triangle
+    return jax.jvp(lambda v: _cholesky_raw(v, upper), primals, tangents)[1]
+
+
+_cholesky = defop("cholesky", _cholesky_fn, "LinalgCholeskyExBackward0", jvp=_cholesky_jvp)
+_cholesky_legacy = defop("cholesky_legacy", _cholesky_fn, "CholeskyBackward0", jvp=_cholesky_jvp)
+
+
+def _check_pd(r, A, fname, upper=False):
     if _all_finite(r) or not _all_finite(A):
         return
-    d = np.asarray(jnp.diagonal(r._value.reshape((-1,) + r.shape[-2:]), axis1=-2, axis2=-1))
-    bad = np.nonzero(~np.isfinite(d).all(0))[0] if d.ndim > 1 else np.nonzero(~np.isfinite(d))[0]
-    order = int(bad[0]) + 1 if len(bad) else 1
-    raise LinAlgError(f"{fname}: The factorization could not be completed because the input is not "
-                      f"positive-definite (the leading minor of order {order} is not positive-definite).")
+    # (XLA's factor of a failed matrix is all nan: the order comes from the leading minors)
+    _raise_info(_pd_info(A, upper), A, fname + ": {}The factorization could not be completed because the input "
+                "is not positive-definite (the leading minor of order {} is not positive-definite).")
+
+
+def _pd_info(A, upper):
+    """Per matrix: the order of the first leading minor that is not positive-definite (0: PD)."""
+    a = np.asarray(A._value).reshape((-1,) + tuple(A.shape[-2:]))
+    info = []
+    for m in a:
+        m = np.triu(m) + np.triu(m, 1).T.conj() if upper else np.tril(m) + np.tril(m, -1).T.conj()
+        bad = 0
+        for k in range(1, m.shape[0] + 1):
+            try:
+                np.linalg.cholesky(m[:k, :k])
+            except np.linalg.LinAlgError:
+                bad = k
+                break
+        info.append(bad)
+    return info
+
+
+def _raise_info(info, A, msg):
+    """PyTorch's error for the first failed matrix (``(Batch element i): `` in a batch)."""
+    for i, k in enumerate(info):
+        if k:
+            raise LinAlgError(msg.format(f"(Batch element {i}): " if A.ndim > 2 else "", k))
 
 
 def cholesky(A, *, upper=False, out=None) -> Tensor:
     """Cholesky factor ``L`` (``A = L Lᴴ``) of a Hermitian positive-definite matrix."""
     _square(A, "linalg.cholesky")
     r = apply(_cholesky, A, upper=bool(upper))
-    _check_pd(r, A, "linalg.cholesky")
+    _check_pd(r, A, "linalg.cholesky", bool(upper))
     return _out(r, out)
 
 
@@ -307,7 +361,7 @@ def cholesky_legacy(input, upper=False, *, out=None) -> Tensor:
                   UserWarning, stacklevel=2)
     _square(input, "cholesky")
     r = apply(_cholesky_legacy, input, upper=bool(upper))
-    _check_pd(r, input, "cholesky")
+    _check_pd(r, input, "cholesky", bool(upper))
     return _out(r, out)
 
 

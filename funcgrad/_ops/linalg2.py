@@ -19,7 +19,7 @@ import numpy as np
 from .._factories import tensor
 from .._tensor import _scalar_type_name
 from ._registry import Tensor, apply, defop
-from .decomp import (LinAlgError, _cholesky, _float_input, _inv, _result_type, _square, inv, matrix_norm, solve,
+from .decomp import (LinAlgError, _cholesky, _pd_info, _raise_info, _float_input, _inv, _result_type, _square, inv, matrix_norm, solve,
                      svdvals)
 from .linalg import _out
 from .shape import cat
@@ -117,30 +117,6 @@ def inv_ex(A, *, check_errors: bool = False, out=None):
         _raise_info(info, A, "linalg.inv_ex: {}The diagonal element {} is zero, the inversion could not be "
                              "completed because the input matrix is singular.")
     return linalg_inv_ex(r, _batch_info(info, A.shape[:-2]))
-
-
-def _raise_info(info, A, msg):
-    """PyTorch's error for the first failed matrix (``(Batch element i): `` in a batch)."""
-    for i, k in enumerate(info):
-        if k:
-            raise LinAlgError(msg.format(f"(Batch element {i}): " if A.ndim > 2 else "", k))
-
-
-def _pd_info(A, upper):
-    """Per matrix: the order of the first leading minor that is not positive-definite (0: PD)."""
-    a = np.asarray(A._value).reshape((-1,) + tuple(A.shape[-2:]))
-    info = []
-    for m in a:
-        m = np.triu(m) + np.triu(m, 1).T.conj() if upper else np.tril(m) + np.tril(m, -1).T.conj()
-        bad = 0
-        for k in range(1, m.shape[0] + 1):
-            try:
-                np.linalg.cholesky(m[:k, :k])
-            except np.linalg.LinAlgError:
-                bad = k
-                break
-        info.append(bad)
-    return info
 
 
 def cholesky_ex(A, *, upper: bool = False, check_errors: bool = False, out=None):
