@@ -28,7 +28,6 @@ from ._storage import _local as _storage_local
 from ._storage import ACTIVE as _storage_active
 from ._storage import _Array as _Array
 from ._storage import new_cell as _new_cell
-from ._storage import view_binding as _view_binding
 from ._errors import TracedValueError
 from ._graph import AccumulateGrad, RemovableHandle
 from ._tensor_str import format_tensor
@@ -89,32 +88,13 @@ class Size(tuple):
 
 class _View:
     """How a view derives from its base's cell: ``chain`` of (op, static, dynamic-ints) steps,
-    and a cache ``cg``: ``(value, the base cell's generation it was computed at)``, one tuple so
-    that it is replaced at once (threads reading one view see a whole pair; a frame's own
-    binding of a view lives in the frame, ``_storage.Frame.bind_view``)."""
+    and a cache."""
 
-    __slots__ = ("base", "chain", "cg", "layout")
+    __slots__ = ("base", "chain", "cache", "gen", "layout")
 
     def __init__(self, base, chain, cache, gen):
-        self.base, self.chain, self.cg = base, chain, (cache, gen)
+        self.base, self.chain, self.cache, self.gen = base, chain, cache, gen
         self.layout = None  # (sizes, strides, offset), computed when first asked (_strides.py)
-
-    @property
-    def cache(self):
-        return self.cg[0]
-
-    @property
-    def gen(self):
-        return self.cg[1]
-
-    def copy(self) -> "_View":
-        """Another view info of the same view (``detach()``…), reading what this one reads."""
-        new = _View(self.base, self.chain, *self.cg)
-        if _storage_active[0]:
-            f = _storage_local.frame
-            if f is not None:
-                f.share_view(self, new)
-        return new
 
 
 _view_kernels: dict = {}
@@ -231,12 +211,9 @@ class Tensor:
             v = self._cell.value
         else:
             cell = self._cell
-            c, g = vi.cg, cell.gen
-            if c[1] != g and _storage_active[0] and _storage_local.frame is not None:
-                c = _view_binding(vi) or c  # a view bound by this thread's frame
-            if c[1] != g:
-                c = vi.cg = (_view_kernel(vi.chain)(cell.value), g)
-            v = c[0]
+            if vi.gen != cell.gen:
+                vi.cache, vi.gen = _view_kernel(vi.chain)(cell.value), cell.gen
+            v = vi.cache
         if _storage_active[0]:  # some thread is in a binding frame: this one records the read
             f = _storage_local.frame
             if f is not None:
@@ -258,7 +235,7 @@ class Tensor:
         else:
             cell.value = _scatter_kernel(vi.chain)(cell.value, new)
             cell.gen += 1
-            vi.cg = (new, cell.gen)
+            vi.cache, vi.gen = new, cell.gen
 
     def _share(self, ver) -> "Tensor":
         t = object.__new__(Tensor)
@@ -266,7 +243,7 @@ class Tensor:
         t._cell, t._ver = self._cell, ver
         vi = self._viewinfo
         if vi is not None:
-            t._viewinfo = vi.copy()
+            t._viewinfo = _View(vi.base, vi.chain, vi.cache, vi.gen)
         return t
 
     def _snapshot(self) -> "Tensor":
