@@ -27,6 +27,11 @@ SPECS = _specs()
 # rows where finite differences cannot agree with the (correct, PyTorch-defined) gradient
 FD_INVALID = {
     "mode": "input built with ties: the selected element changes under perturbation",
+    "fmax_nan_ties": "input built with ties and nan: the selected element changes under perturbation",
+    "fmin_nan_ties": "as fmax_nan_ties",
+    "nanquantile": "input built with nan: the quantile sits at a tie of the ranked elements under perturbation",
+    "poisson": "a random draw at rate 0 (a perturbation below 0 is refused); its gradient is zero, as "
+               "PyTorch's (tests/test_opinfo_derivatives.py)",
     "embedding_padding_idx": "PyTorch defines the padding row's gradient as zero",
     "standard_gamma": "a random draw: every evaluation samples anew, so finite differences mean nothing; "
                       "the reparameterised gradient vs torch's is tests/test_distributions.py",

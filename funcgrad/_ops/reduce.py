@@ -274,6 +274,8 @@ def _prod_jvp(primals, tangents, out, *, dim, keepdim, dtype):
     x, t = x.astype(out.dtype), t.astype(out.dtype)
     if x.ndim == 0:
         return t
+    if x.size == 0:  # an empty product is 1 whatever the (no) elements
+        return jnp.zeros(out.shape, out.dtype)
     w = _prod_weights(x, out, dim=dim, keepdim=keepdim, two_zeros_vanish=True)
     return jnp.sum(t * w, axis=dim, keepdims=keepdim).astype(out.dtype)
 
@@ -287,6 +289,8 @@ def _prod_vjp(primals, g, *, grad_mode, dim, keepdim, dtype):
         return jax.vjp(fwd, x0)[1](g)
     if x0.ndim == 0:
         return (g.astype(x0.dtype),)
+    if x0.size == 0:
+        return (jnp.zeros(x0.shape, x0.dtype),)
     x = x0.astype(g.dtype)
     w = _prod_weights(x, lambda: fwd(x0).astype(g.dtype), dim=dim, keepdim=keepdim, two_zeros_vanish=False)
     gb = g.reshape(()) if dim is None else (g if keepdim else jnp.expand_dims(g, dim))

@@ -54,7 +54,7 @@ SPECS = [
     Spec("quantile", lambda x: fg.quantile(x, 0.3), lambda x: jnp.quantile(x, 0.3), [(3, 4)],
          grad_fn="SqueezeBackward4"),
     Spec("quantile", lambda x, q: x.quantile(q, dim=1), lambda x, q: jnp.quantile(x, q, axis=1), [(3, 5), _Q],
-         id="quantile_q_tensor"),
+         grad=(0,), id="quantile_q_tensor"),
     Spec("quantile", lambda x, q: fg.quantile(x, q, dim=0, keepdim=True, interpolation="midpoint"),
          lambda x, q: jnp.quantile(x, q, axis=0, keepdims=True, method="midpoint"), [(4, 3), _Q],
          grad=(0,), id="quantile_midpoint"),
