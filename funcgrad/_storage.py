@@ -6,9 +6,7 @@ writes its binding on that thread only (its object's class is switched to a boun
 while any frame binds it, as a packed cell's is; other threads read the cell's own array).
 The jit bridge's trace, ``compile(module)``, ``func.functional_call`` and ``export`` all run
 inside one: the trace binds the state cells to tracers; cells created under a trace frame are
-``_TracedCell`` until it ends, then plain (the bridge tells state made by the step from older
-state; a later frame treats them as any older cell); a view bound by a frame is bound in the
-frame (``bind_view``), never in the view's shared cache; reads of cells
+``_TracedCell`` (the bridge tells state made by the step from older state); reads of cells
 nobody bound are recorded (``frame.reads``: the bridge lifts those that became constants) and
 writes to them are kept in the frame (``frame.written``: dropped on leaving and lifted, or
 written through when concrete). Nothing is patched on a class, so another thread creating,
