@@ -4,7 +4,6 @@ counted (jax's monitoring event)."""
 
 import math
 
-import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
@@ -12,27 +11,7 @@ import pytest
 import funcgrad
 from funcgrad import _factories, nn
 
-
-class _Compiles:
-    """Counts XLA backend compilations while active."""
-
-    def __init__(self):
-        self.n, self.on = 0, False
-        jax.monitoring.register_event_duration_secs_listener(self._listen)
-
-    def _listen(self, name, _secs, **_kw):
-        if self.on and name == "/jax/core/compile/backend_compile_duration":
-            self.n += 1
-
-    def __enter__(self):
-        self.n, self.on = 0, True
-        return self
-
-    def __exit__(self, *exc):
-        self.on = False
-
-
-_COMPILES = _Compiles()
+from .test_caches import _COMPILES  # the XLA-compile counter, one definition
 
 
 def _bits(a):

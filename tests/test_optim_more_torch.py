@@ -12,7 +12,7 @@ import pytest
 import funcgrad
 from funcgrad import optim
 
-from .test_optim import _run_both
+from .test_optim import check_against_torch
 
 torch = pytest.importorskip("torch")
 pytestmark = pytest.mark.torch
@@ -29,24 +29,7 @@ CASES = [
 @pytest.mark.parametrize("dtype", ["float32", "float64"])
 @pytest.mark.parametrize("name,cfg", CASES, ids=[f"{n}-{i}" for i, (n, _) in enumerate(CASES)])
 def test_trajectory_and_state_match_torch(name, cfg, dtype):
-    dflt = torch.get_default_dtype()
-    if dtype == "float64":
-        torch.set_default_dtype(torch.float64)
-        funcgrad.set_default_dtype(funcgrad.float64)
-    try:
-        (a, sa), (b, sb) = _run_both(torch, name, cfg, dtype)
-    finally:
-        torch.set_default_dtype(dflt)
-    tol = dict(rtol=1e-10, atol=1e-12) if dtype == "float64" else dict(rtol=1e-5, atol=1e-6)
-    for x, y in zip(a, b):
-        np.testing.assert_allclose(y, x, **tol)
-    assert sorted(sa["state"]) == sorted(sb["state"])
-    for k in sa["state"]:
-        assert list(sa["state"][k]) == list(sb["state"][k])
-        for key, v in sa["state"][k].items():
-            assert sb["state"][k][key].dtype.name == str(v.dtype).split(".")[-1], key
-            np.testing.assert_allclose(sb["state"][k][key].numpy(), v.numpy(), **tol)
-    assert sa["param_groups"] == sb["param_groups"]
+    check_against_torch(torch, name, cfg, dtype, f32_tol=dict(rtol=1e-5, atol=1e-6), key_order=True)
 
 
 def test_repr_and_errors_match_torch():
