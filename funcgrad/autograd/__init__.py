@@ -13,10 +13,12 @@ _sys.modules[__name__ + ".grad_mode"] = grad_mode
 _sys.modules[__name__ + ".graph"] = graph
 
 from . import engine  # noqa: E402
-from . import fused  # noqa: E402,F401  (registers the fused backward with the engine)
+from . import fused as _fused  # noqa: E402  (registers the fused backward with the engine)
 from .. import _cache, _dtype, _tensor  # noqa: E402
 from .._factories import tensor as _tensor_of, zeros_like as _zeros_like  # noqa: E402
 from .._tensor import Tensor as _Tensor, _Array  # noqa: E402
+from .._cache import _sweep  # noqa: E402
+from .._grad_mode import _anomaly  # noqa: E402
 from .grad_mode import (enable_grad as enable_grad, inference_mode as inference_mode,
                         is_grad_enabled as is_grad_enabled, no_grad as no_grad,
                         set_grad_enabled as set_grad_enabled)
@@ -93,19 +95,26 @@ def _ones(out):
 def backward(tensors, grad_tensors=None, retain_graph=None, create_graph=False, inputs=None,
              grad_variables=None) -> None:
     """Accumulate d(tensors)/d(leaves) into the leaves' ``.grad`` (see ``Tensor.backward``)."""
-    _cache.maybe_sweep()  # bounded compile caches: a safe point once per backward
-    if grad_tensors is None and grad_variables is None and inputs is None and not create_graph \
-            and getattr(tensors, "_grad_fn", None) is not None:
-        # the common `loss.backward()`: a scalar non-leaf root, implicit gradient 1
-        v = tensors._value
-        a = v.aval if type(v) is _Array else v  # (shape and dtype without jax's properties)
-        key = (a.shape, a.dtype)
-        one = _ONES.get(key)  # only ever holds real floating scalars' ones
-        if one is not None or (_math.prod(key[0]) == 1 and key[1] in _FLOATS):
-            engine.execute([(tensors._grad_fn, tensors._output_nr)],
-                           [_ones(tensors) if one is None else tensors._wrap(one)],
-                           bool(retain_graph), False)
-            return
+    if _sweep["due"]:
+        _cache.maybe_sweep()  # bounded compile caches: a safe point once per backward
+    if grad_tensors is None and grad_variables is None and inputs is None and not create_graph:
+        node = getattr(tensors, "_grad_fn", None)
+        if node is not None:
+            # the common `loss.backward()`: a scalar non-leaf root, implicit gradient 1
+            v = tensors._value
+            a = v.aval if type(v) is _Array else v  # (shape and dtype without jax's properties)
+            key = (a.shape, a.dtype)
+            one = _ONES.get(key)  # only ever holds real floating scalars' ones
+            if one is None and _math.prod(key[0]) == 1 and key[1] in _FLOATS:
+                one = _ones(tensors)._value
+            if one is not None:
+                retain, nr = bool(retain_graph), tensors._output_nr
+                # a plain graph straight to its fused program (what engine.execute tries first)
+                if not _anomaly[0] and _fused.run_root(node, nr, one, retain):
+                    return
+                engine.execute([(node, nr)], [_Tensor._wrap(one)], retain, False,
+                               fused=False)
+                return
     tensors = _as_list(tensors)
     grad_tensors = _as_list(grad_tensors if grad_tensors is not None else grad_variables)
     if not grad_tensors:

@@ -78,13 +78,14 @@ def _accumulate(node, g, create_graph):
             h(var)
 
 
-def execute(roots, grads, retain_graph, create_graph, capture=None, accumulate=True):
+def execute(roots, grads, retain_graph, create_graph, capture=None, accumulate=True, fused=True):
     """Backpropagate ``grads`` (Tensors) from ``roots`` (edges ``(node, output_nr)``).
 
     ``capture``: edges whose incoming gradient is returned (``autograd.grad``), in order;
     only nodes that lead to them run, and ``.grad`` is not touched unless ``accumulate``.
+    ``fused=False``: the caller already tried the fused path (it did not qualify).
     """
-    if capture is None and not create_graph and accumulate and not grad_mode._anomaly[0]:
+    if fused and capture is None and not create_graph and accumulate and not grad_mode._anomaly[0]:
         # a plain graph: one cached XLA program, from its first sighting (fused.py; it turns
         # grad mode off where it adds into an existing .grad, as the loop below does)
         if _fused_run(roots, grads, retain_graph):

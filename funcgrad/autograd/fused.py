@@ -207,9 +207,18 @@ def _describe(struct) -> str:
 
 def try_run(roots, grads, retain_graph) -> bool:
     """Run the backward pass fused if it qualifies; False: the caller runs the engine."""
-    if len(roots) != 1 or roots[0][1] != 0:
+    if len(roots) != 1:
         return False
-    plan = _plan(roots[0][0])
+    return run_root(roots[0][0], roots[0][1], grads[0]._value, retain_graph)
+
+
+def run_root(root, nr, grad, retain_graph) -> bool:
+    """``try_run`` for one root edge ``(root, nr)`` and its gradient's array ``grad``: the
+    common ``loss.backward()`` calls it directly (``funcgrad.autograd.backward``), without
+    wrapping the implicit 1 in a Tensor or building the engine's lists first."""
+    if nr != 0:
+        return False
+    plan = _plan(root)
     if plan is None:
         return False
     struct, flat, ops, leaves = plan
@@ -230,7 +239,7 @@ def try_run(roots, grads, retain_graph) -> bool:
         except KeyError:  # evicted by another thread meanwhile
             pass
         _LAST[0] = entry
-    out = entry(grads[0]._value, *flat)  # jax traces a new program once, even from two threads
+    out = entry(grad, *flat)  # jax traces a new program once, even from two threads
     if not retain_graph:
         for n in ops:  # OpNode._release, inlined
             n._saved = n._versions = None
