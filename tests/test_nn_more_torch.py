@@ -207,6 +207,36 @@ def test_lazy_linear_trains_with_an_optimizer_made_after_the_first_call():
     np.testing.assert_allclose((before - m.weight.detach()).numpy(), np.full((1, 3), 0.4), rtol=1e-6)
 
 
+@pytest.mark.parametrize("assign", [False, True])
+def test_lazy_linear_takes_a_checkpoints_shapes(assign):
+    """A checkpoint loads into a model of lazy layers (PyTorch's _lazy_load_hook materializes each
+    uninitialized parameter with the checkpoint's shape); the layer becomes a Linear on its first
+    call, with the loaded values; a bad key changes nothing."""
+    torch.manual_seed(0)
+    src = torch.nn.Sequential(torch.nn.Linear(4, 5), torch.nn.ReLU(), torch.nn.Linear(5, 2))
+    sd_t = src.state_dict()
+    sd_f = OrderedDict((k, funcgrad.tensor(v.numpy())) for k, v in sd_t.items())
+    libs = {}
+    for lib, sd in ((torch, sd_t), (funcgrad, sd_f)):
+        m = lib.nn.Sequential(lib.nn.LazyLinear(5), lib.nn.ReLU(), lib.nn.LazyLinear(2))
+        bad = OrderedDict(sd, extra=sd["0.bias"])
+        with pytest.raises(RuntimeError, match='Unexpected key.*"extra"'):
+            m.load_state_dict(bad, assign=assign)
+        if lib is funcgrad:  # (PyTorch materializes before its checks: funcgrad leaves it lazy)
+            assert repr(m[0].weight) == "<UninitializedParameter>"
+        res = m.load_state_dict(sd, assign=assign)
+        libs[lib] = (m, repr(res), repr(m), [type(x).__name__ for x in m])
+    (a, *ra), (b, *rb) = libs[funcgrad], libs[torch]
+    assert ra == rb  # the load's result, the lazy reprs (in_features=0) until the first call
+    x = np.random.RandomState(0).randn(3, 4).astype(np.float32)
+    ya, yb = a(funcgrad.tensor(x)), b(torch.tensor(x))
+    assert repr(a) == repr(b) and [type(m).__name__ for m in a] == ["Linear", "ReLU", "Linear"]
+    np.testing.assert_allclose(ya.detach().numpy(), yb.detach().numpy(), rtol=1e-6, atol=1e-6)
+    for (ka, va), (kb, vb) in zip(a.state_dict().items(), b.state_dict().items()):
+        assert ka == kb
+        np.testing.assert_array_equal(va.numpy(), vb.numpy())
+
+
 # ---- utils.hooks, random, DistributedSampler ---------------------------------------------------
 def test_removable_handle_is_torchs_class_and_constructor():
     from funcgrad.utils.hooks import RemovableHandle

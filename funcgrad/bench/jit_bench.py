@@ -11,7 +11,9 @@ Fairness: after a funcgrad step ``p.grad`` holds the step's gradients (PyTorch s
 the compiled program must also return them; each hand-written JAX step is timed twice, as
 written plainly (params and optimizer state out) and also returning the gradients (the same
 work as funcgrad's program; it donates the previous gradients, as funcgrad.jit does, so that
-the new ones reuse their buffers). funcgrad.jit packs small state (parameters, ``.grad``, optimizer
+the new ones reuse their buffers). The batch is an argument of every program, as of a training
+loop's (a step that closes over one batch lets XLA fold it, e.g. the labels' gather indices,
+into constants: funcgrad's program takes it as an input). funcgrad.jit packs small state (parameters, ``.grad``, optimizer
 state of at most 4096 elements) into one buffer per dtype (``funcgrad/_jit/pack.py``), so the
 per-call benchmark also times a hand-written step using that same packed layout: the best a
 hand-written program does, and so funcgrad's own overhead. Timings are interleaved best-of-N
@@ -60,7 +62,7 @@ def _mlp_jax(params, x, y, with_grads: bool):
     tx = optax.adam(1e-3)
     st = tx.init(params)
 
-    def loss_fn(p):
+    def loss_fn(p, x, y):
         h = x
         for i, (w, b) in enumerate(p):
             h = h @ w.T + b
@@ -68,16 +70,16 @@ def _mlp_jax(params, x, y, with_grads: bool):
                 h = jax.nn.relu(h)
         return optax.softmax_cross_entropy_with_integer_labels(h, y).mean()
 
-    def step(p, s, g_old):
-        loss, g = jax.value_and_grad(loss_fn)(p)
+    def step(p, s, g_old, x, y):
+        loss, g = jax.value_and_grad(loss_fn)(p, x, y)
         u, s = tx.update(g, s, p)
         return optax.apply_updates(p, u), s, loss, (g if with_grads else None)
     # with_grads: the previous gradients are donated (unread): the new ones take their buffers
     step = jax.jit(step, donate_argnums=(0, 1, 2) if with_grads else (0, 1), keep_unused=with_grads)
     box = [params, st, jax.tree.map(jnp.zeros_like, params) if with_grads else None]
 
-    def call():
-        box[0], box[1], loss, g = step(*box)
+    def call():  # the batch is an argument, as funcgrad.jit's (not constants folded into the program)
+        box[0], box[1], loss, g = step(*box, x, y)
         if with_grads:
             box[2] = g
         return loss
@@ -103,21 +105,21 @@ def _tiny(n_layers=50, width=4):
     params = [(jnp.array(m.weight.jax()), jnp.array(m.bias.jax())) for m in model]
     xa = x.jax()
 
-    def loss_fn(p):
-        h = xa
+    def loss_fn(p, x):
+        h = x
         for w, b in p:
             h = h @ w.T + b
         return (h ** 2).mean()
 
     def make(with_grads):
-        def jstep(p):
-            loss, g = jax.value_and_grad(loss_fn)(p)
+        def jstep(p, x):
+            loss, g = jax.value_and_grad(loss_fn)(p, x)
             return jax.tree.map(lambda a, b: a - 1e-3 * b, p, g), loss, (g if with_grads else None)
         jstep = jax.jit(jstep, donate_argnums=0)
         box = [jax.tree.map(jnp.array, params)]
 
         def call():
-            box[0], loss, _ = jstep(box[0])
+            box[0], loss, _ = jstep(box[0], xa)
             return loss
         return call
     def make_packed():
@@ -133,15 +135,15 @@ def _tiny(n_layers=50, width=4):
         def pack(tree_):
             return jnp.concatenate([a.ravel() for a in jax.tree.leaves(tree_)])
 
-        def jstep(buf):
+        def jstep(buf, x):
             p = unpack(buf)
-            loss, g = jax.value_and_grad(loss_fn)(p)
+            loss, g = jax.value_and_grad(loss_fn)(p, x)
             return pack(jax.tree.map(lambda a, b: a - 1e-3 * b, p, g)), pack(g), loss
         jstep = jax.jit(jstep, donate_argnums=0)
         box = [pack(params)]
 
         def call():
-            box[0], _, loss = jstep(box[0])
+            box[0], _, loss = jstep(box[0], xa)
             return loss
         return call
     return (lambda: step(x)._value), step, make(False), make(True), make_packed()

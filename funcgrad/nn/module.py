@@ -15,7 +15,7 @@ from .. import _dtype, _factories, _structure
 from .._tensor import Tensor
 from ..autograd import grad_mode
 from . import _hooks
-from .parameter import Buffer, Parameter
+from .parameter import Buffer, Parameter, UninitializedParameter
 
 _global_forward_pre_hooks: OrderedDict = OrderedDict()
 _global_forward_hooks: OrderedDict = OrderedDict()
@@ -540,6 +540,12 @@ class Module:
                 errors.append(f'While copying the parameter named "{key}", expected funcgrad.Tensor '
                               f"or Tensor-like object from checkpoint but received {type(src)}")
                 continue
+            if isinstance(cur, UninitializedParameter):
+                # a lazy module's parameter takes the checkpoint's shape (PyTorch's
+                # _lazy_load_hook; materialized when the plan runs, so an error changes nothing)
+                if not isinstance(src, UninitializedParameter):
+                    plan.append((self, name, cur, src))
+                continue
             if tuple(src.shape) != tuple(cur.shape):
                 errors.append(f"size mismatch for {key}: copying a param with shape {src.shape} from "
                               f"checkpoint, the shape in current model is {cur.shape}.")
@@ -586,6 +592,8 @@ class Module:
                 type(self).__name__, "\n\t".join(errors)))
         with grad_mode.no_grad():
             for module, name, cur, src in plan:
+                if isinstance(cur, UninitializedParameter):
+                    cur.materialize(src.shape)
                 if assign:
                     if isinstance(cur, Parameter):
                         new = src if isinstance(src, Parameter) else Parameter(src, cur.requires_grad)
