@@ -385,3 +385,49 @@ def test_to_empty_keeps_identity_shapes_and_dtypes_as_torch():
                                  for n, t in m.state_dict(keep_vars=True).items()]
     for recurse in (True, False):
         assert run(funcgrad, recurse) == run(torch, recurse)
+
+
+# ---- in-place activations: PyTorch's *Backward1 nodes and result-based derivatives --------------
+INPLACE_ACTS = [  # (function, kwargs): F.<function>(x, **kwargs, inplace=True) on a non-leaf
+    ("elu", dict(alpha=1.7)), ("elu", dict(alpha=1.0)), ("selu", {}), ("celu", dict(alpha=0.7)),
+    ("celu", dict(alpha=2.5)), ("leaky_relu", dict(negative_slope=0.2)),
+    ("leaky_relu", dict(negative_slope=0.0)), ("threshold", dict(threshold=0.5, value=2.0)),
+    ("relu", {}), ("hardtanh", {}), ("relu6", {}),
+]
+
+
+@pytest.mark.parametrize("inplace", [True, False])
+@pytest.mark.parametrize("name,kw", INPLACE_ACTS, ids=[f"{n}-{k}" for n, k in INPLACE_ACTS])
+def test_activation_node_and_gradient_are_torchs(name, kw, inplace):
+    """The node (EluBackward1, LeakyReluBackward1, ThresholdBackward1... for the in-place forms)
+    and the gradient from PyTorch's formula (the in-place forms' reads the result): bit-equal
+    to torch's wherever the forward values are (its exp/expm1 may differ by an ulp)."""
+    x0 = np.random.RandomState(0).randn(500) * 3
+    g0 = np.linspace(-2, 2, 500)
+    res = []
+    for lib in (funcgrad, torch):
+        x = lib.tensor(x0, requires_grad=True)
+        y = getattr(lib.nn.functional, name)(x * 1, **kw, inplace=inplace)
+        y.backward(lib.tensor(g0))
+        res.append((y.grad_fn.name(), y.detach().numpy(), x.grad.numpy()))
+    (na, ya, ga), (nb, yb, gb) = res
+    assert na == nb
+    np.testing.assert_allclose(ya, yb, rtol=1e-15, atol=0)
+    same = ya == yb
+    np.testing.assert_allclose(ga, gb, rtol=1e-13, atol=1e-300)  # (an ulp of exp, through r + alpha)
+    if inplace:
+        np.testing.assert_array_equal(ga[same], gb[same])
+
+
+@pytest.mark.parametrize("name,kw", [("elu", dict(alpha=-1.5)), ("celu", dict(alpha=-1.0)),
+                                     ("leaky_relu", dict(negative_slope=-0.5))])
+def test_inplace_activation_with_a_negative_slope_refuses_backward(name, kw):
+    msgs = []
+    for lib in (funcgrad, torch):
+        x = lib.tensor([0.5, -1.0], requires_grad=True)
+        y = getattr(lib.nn.functional, name)(x * 1, **kw, inplace=True)
+        with pytest.raises(RuntimeError) as e:
+            y.sum().backward()
+        msgs.append(str(e.value))
+        assert x.grad is None
+    assert msgs[0] == msgs[1]

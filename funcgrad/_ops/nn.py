@@ -45,7 +45,74 @@ def _celu(x, *, alpha):
 
 
 def _celu_jvp(primals, tangents, out, *, alpha):
-    return _elu_jvp(primals, tangents, out, alpha=alpha, scale=1.0, input_scale=1.0 / alpha)
+    return _elu_jvp(primals, tangents, out, alpha=alpha, scale=1.0, input_scale=_celu_inv(alpha))
+
+
+# PyTorch's elu_backward (elu, selu, celu and their in-place forms), as its kernel computes it:
+# the coefficients in the computing type (float for half types), ``((g * negiptcoef) * negcoef) *
+# exp(x * negiptcoef)`` where x <= 0 and ``g * poscoef`` elsewhere. The in-place forms' formula
+# reads the result instead (derivatives.yaml's ``is_result``; nodes ``*Backward1``), and refuses a
+# negative slope at backward. As a ``vjp`` the formula is exact at every order (its derivative,
+# PyTorch's elu_double_backward, is masked by x < 0: the exponent's input is x only there).
+_INPLACE_NEG = ("In-place {} backward calculation is triggered with a negative slope which is not "
+                "supported. This is caused by calling in-place forward function with a negative "
+                "slope, please call out-of-place version instead.")
+
+
+def _opmath(x):
+    return jnp.float32 if x.dtype in (jnp.float16, jnp.bfloat16) else x.dtype
+
+
+def _elu_grad(x, g, alpha, scale, input_scale, result=None):
+    ct = _opmath(x)
+    xo, go = x.astype(ct), g.astype(ct)
+    neg_coef = jnp.asarray(alpha, ct) * jnp.asarray(scale, ct)
+    pos, nip = go * jnp.asarray(scale, ct), go * jnp.asarray(input_scale, ct)
+    if result is None:
+        neg = nip * neg_coef * jnp.exp(jnp.where(xo < 0, xo, 0) * jnp.asarray(input_scale, ct))
+        mask = xo <= 0
+    else:
+        r = result.astype(ct)
+        neg, mask = nip * (r + neg_coef), r <= 0
+    return (jnp.where(mask, neg, pos).astype(x.dtype),)
+
+
+def _elu_vjp(primals, g, *, grad_mode, alpha, scale, input_scale):
+    return _elu_grad(primals[0], g, alpha, scale, input_scale)
+
+
+def _elu_result_vjp(primals, g, *, grad_mode, alpha, scale, input_scale):
+    if alpha < 0:
+        raise RuntimeError(_INPLACE_NEG.format("elu"))
+    (x,) = primals
+    return _elu_grad(x, g, alpha, scale, input_scale, _elu(x, alpha=alpha, scale=scale, input_scale=input_scale))
+
+
+def _celu_inv(alpha):
+    # derivatives.yaml: elu_backward(grad, alpha, 1, 1.0/alpha.toFloat(), ...): the derivative's
+    # input scale is 1 over alpha rounded to float (the forward divides by alpha itself)
+    return 1.0 / float(np.float32(alpha))
+
+
+def _celu_vjp(primals, g, *, grad_mode, alpha):
+    return _elu_grad(primals[0], g, alpha, 1.0, _celu_inv(alpha))
+
+
+def _celu_result_vjp(primals, g, *, grad_mode, alpha):
+    if alpha < 0:
+        raise RuntimeError(_INPLACE_NEG.format("elu"))
+    (x,) = primals
+    return _elu_grad(x, g, alpha, 1.0, _celu_inv(alpha), _celu(x, alpha=alpha))
+
+
+def _leaky_relu_result_vjp(primals, g, *, grad_mode, slope):
+    if slope < 0:
+        raise RuntimeError(_INPLACE_NEG.format("leakyReLu") + " File an issue at "
+                           "https://github.com/pytorch/pytorch if you do require supporting in-place "
+                           "leakRelu backward calculation with negative slope")
+    (x,) = primals
+    r = _leaky_relu(x, slope=slope)
+    return (jnp.where(r > 0, g, g * jnp.asarray(slope, x.dtype)).astype(x.dtype),)
 
 
 def _hardtanh(x, *, lo, hi):
@@ -193,8 +260,9 @@ _ACT = {
     "silu": defop("silu", jax.nn.silu, "SiluBackward0", promote="float", **_floats("silu_cpu", True)),
     "mish": defop("mish", _mish, "MishBackward0", promote="float", **_floats("mish_cpu")),
     "leaky_relu": defop("leaky_relu", _leaky_relu, "LeakyReluBackward0", **_floats("leaky_relu_cpu")),
-    "elu": defop("elu", _elu, "EluBackward0", promote="float", jvp=_elu_jvp, **_floats("elu_cpu")),
-    "celu": defop("celu", _celu, "CeluBackward0", promote="float", jvp=_celu_jvp, **_floats("elu_cpu")),
+    "elu": defop("elu", _elu, "EluBackward0", promote="float", jvp=_elu_jvp, vjp=_elu_vjp, **_floats("elu_cpu")),
+    "celu": defop("celu", _celu, "CeluBackward0", promote="float", jvp=_celu_jvp, vjp=_celu_vjp,
+                  **_floats("elu_cpu")),
     "hardtanh": defop("hardtanh", _hardtanh, "HardtanhBackward0", jvp=_hardtanh_jvp, errors=_BOOL_HARDTANH),
     "softplus": defop("softplus", _softplus, "SoftplusBackward0", promote="float", **_floats("softplus_cpu")),
     "hardswish": defop("hardswish", _hardswish, "HardswishBackward0", promote="float", jvp=_hardswish_jvp,
@@ -205,6 +273,14 @@ _ACT = {
                          **_floats("log_sigmoid_cpu")),
     "threshold": defop("threshold", _threshold, "ThresholdBackward0", diff=(0,), accepts="if",
                        kernel="threshold_cpu"),
+    # the in-place forms' nodes (F.elu(x, inplace=True), nn.LeakyReLU(0.2, inplace=True)...)
+    "leaky_relu_": defop("leaky_relu_", _leaky_relu, "LeakyReluBackward1", vjp=_leaky_relu_result_vjp,
+                         **_floats("leaky_relu_cpu")),
+    "elu_": defop("elu_", _elu, "EluBackward1", promote="float", vjp=_elu_result_vjp, **_floats("elu_cpu")),
+    "celu_": defop("celu_", _celu, "CeluBackward1", promote="float", vjp=_celu_result_vjp,
+                   **_floats("elu_cpu")),
+    "threshold_": defop("threshold_", _threshold, "ThresholdBackward1", diff=(0,), accepts="if",
+                        kernel="threshold_cpu"),
     "glu": defop("glu", _glu, "GluBackward0", promote="float"),
     "prelu": defop("prelu", _prelu, "PreluKernelBackward0", promote="binary"),
     "hardshrink": defop("hardshrink", _hardshrink, "HardshrinkBackward0", jvp=_shrink_jvp,

@@ -100,13 +100,14 @@ def relu6(input: Tensor, inplace: bool = False) -> Tensor:
 
 def leaky_relu(input: Tensor, negative_slope: float = 0.01, inplace: bool = False) -> Tensor:
     """``x`` if ``x > 0`` else ``negative_slope * x`` (``LeakyReluBackward0``)."""
-    return _maybe_inplace(input, inplace, lambda x: _nn.act("leaky_relu", x, slope=negative_slope))
+    return _maybe_inplace(input, inplace, lambda x: _nn.act("leaky_relu_" if inplace else "leaky_relu", x,
+                                                            slope=negative_slope))
 
 
 def elu(input: Tensor, alpha: float = 1.0, inplace: bool = False) -> Tensor:
     """``x`` if ``x > 0`` else ``alpha * (exp(x) - 1)`` (``EluBackward0``)."""
-    return _maybe_inplace(input, inplace,
-                          lambda x: _nn.act("elu", x, alpha=float(alpha), scale=1.0, input_scale=1.0))
+    return _maybe_inplace(input, inplace, lambda x: _nn.act("elu_" if inplace else "elu", x, alpha=float(alpha),
+                                                            scale=1.0, input_scale=1.0))
 
 
 _SELU_ALPHA = 1.6732632423543772848170429916717
@@ -115,15 +116,15 @@ _SELU_SCALE = 1.0507009873554804934193349852946
 
 def selu(input: Tensor, inplace: bool = False) -> Tensor:
     """Scaled ELU with the self-normalising constants (``EluBackward0``)."""
-    return _maybe_inplace(input, inplace, lambda x: _nn.act("elu", x, alpha=_SELU_ALPHA, scale=_SELU_SCALE,
-                                                            input_scale=1.0))
+    return _maybe_inplace(input, inplace, lambda x: _nn.act("elu_" if inplace else "elu", x, alpha=_SELU_ALPHA,
+                                                            scale=_SELU_SCALE, input_scale=1.0))
 
 
 def celu(input: Tensor, alpha: float = 1.0, inplace: bool = False) -> Tensor:
     """``max(0, x) + min(0, alpha * (exp(x / alpha) - 1))`` (``CeluBackward0``)."""
     if alpha == 0:
         raise RuntimeError("ZeroDivisionError")
-    return _maybe_inplace(input, inplace, lambda x: _nn.act("celu", x, alpha=float(alpha)))
+    return _maybe_inplace(input, inplace, lambda x: _nn.act("celu_" if inplace else "celu", x, alpha=float(alpha)))
 
 
 def gelu(input: Tensor, approximate: str = "none") -> Tensor:
@@ -176,7 +177,8 @@ def tanhshrink(input: Tensor) -> Tensor:
 def threshold(input: Tensor, threshold: float, value: float, inplace: bool = False) -> Tensor:
     """``x`` if ``x > threshold`` else ``value`` (``ThresholdBackward0``)."""
     threshold, value = _nn.threshold_scalars(input, threshold, value)
-    return _maybe_inplace(input, inplace, lambda x: _nn.act("threshold", x, threshold, value))
+    return _maybe_inplace(input, inplace, lambda x: _nn.act("threshold_" if inplace else "threshold", x,
+                                                            threshold, value))
 
 
 def glu(input: Tensor, dim: int = -1) -> Tensor:

@@ -59,6 +59,11 @@ _UNARY = {
     "hardsigmoid": _F("hardsigmoid"), "log_sigmoid": _F("logsigmoid"), "hardshrink": _F("hardshrink", 0.5),
     "softshrink": _F("softshrink", 0.5), "leaky_relu": _F("leaky_relu", 0.1),
     "threshold": _F("threshold", 0.5, -1.0),
+    # the in-place forms (on a non-leaf): *Backward1 nodes, derivatives that read the result
+    "elu_": lambda lib, x: lib.nn.functional.elu(x * 1, inplace=True),
+    "celu_": lambda lib, x: lib.nn.functional.celu(x * 1, 2.0, inplace=True),
+    "leaky_relu_": lambda lib, x: lib.nn.functional.leaky_relu(x * 1, 0.1, inplace=True),
+    "threshold_": lambda lib, x: lib.nn.functional.threshold(x * 1, 0.5, -1.0, inplace=True),
     "clamp": lambda lib, x: x.clamp(-0.5, 1.0), "clamp_min": lambda lib, x: x.clamp_min(0.0),
     "clamp_max": lambda lib, x: x.clamp_max(0.0),
 }
