@@ -16,6 +16,7 @@ from . import _ops  # noqa: E402  (installs Tensor methods)
 from . import autograd as autograd  # noqa: E402
 from ._device import cuda_device_count as _cuda_device_count  # noqa: E402
 from ._device import cuda_is_available as _cuda_is_available  # noqa: E402
+from . import _device  # noqa: E402
 from ._device import device as device  # noqa: E402
 from ._dtype import bfloat16 as bfloat16  # noqa: E402
 from ._dtype import bool_ as bool  # noqa: E402,A001
@@ -159,6 +160,13 @@ class cuda:  # noqa: N801  (torch.cuda namespace)
 
     is_available = staticmethod(_cuda_is_available)
     device_count = staticmethod(_cuda_device_count)
+    memory_allocated = staticmethod(_device.cuda_memory_allocated)
+    max_memory_allocated = staticmethod(_device.cuda_max_memory_allocated)
+    memory_reserved = staticmethod(_device.cuda_memory_reserved)
+    empty_cache = staticmethod(_device.cuda_empty_cache)
+    current_device = staticmethod(_device.cuda_current_device)
+    get_device_name = staticmethod(_device.cuda_get_device_name)
+    is_bf16_supported = staticmethod(_device.cuda_is_bf16_supported)
 
     @staticmethod
     def manual_seed(seed_: int) -> None:

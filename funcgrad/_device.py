@@ -98,3 +98,63 @@ def cuda_is_available() -> bool:
 
 def cuda_device_count() -> int:
     return len(_devices("gpu"))
+
+
+# ---- torch.cuda's queries: JAX's GPU devices, or what PyTorch's CPU build answers --------------
+NO_CUDA_MSG = "Torch not compiled with CUDA enabled"
+
+
+def _gpu(dev):
+    """The JAX GPU device ``dev`` names (None: the current one, 0), or PyTorch's AssertionError."""
+    gpus = _devices("gpu")
+    if not gpus:
+        raise AssertionError(NO_CUDA_MSG)
+    if dev is None:
+        return gpus[0]
+    if isinstance(dev, str):
+        dev = device(dev)
+    i = dev.index if isinstance(dev, device) else int(dev)
+    return gpus[i or 0]
+
+
+def _stat(key: str, dev) -> int:
+    """``memory_stats()[key]`` of the GPU (0 without one: PyTorch's CPU build answers 0 too)."""
+    if not _devices("gpu"):
+        return 0
+    stats = _gpu(dev).memory_stats() or {}
+    return int(stats.get(key, stats.get("bytes_in_use", 0)))
+
+
+def cuda_memory_allocated(device=None) -> int:
+    """Bytes of GPU memory held by arrays (JAX's ``bytes_in_use``); 0 without a GPU.
+
+    >>> import funcgrad
+    >>> funcgrad.cuda.memory_allocated() >= 0
+    True
+    """
+    return _stat("bytes_in_use", device)
+
+
+def cuda_max_memory_allocated(device=None) -> int:
+    return _stat("peak_bytes_in_use", device)
+
+
+def cuda_memory_reserved(device=None) -> int:
+    return _stat("bytes_reserved", device)
+
+
+def cuda_empty_cache() -> None:
+    """Nothing to do: XLA's allocator keeps its pool (PyTorch's call is a no-op without CUDA too)."""
+
+
+def cuda_current_device() -> int:
+    _gpu(None)
+    return 0
+
+
+def cuda_get_device_name(device=None) -> str:
+    return _gpu(device).device_kind
+
+
+def cuda_is_bf16_supported(including_emulation: bool = True) -> bool:
+    return bool(_devices("gpu"))

@@ -199,6 +199,27 @@ def test_variable_volatile_warns_like_torch(torch):
     assert msgs[0] == msgs[1] and len(msgs[0]) == 1
 
 
+CUDA_QUERIES = ["empty_cache", "current_device", "get_device_name", "memory_allocated",
+                "max_memory_allocated", "memory_reserved", "is_bf16_supported"]
+
+
+@pytest.mark.torch
+@pytest.mark.parametrize("name", CUDA_QUERIES)
+def test_cuda_queries_answer_as_torchs_cpu_build(torch, name):
+    """``torch.cuda.empty_cache()``/``memory_allocated()``... in a script: without a GPU the
+    answers (and errors) of PyTorch's CPU build; with one, JAX's device and memory statistics."""
+    def call(lib):
+        try:
+            return "ok", getattr(lib.cuda, name)()
+        except Exception as e:
+            return type(e).__name__, str(e)
+    if funcgrad.cuda.is_available():
+        kind, v = call(funcgrad)
+        assert kind == "ok" and v is not None or name == "empty_cache"
+    else:
+        assert call(funcgrad) == call(torch)
+
+
 # ---- backends, accelerator, runtime switches ------------------------------------------------------
 @pytest.mark.torch
 def test_backends_defaults_match_torch(torch):
