@@ -58,6 +58,18 @@ def register_above(**impls) -> None:
 
 _new = object.__new__
 
+SCALAR_GRAD_MSG = ("Converting a tensor with requires_grad=True to a scalar may lead to unexpected "
+                   "behavior.\nConsider using tensor.detach() first.")
+_SCALAR_WARNED: list = []
+
+
+def _warn_scalar_once() -> None:
+    """PyTorch's TORCH_WARN_ONCE of ``float(t)``/``complex(t)`` on a tensor that requires grad
+    (``int(t)`` and ``.item()`` do not warn): once per process."""
+    if not _SCALAR_WARNED:
+        _SCALAR_WARNED.append(True)
+        warnings.warn(SCALAR_GRAD_MSG, UserWarning, stacklevel=3)
+
 NON_LEAF_GRAD_MSG = (
     "The .grad attribute of a Tensor that is not a leaf Tensor is being accessed. Its .grad "
     "attribute won't be populated during autograd.backward(). If you indeed want the .grad field "
@@ -572,12 +584,16 @@ class Tensor:
         return bool(np.asarray(v).reshape(()))
 
     def __float__(self) -> float:
+        if self._requires_grad:
+            _warn_scalar_once()
         return float(self.item())
 
     def __int__(self) -> int:
         return int(self.item())
 
     def __complex__(self) -> complex:
+        if self._requires_grad:
+            _warn_scalar_once()
         return complex(self.item())
 
     def __index__(self) -> int:

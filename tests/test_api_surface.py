@@ -659,3 +659,35 @@ def test_output_nr_matches_torch(torch):
                 (x * 2).output_nr, b.detach().output_nr, b.view(2).output_nr, e.eigenvalues.output_nr,
                 e.eigenvectors.output_nr]
     assert run(funcgrad) == run(torch)
+
+
+_SCALAR_SCRIPT = r"""
+import sys, warnings
+warnings.simplefilter("always")
+lib = __import__(sys.argv[1])
+x = lib.ones(1, requires_grad=True)
+seen = []
+for expr in sys.argv[2:]:
+    with warnings.catch_warnings(record=True) as w:
+        warnings.simplefilter("always")
+        eval(expr, {"x": x, "lib": lib})
+    seen.append([str(m.message).split(" (Triggered internally")[0] for m in w])
+print(repr(seen))
+"""
+
+
+@pytest.mark.torch
+@pytest.mark.parametrize("exprs", [
+    ("float(x)", "float(x)", "complex(x)"),  # once per process
+    ("int(x)", "x.item()", "bool(x)", "x.tolist()", "float(x * 2)"),
+    ("complex(x)", "float(x.detach())"),
+], ids=["float-once", "int-item-then-float", "complex"])
+def test_scalar_conversion_of_a_tensor_that_requires_grad_warns_once_as_torch(torch, exprs):
+    """``float(loss)`` warns once per process, as PyTorch's TORCH_WARN_ONCE (``int()``, ``.item()``,
+    ``bool()``, ``.tolist()`` do not)."""
+    import subprocess
+    import sys
+    out = [subprocess.run([sys.executable, "-c", _SCALAR_SCRIPT, lib, *exprs], capture_output=True,
+                          text=True, timeout=300, check=True).stdout for lib in ("funcgrad", "torch")]
+    assert out[0] == out[1]
+    assert "Converting a tensor with requires_grad=True" in out[0]
