@@ -21,7 +21,12 @@ from hypothesis import strategies as st  # noqa: E402
 import funcgrad  # noqa: E402
 
 torch = pytest.importorskip("torch")
-pytestmark = pytest.mark.torch
+pytestmark = [
+    pytest.mark.torch,
+    # hypothesis's failure report imports libcst, which warns (as an error here): without this a
+    # falsified example shows as a pytest INTERNALERROR instead of its failure message
+    pytest.mark.filterwarnings("ignore:mypy_extensions.TypedDict is deprecated:DeprecationWarning"),
+]
 
 settings.register_profile("ci", max_examples=40, deadline=None, derandomize=True,
                           suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
