@@ -51,9 +51,7 @@ def linear(input: Tensor, weight: Tensor, bias: Tensor | None = None) -> Tensor:
     if input.ndim == 0:
         raise RuntimeError("both arguments to linear need to be at least 1D, but they are 0D and 2D")
     lead = tuple(input.shape[:-1])
-    flat = input.reshape(-1, input.shape[-1])
-    out = _linear_2d(flat, weight, bias)  # (no transposed weight copy: one kernel less per shape)
-    out = _addmm(bias, flat, weight.t()) if out is None else out
+    out = _addmm(bias, input.reshape(-1, input.shape[-1]), weight.t())
     return out.view(*lead, weight.shape[0])
 
 
