@@ -229,6 +229,30 @@ def host_full(shape: tuple, fill, np_dtype: np.dtype):
     return put(np.full(shape, fill, np_dtype))
 
 
+_copies_seen: dict = {}
+
+
+def host_copy(src, dst):
+    """``copy_``'s result, ``src`` into ``dst``'s place, made on the host while the (shape, dtype)
+    is new (as ``host_full``: ``load_state_dict`` copies each parameter shape once, and a
+    kernel per shape cost 20-70 ms cold), or None where the kernel must run: other shapes or
+    dtypes (a broadcast or cast), committed or non-CPU arrays (the kernel's result keeps their
+    placement), tracers, large arrays, a copy that keeps coming back. The same bits either way."""
+    if (type(src) is not type(dst) or isinstance(src, jax.core.Tracer) or not isinstance(src, jax.Array)
+            or src.shape != dst.shape or src.dtype != dst.dtype or src.committed or dst.committed
+            or src.size > _HOST_MAX or not _cache.trace_clean()
+            or next(iter(src.devices())).platform != "cpu"):
+        return None
+    key = (src.shape, src.dtype)
+    n = _copies_seen.get(key, 0)
+    if n >= HOST_FILLS:
+        return None
+    if len(_copies_seen) >= 4096:
+        _copies_seen.clear()
+    _copies_seen[key] = n + 1
+    return put(np.array(src))
+
+
 def _fill(shape, fill, np_dtype):
     if isinstance(fill, Tensor):
         fill = fill._value
@@ -299,10 +323,37 @@ def arange(start, end=None, step=1, *, dtype=None, device=None, requires_grad=Fa
     if d._kind in "bi" and int(vals[2]) == 0:
         raise ValueError("step must be nonzero")  # a fractional step truncated by an integer dtype
     n = max(0, math.ceil((vals[1] - vals[0]) / vals[2]))
+    ints = all(isinstance(v, (int, np.integer)) for v in vals)
+    host = _host_arange(vals, n, ints, d.np)
+    if host is not None:
+        return _finish(host, requires_grad, device)
     # compute in float64 then cast, as PyTorch does, so that e.g. arange(0, 1, 0.1) has 10 items
     return _finish(jnp.asarray(vals[0] + vals[2] * np.arange(n, dtype=np.float64), d.np)
-                   if d._kind != "i" or not all(isinstance(v, (int, np.integer)) for v in vals)
+                   if d._kind != "i" or not ints
                    else jnp.arange(vals[0], vals[1], vals[2], dtype=d.np), requires_grad, device)
+
+
+def _host_arange(vals, n, ints, np_dtype):
+    """``arange``'s array made by NumPy (nothing compiled: the device version compiled four
+    programs per length), or None where NumPy might round otherwise: integers into int32/int64
+    while they fit, and float32/float64 values of which none is subnormal (XLA:CPU's convert
+    flushes those to zero), outside any trace."""
+    if n > _HOST_MAX or not _cache.trace_clean():
+        return None
+    if ints and np_dtype in (np.dtype(np.int32), np.dtype(np.int64)):
+        info = np.iinfo(np_dtype)
+        start, step = int(vals[0]), int(vals[2])
+        span = max(n - 1, 0) * step  # (and the length from a float division is exact below 2**52)
+        if not (info.min <= start <= info.max and info.min <= start + span <= info.max
+                and abs(int(vals[1]) - start) < 1 << 52 and abs(step) < 1 << 52):
+            return None
+        return put((start + step * np.arange(n, dtype=np.int64)).astype(np_dtype))
+    if np_dtype not in _HOST_FLOAT:
+        return None
+    a = (vals[0] + vals[2] * np.arange(n, dtype=np.float64)).astype(np_dtype)
+    if np.any((a != 0) & (np.abs(a) < np.finfo(np_dtype).tiny)):
+        return None
+    return put(a)
 
 
 def linspace(start, end, steps, *, dtype=None, device=None, requires_grad=False) -> Tensor:

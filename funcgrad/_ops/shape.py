@@ -263,6 +263,11 @@ def _copy_fn(dst, src, non_blocking=False):
             raise RuntimeError(f"The size of tensor a ({dst.shape[-1] if dst.ndim else 1}) must match "
                                f"the size of tensor b ({src.shape[-1] if src.ndim else 1}) at "
                                f"non-singleton dimension {max(dst.ndim, src.ndim) - 1}") from None
+    if isinstance(src, Tensor) and not (_grad_mode._state.enabled
+                                        and (dst._requires_grad or src._requires_grad)):
+        a = _factories.host_copy(src._value, dst._value)  # (no graph records it: no kernel needed)
+        if a is not None:
+            return Tensor._wrap(a)
     return apply(_copy, dst, src)
 
 

@@ -308,6 +308,11 @@ def _bernoulli_scalar_kernel(r, p):
 
 def bernoulli_scalar(generator, shape, p, dtype=np.bool_, one=1):
     """PyTorch's ``bernoulli_(p)``: ``one`` with probability ``p``, else 0, as ``dtype``."""
+    return _finish(_bernoulli_flat(generator, shape, p, dtype, one), tuple(shape), np.dtype(dtype))
+
+
+def _bernoulli_flat(generator, shape, p, dtype, one):
+    """``bernoulli_scalar``'s draws, flat: a NumPy array where they were made on the host."""
     g = generator_or_default(generator)
     n = math.prod(shape)
     r = g._raw(2 * n)
@@ -316,7 +321,7 @@ def bernoulli_scalar(generator, shape, p, dtype=np.bool_, one=1):
     if dt != np.bool_ or one != 1:
         xp = np if isinstance(keep, np.ndarray) else jnp
         keep = xp.where(keep, np.asarray(one, dt), np.asarray(0, dt))
-    return _finish(keep, tuple(shape), dt)
+    return keep
 
 
 def _memory_order(shape, strides):
@@ -351,8 +356,12 @@ def dropout_noise(generator, shape, p: float, dtype, strides=None):
     perm = _memory_order(shape, strides)
     if perm is None:
         return bernoulli_scalar(generator, shape, 1.0 - p, dt, scale)
-    noise = bernoulli_scalar(generator, tuple(shape[d] for d in perm), 1.0 - p, dt, scale)
-    return jnp.transpose(noise, np.argsort(perm))
+    stored = tuple(shape[d] for d in perm)
+    noise = _bernoulli_flat(generator, stored, 1.0 - p, dt, scale)
+    if isinstance(noise, np.ndarray):  # transposed on the host: jnp.transpose compiles per shape
+        noise = noise.astype(dt, copy=False).reshape(stored)
+        return put(np.ascontiguousarray(np.transpose(noise, np.argsort(perm))))
+    return jnp.transpose(noise.astype(dt).reshape(stored), np.argsort(perm))
 
 
 @jax.jit

@@ -13,11 +13,14 @@ from __future__ import annotations
 
 import warnings
 from enum import Enum
+from functools import partial
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 
 from .._device import cuda_is_available
+from .._factories import host_full
 from .._tensor import Tensor
 from ..autograd.grad_mode import no_grad
 
@@ -74,8 +77,8 @@ class GradScaler:
             self._lazy_init()
 
     def _lazy_init(self) -> None:
-        self._scale = Tensor._wrap(jnp.full((), self._init_scale, jnp.float32))
-        self._growth_tracker = Tensor._wrap(jnp.full((), self._init_growth_tracker, jnp.int32))
+        self._scale = Tensor._wrap(_full((), self._init_scale, jnp.float32))
+        self._growth_tracker = Tensor._wrap(_full((), self._init_growth_tracker, jnp.int32))
 
     def _state(self, optimizer):
         return self._per_optimizer_states.setdefault(id(optimizer), _refresh())
@@ -104,16 +107,11 @@ class GradScaler:
         if self._scale is None:
             raise AssertionError("Attempted unscale_ but _scale is None.  This may indicate your script "
                                  "did not use scaler.scale(loss or outputs) earlier in the iteration.")
-        inv = 1.0 / self._scale._value.astype(jnp.float64)
-        found = jnp.zeros((), jnp.float32)
+        grads = [p.grad for group in optimizer.param_groups for p in group["params"] if p.grad is not None]
+        found, new = _unscale_kernel(self._scale._value, [g._value for g in grads])
         with no_grad():
-            for group in optimizer.param_groups:
-                for p in group["params"]:
-                    if p.grad is None:
-                        continue
-                    g = p.grad._value
-                    found = jnp.maximum(found, (~jnp.isfinite(g)).any().astype(jnp.float32))
-                    p.grad._set_value((g * inv.astype(g.dtype)).astype(g.dtype))
+            for g, v in zip(grads, new):
+                g._set_value(v)
         st["found_inf"] = found
         st["stage"] = OptState.UNSCALED
 
@@ -148,16 +146,9 @@ class GradScaler:
             founds = [s["found_inf"] for s in self._per_optimizer_states.values() if s["found_inf"] is not None]
             if not founds:
                 raise AssertionError("No inf checks were recorded prior to update.")
-            found = founds[0]
-            for f in founds[1:]:
-                found = found + f
-            scale, tracker = self._scale._value, self._growth_tracker._value
-            bad = found > 0
-            grown = tracker + 1
-            grow_now = grown >= self._growth_interval
-            new_scale = jnp.where(bad, scale * self._backoff_factor,
-                                  jnp.where(grow_now, scale * self._growth_factor, scale)).astype(jnp.float32)
-            new_tracker = jnp.where(bad | grow_now, 0, grown).astype(jnp.int32)
+            new_scale, new_tracker = _update_kernel(
+                founds, self._scale._value, self._growth_tracker._value, self._growth_interval,
+                self._backoff_factor, self._growth_factor)
             self._scale._set_value(new_scale)
             self._growth_tracker._set_value(new_tracker)
         self._per_optimizer_states = {}
@@ -213,6 +204,41 @@ class GradScaler:
         self._init_growth_tracker = state_dict["_growth_tracker"]
         if self._growth_tracker is not None:
             self._growth_tracker._set_value(jnp.full((), state_dict["_growth_tracker"], jnp.int32))
+
+
+# one program each for unscale_ (all of an optimizer's gradients) and update: the same operations
+# run one by one compiled an XLA program per operation and gradient shape (~25 for a 2-layer MLP)
+@jax.jit
+def _unscale_kernel(scale, grads):
+    """``(found_inf, grads / scale)``: the division as a multiply by the float64 reciprocal
+    rounded to each gradient's dtype (PyTorch's ``_amp_foreach_non_finite_check_and_unscale_``)."""
+    inv = 1.0 / scale.astype(jnp.float64)
+    found = jnp.zeros((), jnp.float32)
+    out = []
+    for g in grads:
+        found = jnp.maximum(found, (~jnp.isfinite(g)).any().astype(jnp.float32))
+        out.append((g * inv.astype(g.dtype)).astype(g.dtype))
+    return found, out
+
+
+@partial(jax.jit, static_argnums=(3, 4, 5))
+def _update_kernel(founds, scale, tracker, growth_interval, backoff_factor, growth_factor):
+    """The new ``(scale, growth tracker)`` (PyTorch's ``_amp_update_scale_``)."""
+    found = founds[0]
+    for f in founds[1:]:
+        found = found + f
+    bad = found > 0
+    grown = tracker + 1
+    grow_now = grown >= growth_interval
+    new_scale = jnp.where(bad, scale * backoff_factor,
+                          jnp.where(grow_now, scale * growth_factor, scale)).astype(jnp.float32)
+    return new_scale, jnp.where(bad | grow_now, 0, grown).astype(jnp.int32)
+
+
+def _full(shape, fill, dtype):
+    """``jnp.full`` made on the host where that gives the same array (nothing compiled)."""
+    v = host_full(shape, fill, np.dtype(dtype)) if isinstance(fill, (int, float)) else None
+    return jnp.full(shape, fill, dtype) if v is None else v
 
 
 def _masked_step(optimizer, found, args, kwargs):

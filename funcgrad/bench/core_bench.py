@@ -158,6 +158,10 @@ if which == "cnn":
     model = nn.Sequential(nn.Conv2d(1, 8, 3, padding=1), nn.BatchNorm2d(8), nn.ReLU(), nn.MaxPool2d(2),
                           nn.Flatten(), nn.Linear(8 * 14 * 14, 10))
     x, y = torch.randn(32, 1, 28, 28), torch.randint(0, 10, (32,))
+elif which == "transformer":
+    layer = nn.TransformerEncoderLayer(64, 4, dim_feedforward=128, batch_first=True)
+    model = nn.Sequential(nn.TransformerEncoder(layer, 2), nn.Linear(64, 10), nn.Flatten(0, 1))
+    x, y = torch.randn(8, 16, 64), torch.randint(0, 10, (8 * 16,))
 else:
     model = nn.Sequential(nn.Linear(784, 256), nn.ReLU(), nn.Linear(256, 256), nn.ReLU(), nn.Linear(256, 10))
     x, y = torch.randn(64, 784), torch.randint(0, 10, (64,))
@@ -174,8 +178,9 @@ print(json.dumps(dict(wall=time.perf_counter() - t, cpu=time.process_time() - tc
 
 def first_step_cold() -> list[dict]:
     """The first training step of a fresh process (nothing compiled, no persistent compilation
-    cache): a small CNN (Conv2d→BatchNorm2d→ReLU→MaxPool2d→Linear, B=32) and an MLP
-    784-256-256-10 (B=64), Adam, with the number of XLA compilations it triggers, vs PyTorch."""
+    cache): a small CNN (Conv2d→BatchNorm2d→ReLU→MaxPool2d→Linear, B=32), an MLP
+    784-256-256-10 (B=64) and a Transformer encoder (2 layers, d_model 64, 4 heads, seq 16, B=8,
+    a token-wise Linear head), Adam, with the number of XLA compilations it triggers, vs PyTorch."""
     import json
     import os
     import subprocess
@@ -188,7 +193,8 @@ def first_step_cold() -> list[dict]:
     with tempfile.TemporaryDirectory() as cache:
         env = dict(os.environ, PYTHONPATH=os.pathsep.join([root, os.environ.get("PYTHONPATH", "")]),
                    XDG_CACHE_HOME=cache, JAX_ENABLE_COMPILATION_CACHE="false")
-        for which, name in [("cnn", "small CNN B=32"), ("mlp", "MLP 784-256-256-10 B=64")]:
+        for which, name in [("cnn", "small CNN B=32"), ("mlp", "MLP 784-256-256-10 B=64"),
+                            ("transformer", "Transformer encoder 2x(d 64, 4 heads) seq 16 B=8")]:
             for lib in ["funcgrad"] + (["torch"] if _torch() is not None else []):
                 out = subprocess.run([sys.executable, "-c", _FIRST_STEP, lib, which], env=env,
                                      capture_output=True, text=True, timeout=600)

@@ -182,9 +182,14 @@ def binary_cross_entropy(input: Tensor, target: Tensor, weight: Tensor | None = 
     if weight is not None:
         _broadcast_shapes(tuple(weight.shape), tuple(input.shape))
     v = input._value
-    if _concrete(input) and v.size and bool(jnp.any((v < 0) | (v > 1) | jnp.isnan(v))):
+    if _concrete(input) and v.size and bool(_outside_unit(v)):
         raise RuntimeError("all elements of input should be between 0 and 1")
     return apply(_k.binary_cross_entropy, input, target, weight, reduction=reduction)
+
+
+@jax.jit
+def _outside_unit(v):  # one program (the check's five operations one by one compiled five)
+    return jnp.any((v < 0) | (v > 1) | jnp.isnan(v))
 
 
 def binary_cross_entropy_with_logits(input: Tensor, target: Tensor, weight: Tensor | None = None,

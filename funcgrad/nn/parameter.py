@@ -3,16 +3,18 @@
 from __future__ import annotations
 
 import jax.numpy as jnp
+import numpy as np
 
 from .. import _dtype as _d
+from .._device import put
 from .._tensor import Tensor, _View
 
 
 def _adopt(self: Tensor, data: Tensor | None) -> None:
     """Make ``self`` share ``data``'s storage cell and version counter (no copy), as a leaf."""
     Tensor._init(self, None)
-    if data is None:
-        self._cell.value = jnp.zeros((0,), jnp.float32)
+    if data is None:  # (a deepcopy's placeholder too: a transfer, as jnp.zeros would compile twice)
+        self._cell.value = put(np.zeros((0,), np.float32))
         return
     if not isinstance(data, Tensor):
         raise TypeError(f"Parameter/Buffer expects a Tensor as data, got {type(data).__name__}")

@@ -9,7 +9,12 @@ from __future__ import annotations
 
 import numbers
 
+import jax
+import numpy as np
+
 from ... import _dtype, _factories
+from ..._device import put
+from ..._tensor import Tensor
 from ...autograd import grad_mode
 from .. import functional as F
 from .. import init
@@ -88,7 +93,7 @@ class _BatchNorm(_NormBase):
         if self.training and self.track_running_stats and self.num_batches_tracked is not None:
             nbt = self.num_batches_tracked
             with grad_mode.no_grad():
-                nbt.add_(1)  # in place: the buffer object (and its storage cell) stays the same
+                _count_batch(nbt)  # in place: the buffer object (and its storage cell) stays the same
             if self.momentum is None:  # cumulative moving average
                 eaf = 1.0 / float(nbt.item()) if not _traced(nbt) else 1.0 / nbt
             else:
@@ -98,6 +103,19 @@ class _BatchNorm(_NormBase):
         return F.batch_norm(input, self.running_mean if use_stats else None,
                             self.running_var if use_stats else None, self.weight, self.bias,
                             bn_training, eaf, self.eps)
+
+
+def _count_batch(nbt) -> None:
+    """``nbt.add_(1)``, on the host for a concrete int64 counter on the CPU: the add kernel was
+    one XLA compile of the first training step, for one integer (the same value either way)."""
+    v = nbt._value
+    if (isinstance(v, jax.Array) and not isinstance(v, jax.core.Tracer) and v.dtype == np.int64
+            and v.ndim == 0 and not v.committed and next(iter(v.devices())).platform == "cpu"):
+        n = int(v)
+        if n < np.iinfo(np.int64).max:
+            nbt._inplace(lambda t: Tensor._wrap(put(np.asarray(n + 1, np.int64))))
+            return
+    nbt.add_(1)
 
 
 def _traced(t) -> bool:
