@@ -6,11 +6,15 @@ writes its binding on that thread only (its object's class is switched to a boun
 while any frame binds it, as a packed cell's is; other threads read the cell's own array).
 The jit bridge's trace, ``compile(module)``, ``func.functional_call`` and ``export`` all run
 inside one: the trace binds the state cells to tracers; cells created under a trace frame are
-``_TracedCell`` (the bridge tells state made by the step from older state); reads of cells
-nobody bound are recorded (``frame.reads``: the bridge lifts those that became constants) and
-writes to them are kept in the frame (``frame.written``: dropped on leaving and lifted, or
-written through when concrete). Nothing is patched on a class, so another thread creating,
-reading or writing tensors at the same time, or tracing another step, is not affected.
+``_TracedCell`` until it ends, then plain (the bridge tells state made by the step from older
+state; a later frame treats them as any older cell); a view bound by a frame is bound in the
+frame (``bind_view``; the view's ``gen``/``cache`` and its value read the binding on that
+thread), never in the view's shared cache; reads of cells nobody bound are recorded
+(``frame.reads``, with the Tensor read: the bridge lifts those that became constants, and
+differentiates those that require grad) and writes to them are kept in the frame
+(``frame.written``: dropped on leaving and lifted, or written through when concrete). Nothing
+is patched on a class, so another thread creating, reading or writing tensors at the same
+time, or tracing another step, is not affected.
 
 >>> f = Frame(known=set())
 >>> with f:
@@ -251,8 +255,9 @@ class Frame:
     left (other threads keep seeing the cell's own value; nothing is patched on a class: the
     bound cell's own class is switched while bound). Under the frame:
 
-    - ``reads``: ``id(cell) -> (cell, value read)`` for every pre-existing cell read through a
-      Tensor that is neither bound nor ``known`` (the jit bridge lifts those whose value became
+    - ``reads``: ``id(cell) -> (cell, value read, the Tensor read, its .grad then)`` for every
+      pre-existing cell
+      read through a Tensor that is neither bound nor ``known`` (the jit bridge lifts those whose value became
       a constant of the program);
     - ``written``: ``id(cell) -> cell`` for every such cell written (``capture=True``: the write
       binds the cell, so it is undone on leaving and lifted; otherwise it goes to an outer
@@ -318,14 +323,20 @@ class Frame:
                 return
             f = f._prev
 
-    def read(self, cell, value) -> None:
-        """Called when a Tensor's value is read under this frame."""
+    def read(self, cell, value, tensor=None) -> None:
+        """Called when ``tensor``'s value (``value``, from ``cell``) is read under this frame."""
         f = self
         while f is not None:
             if id(cell) in f.known or type(cell) is _TracedCell:
                 return
             if f.record:  # (the jit bridge's frames: the others need no reads)
-                f.reads.setdefault(id(cell), (cell, value))
+                r = f.reads.get(id(cell))
+                # a reader that requires grad is kept over one that does not (``p.detach()``
+                # read first, then ``p``): the bridge must differentiate it, as eagerly; its
+                # .grad as it was (a trace the bridge redoes must not leave its gradient there)
+                if r is None or r[2] is not tensor and getattr(tensor, "_requires_grad", False) \
+                        and not getattr(r[2], "_requires_grad", False):
+                    f.reads[id(cell)] = (cell, value, tensor, getattr(tensor, "_grad", None))
             f = f._prev
 
     def write(self, cell) -> None:

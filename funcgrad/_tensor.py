@@ -260,7 +260,7 @@ class Tensor:
         if _storage_active[0]:  # some thread is in a binding frame: this one records the read
             f = _storage_local.frame
             if f is not None:
-                f.read(self._cell, v)
+                f.read(self._cell, v, self)
         return v
 
     def _set_value(self, new) -> None:

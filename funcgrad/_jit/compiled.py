@@ -69,6 +69,7 @@ class CompiledFunction:
         self._entries: dict = {}
         self._lifted_keys: set = {"lr"}
         self._extra_cells: list = []
+        self._extra_roots: list = []  # tensors that require grad the step read but discovery missed
         self._trees: dict = {}
         self._static: dict = {}  # input tree -> {leaf position: what}: host-data tensor arguments
         self._warned_attrs: set = set()  # Python attributes a trace changed (warned once)
@@ -169,7 +170,7 @@ class CompiledFunction:
                             self._warned_evict, stacklevel=5)
 
     def _discover(self, leaves, objs) -> _Layout:
-        w = _walk([self._fn, _random.default_generator] + objs)
+        w = _walk([self._fn, _random.default_generator] + self._extra_roots + objs)
         input_ids = {id(x) for x in leaves if isinstance(x, Tensor)}
         layout = _Layout(w, input_ids, self._extra_cells, self._lifted_keys)
         self._layout, self._layout_args = layout, list(map(id, objs))

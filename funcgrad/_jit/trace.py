@@ -219,12 +219,22 @@ def trace(self, layout, args, kwargs, leaves, tree, in_tensors, hyp, _attempt=0)
     # arrays captured as constants: an older Tensor's storage read (or written) but not
     # discovered? (``frame.reads`` minus the layout: the frame knows the layout's cells)
     consts = {id(c) for c in closed.consts}
-    missed = [c for c, v in frame.reads.values() if id(v) in consts] + list(frame.written.values())
-    if missed:
+    missed, roots = list(frame.written.values()), []
+    for c, v, t, g0 in frame.reads.values():
+        if id(v) in consts:  # (a tensor that requires grad: found as state, with its .grad)
+            if t is not None and t._requires_grad:
+                roots.append(t)
+            else:
+                missed.append(c)
+    if missed or roots:
         if _attempt > 8:
             raise RuntimeError("funcgrad.jit: could not lift tensors read by the step")
         _py_restore(py)
+        for _, _, t, g0 in frame.reads.values():  # (the attempt's backward set their .grad)
+            if t is not None and t._requires_grad and t._grad is not g0:
+                t._grad = g0
         self._extra_cells.extend(missed)
+        self._extra_roots.extend(roots)
         return _again(self, args, kwargs, leaves, tree, _attempt)
     self.num_traces += 1
     self.retrace_reasons.append(reason)
