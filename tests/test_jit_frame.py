@@ -433,3 +433,44 @@ def test_missed_tensor_that_requires_grad_matches_torch(kind):
     for r, c in zip(ref, comp):
         for a, b in zip(c, r):
             np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-5)
+
+
+# what the compiled forward reads through a global: (the tensor, from the parameter p)
+MISSED_FORMS = {
+    "non_leaf": lambda p: p * 2,
+    "view_of_leaf": lambda p: p[1:],
+}
+
+
+def _missed_form_case(lib, form, compiled_module):
+    p = lib.nn.Parameter(lib.tensor([1.5, -0.5]))
+    box = {}
+
+    class M(lib.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.lin = lib.nn.Linear(2, 2)
+
+        def forward(self, x):
+            return (self.lin(x) * box["t"]).tanh()
+
+    lib.manual_seed(0)
+    m = M()
+    with lib.no_grad():
+        m.lin.weight.copy_(lib.tensor([[0.5, -0.25], [0.75, 1.0]]))
+        m.lin.bias.copy_(lib.tensor([0.1, -0.2]))
+    fwd = funcgrad.compile(m) if compiled_module else m
+    box["t"] = MISSED_FORMS[form](p)
+    fwd(lib.tensor([[0.3, -1.2], [0.7, 0.1]])).pow(2).sum().backward()
+    return p.grad.numpy().copy(), m.lin.weight.grad.numpy().copy()
+
+
+@pytest.mark.torch
+@pytest.mark.parametrize("form", sorted(MISSED_FORMS))
+def test_compiled_module_differentiates_missed_non_leaves_and_views(form):
+    eager, comp = _missed_form_case(funcgrad, form, False), _missed_form_case(funcgrad, form, True)
+    for c, e in zip(comp, eager):
+        np.testing.assert_allclose(c, e, rtol=1e-6, atol=1e-6)
+    torch = pytest.importorskip("torch")  # (the eager comparison above runs without it)
+    for c, r in zip(comp, _missed_form_case(torch, form, False)):
+        np.testing.assert_allclose(c, r, rtol=1e-5, atol=1e-5)
