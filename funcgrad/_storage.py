@@ -274,12 +274,15 @@ class Frame:
     """
 
     __slots__ = ("known", "written", "reads", "bound", "mark_new", "capture", "views", "_prev",
-                 "created", "record")
+                 "created", "record", "bases", "baked")
 
     def __init__(self, known=(), mark_new: bool = True, capture: bool = True, record=None):
         self.known, self.written, self.reads, self.bound = set(known), {}, {}, {}
         self.mark_new, self.capture, self.views, self._prev = mark_new, capture, {}, None
         self.created, self.record = [], mark_new if record is None else record
+        # base cells ``bind_view`` bound to their own arrays, and concrete values read from them
+        # other than through a bound view (``id(cell) -> (cell, value, tensor)``): constants
+        self.bases, self.baked = set(), {}
 
     def bind(self, cell, value, gen=None) -> None:
         """Bind ``cell`` to ``value`` (and ``gen``: by default a new generation) for this thread."""
@@ -303,6 +306,7 @@ class Frame:
         cell = t._cell
         if id(cell) not in self.bound:
             self.bind(cell, cell.value, gen)
+            self.bases.add(id(cell))
         self.views[id(vi)] = (value, self.bound[id(cell)][2], vi)
 
     def cache_view(self, vi, cell, value, gen) -> bool:
@@ -328,6 +332,8 @@ class Frame:
         f = self
         while f is not None:
             if id(cell) in f.known or type(cell) is _TracedCell:
+                if f.bases and id(cell) in f.bases and not isinstance(value, _Tracer):
+                    f.baked.setdefault(id(cell), (cell, value, tensor))  # (the base's own array)
                 return
             if f.record:  # (the jit bridge's frames: the others need no reads)
                 r = f.reads.get(id(cell))

@@ -474,3 +474,26 @@ def test_compiled_module_differentiates_missed_non_leaves_and_views(form):
     torch = pytest.importorskip("torch")  # (the eager comparison above runs without it)
     for c, r in zip(comp, _missed_form_case(torch, form, False)):
         np.testing.assert_allclose(c, r, rtol=1e-5, atol=1e-5)
+
+
+# ---- 7. the base of a view argument read other than through the view -----------------------------
+# The frame binds a view argument's base cell to the base's own array (the argument is the view's
+# value): reading that base directly (here through an object deeper than discovery searches)
+# would make its values constants of the program, and a later in-place change would not show.
+def test_view_argument_base_read_directly_raises_instead_of_baking():
+    base = funcgrad.arange(6.0)
+    deep = _deep(base)
+
+    @funcgrad.jit
+    def step(x):
+        return x.sum() + _get_deep(deep).sum()
+
+    with pytest.raises(RuntimeError, match="reads the storage of its tensor argument 0, a view of a larger"):
+        step(base[2:])
+    np.testing.assert_array_equal(base.numpy(), np.arange(6.0))  # left as it was
+    assert step.num_traces == 0
+    # through the view only (or with a copy), fine and not stale
+    own = base[2:].clone()
+    assert float(step(own)) == 14.0 + 15.0
+    base.mul_(2.0)
+    assert float(step(base[2:].clone())) == 28.0 + 30.0

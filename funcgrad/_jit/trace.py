@@ -219,6 +219,17 @@ def trace(self, layout, args, kwargs, leaves, tree, in_tensors, hyp, _attempt=0)
     # arrays captured as constants: an older Tensor's storage read (or written) but not
     # discovered? (``frame.reads`` minus the layout: the frame knows the layout's cells)
     consts = {id(c) for c in closed.consts}
+    baked = [c for c, v, _ in frame.baked.values() if id(v) in consts]
+    if baked:
+        _py_restore(py)
+        self._scrub(leaves)
+        i = next((i for i, x in enumerate(leaves) if isinstance(x, Tensor) and x._cell is baked[0]), "?")
+        raise RuntimeError(
+            f"funcgrad.jit: the step reads the storage of its tensor argument {i}, a view of a "
+            f"larger tensor, other than through that view (the larger tensor itself, or another "
+            f"view of it): those values would be constants of the compiled program, and a later "
+            f"call would not see them. Pass a tensor with its own storage (x.clone()), or the "
+            f"larger tensor itself.")
     missed, roots = list(frame.written.values()), []
     for c, v, t, g0 in frame.reads.values():
         if id(v) in consts:  # (a tensor that requires grad: found as state, with its .grad)
