@@ -497,3 +497,46 @@ def test_view_argument_base_read_directly_raises_instead_of_baking():
     assert float(step(own)) == 14.0 + 15.0
     base.mul_(2.0)
     assert float(step(base[2:].clone())) == 28.0 + 30.0
+
+
+# ---- 8. a view of a state tensor as the argument ---------------------------------------------------
+# ``step(w[1])`` with ``w`` state (captured): the argument is no input of the program, which
+# computes it from ``w``: which view it is must be part of the program's key, or every later call
+# computes the first call's view (step(w[1]) silently gave step(w[0])'s numbers).
+STATE_VIEWS = {  # name: the views passed, one per call
+    "rows": lambda w: [w[0], w[1], w[0], w[2]],
+    "columns": lambda w: [w[:, 0], w[:, 1]],
+    "slices": lambda w: [w[0:2], w[1:3]],
+}
+
+
+def _state_view_run(lib, name, compiled):
+    w = lib.arange(6.0).view(3, 2) * 0.5 - 1.0
+    p = lib.tensor([2.0, -1.0], requires_grad=True)
+
+    def step(x):
+        loss = (x.sum() * p).sin().sum() * w.sum()
+        loss.backward()
+        return loss
+
+    if compiled:
+        step = funcgrad.jit(step)
+    out = []
+    for x in STATE_VIEWS[name](w):
+        p.grad = None
+        out.append((step(x).detach().numpy().copy(), p.grad.numpy().copy()))
+    return out
+
+
+@pytest.mark.torch
+@pytest.mark.parametrize("name", sorted(STATE_VIEWS))
+def test_view_of_state_tensor_as_argument(name):
+    eager, comp = _state_view_run(funcgrad, name, False), _state_view_run(funcgrad, name, True)
+    assert not np.allclose(eager[0][0], eager[1][0])  # the views differ
+    for e, c in zip(eager, comp):
+        for a, b in zip(c, e):
+            np.testing.assert_allclose(a, b, rtol=1e-6, atol=1e-6)
+    torch = pytest.importorskip("torch")  # (the eager comparison above runs without it)
+    for r, c in zip(_state_view_run(torch, name, False), comp):
+        for a, b in zip(c, r):
+            np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-5)

@@ -251,7 +251,8 @@ def trace(self, layout, args, kwargs, leaves, tree, in_tensors, hyp, _attempt=0)
     self.retrace_reasons.append(reason)
     # (the layout's key and names, not the layout: it would keep old tensors alive)
     self._last_trace = ((layout.key, layout.static_names, layout.nz_names), tree,
-                        list(map(_leaf_key, leaves)), _static_values(static, leaves))
+                        list(map(_leaf_key, leaves)), _static_values(static, leaves),
+                        dict(state_views(leaves, layout)))
     _warn_side_effects(self, _py_changes(py))
     if self.num_traces >= self._warn_after and (self.num_traces & (self.num_traces - 1)) == 0:
         warnings.warn(
@@ -312,6 +313,14 @@ def _again(self, args, kwargs, leaves, tree, attempt) -> _Entry:
     layout = self._discover(leaves, _objects(leaves))
     return self._trace(layout, args, kwargs, leaves, tree, self._in_tensors(leaves, layout),
                        layout.hyper_values(), attempt + 1)
+
+
+def state_views(leaves, layout) -> tuple:
+    """``(position, view chain)`` of each tensor argument that is a view of a state cell (no
+    input: the program computes it from the state, so which view it is keys the program)."""
+    ci = layout.cell_index
+    return tuple((i, x._viewinfo.chain) for i, x in enumerate(leaves) if isinstance(x, Tensor)
+                 and x._viewinfo is not None and id(x._cell) in ci)
 
 
 def _static_position(leaves, in_tensors, t):
@@ -433,7 +442,7 @@ def _reason(last, layout, tree, leaves, static) -> str:
     at = f" (call at {f.f_code.co_filename}:{f.f_lineno})" if f is not None else ""
     if last is None:
         return "new trace" + at
-    old, old_tree, old_keys, old_static = last
+    old, old_tree, old_keys, old_static, old_views = last
     keys = list(map(_leaf_key, leaves))
     why = []
     if old_tree != tree or len(old_keys) != len(keys):
@@ -442,6 +451,9 @@ def _reason(last, layout, tree, leaves, static) -> str:
         why += [_arg_change(i, a, b) for i, (a, b) in enumerate(zip(old_keys, keys)) if a != b]
         why += [f"tensor argument {i} ({what}, static: a program per value): {old_static[i][1]} -> {v}"
                 for i, (what, v) in static.items() if i in old_static and old_static[i][1] != v]
+        views = dict(state_views(leaves, layout))
+        why += [f"tensor argument {i} is another view of a state tensor (a program per view)"
+                for i in sorted(set(old_views) | set(views)) if old_views.get(i) != views.get(i)]
     (k0, static_names, nz_names), k1 = old, layout.key
     if k0 != k1:
         if k0[0] != k1[0]:
