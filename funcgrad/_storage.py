@@ -6,11 +6,15 @@ writes its binding on that thread only (its object's class is switched to a boun
 while any frame binds it, as a packed cell's is; other threads read the cell's own array).
 The jit bridge's trace, ``compile(module)``, ``func.functional_call`` and ``export`` all run
 inside one: the trace binds the state cells to tracers; cells created under a trace frame are
-``_TracedCell`` (the bridge tells state made by the step from older state); reads of cells
-nobody bound are recorded (``frame.reads``: the bridge lifts those that became constants) and
-writes to them are kept in the frame (``frame.written``: dropped on leaving and lifted, or
-written through when concrete). Nothing is patched on a class, so another thread creating,
-reading or writing tensors at the same time, or tracing another step, is not affected.
+``_TracedCell`` until it ends, then plain (the bridge tells state made by the step from older
+state; a later frame treats them as any older cell); a view bound by a frame is bound in the
+frame (``bind_view``; the view's ``gen``/``cache`` and its value read the binding on that
+thread), never in the view's shared cache; reads of cells nobody bound are recorded
+(``frame.reads``, with the Tensor read: the bridge lifts those that became constants, and
+differentiates those that require grad) and writes to them are kept in the frame
+(``frame.written``: dropped on leaving and lifted, or written through when concrete). Nothing
+is patched on a class, so another thread creating, reading or writing tensors at the same
+time, or tracing another step, is not affected.
 
 >>> f = Frame(known=set())
 >>> with f:
@@ -125,10 +129,23 @@ def new_cell(value) -> _Cell:
     if f is None:
         return _Cell(value)
     if f.mark_new:
-        return _TracedCell(value)
+        c = _TracedCell(value)
+        f.created.append(c)  # (a plain cell again when the frame ends)
+        return c
     c = _Cell(value)
     f.known.add(id(c))
     return c
+
+
+def view_binding(vi):
+    """This thread's binding of the view info ``vi``: ``(value, base generation, vi)`` or None."""
+    f = _local.frame
+    while f is not None:
+        b = f.views.get(id(vi))
+        if b is not None:
+            return b
+        f = f._prev
+    return None
 
 
 # ---- bindings ------------------------------------------------------------------------------------
@@ -145,41 +162,36 @@ def _binding(cell):
 
 class _BoundMixin:
     """Cells bound by some thread's frame: that thread reads and writes its binding, every other
-    thread the cell's own value (``_orig_value``/``_orig_gen``, the class's descriptors)."""
+    thread the cell's own value. The properties are made per cell class (``_bound_class``) over
+    that class's own descriptors, not looked up on ``type(self)`` when called: another thread
+    may switch the cell's class back (its frame ended) between the lookup and the call."""
 
     __slots__ = ()
 
-    @property
-    def value(self):
-        b = _binding(self)
-        return type(self)._orig_value.__get__(self) if b is None else b[1]
 
-    @value.setter
-    def value(self, v):
+def _bound_property(orig, i: int) -> property:
+    """``value`` (``i=1``) or ``gen`` (``i=2``) of a bound cell class; ``orig``: the plain class's."""
+    def get(self):
+        b = _binding(self)
+        return orig.__get__(self) if b is None else b[i]
+
+    def put(self, v):
         b = _binding(self)
         if b is None:
-            type(self)._orig_value.__set__(self, v)
+            orig.__set__(self, v)
         else:
-            b[1] = v
+            b[i] = v
+    return property(get, put)
 
-    @property
-    def gen(self):
-        b = _binding(self)
-        return type(self)._orig_gen.__get__(self) if b is None else b[2]
 
-    @gen.setter
-    def gen(self, g):
+def _bound_traced(orig):
+    """``traced()`` of a bound generator cell: the state vector a draw advances while tracing."""
+    def traced(self):
         b = _binding(self)
         if b is None:
-            type(self)._orig_gen.__set__(self, g)
-        else:
-            b[2] = g
-
-    def traced(self):  # (generator cells: the state vector a draw advances while tracing)
-        b = _binding(self)
-        if b is None:
-            return super().traced()
+            return orig(self)
         return b[1] if is_tracer(b[1]) else None
+    return traced
 
 
 _bound_classes: dict = {}
@@ -196,12 +208,34 @@ def _attach(cell) -> None:
         if type(cell) is _PackedCell:  # a piece of a pack: a plain cell again while bound
             cell._detach()
         cls = type(cell)
-        b = _bound_classes.get(cls)
-        if b is None:
-            b = _bound_classes[cls] = type(f"_Bound{cls.__name__}", (_BoundMixin, cls), {
-                "__slots__": (), "_orig_value": cls.value, "_orig_gen": cls.gen})
         _attached[id(cell)] = [cell, cls, 1]
-        cell.__class__ = b
+        cell.__class__ = _bound_class(cls)
+
+
+def _bound_class(cls):
+    """The bound variant of the cell class ``cls`` (call with ``_bind_lock`` held)."""
+    b = _bound_classes.get(cls)
+    if b is None:
+        ns = {"__slots__": (), "value": _bound_property(cls.value, 1),
+              "gen": _bound_property(cls.gen, 2)}
+        if hasattr(cls, "traced"):
+            ns["traced"] = _bound_traced(cls.traced)
+        b = _bound_classes[cls] = type(f"_Bound{cls.__name__}", (_BoundMixin, cls), ns)
+    return b
+
+
+def _unmark(cell) -> None:
+    """Make a cell created under a trace frame a plain ``_Cell`` (the frame ended): later frames
+    treat it as any older cell (its reads recorded, its writes kept in the frame)."""
+    if type(cell) is _TracedCell:
+        cell.__class__ = _PlainCell
+        return
+    with _bind_lock:  # bound meanwhile (by a frame still open): plain once unbound
+        a = _attached.get(id(cell))
+        if a is not None and a[0] is cell and a[1] is _TracedCell:
+            a[1] = _PlainCell
+            if type(cell) is _bound_classes[_TracedCell]:
+                cell.__class__ = _bound_class(_PlainCell)
 
 
 def _detach_binding(cell) -> None:
@@ -221,13 +255,15 @@ class Frame:
     left (other threads keep seeing the cell's own value; nothing is patched on a class: the
     bound cell's own class is switched while bound). Under the frame:
 
-    - ``reads``: ``id(cell) -> (cell, value read)`` for every pre-existing cell read through a
-      Tensor that is neither bound nor ``known`` (the jit bridge lifts those whose value became
+    - ``reads``: ``id(cell) -> (cell, value read, the Tensor read, its .grad then)`` for every
+      pre-existing cell
+      read through a Tensor that is neither bound nor ``known`` (the jit bridge lifts those whose value became
       a constant of the program);
     - ``written``: ``id(cell) -> cell`` for every such cell written (``capture=True``: the write
       binds the cell, so it is undone on leaving and lifted; otherwise it goes to an outer
       frame, or to the cell);
-    - cells made are ``_TracedCell`` (``mark_new=True``).
+    - cells made are ``_TracedCell`` (``mark_new=True``) until the frame ends, then plain cells;
+    - ``record`` (default: ``mark_new``): whether ``reads`` are recorded.
 
     >>> c = _Cell(1)
     >>> with Frame() as f:
@@ -237,11 +273,16 @@ class Frame:
     (1, '_Cell')
     """
 
-    __slots__ = ("known", "written", "reads", "bound", "mark_new", "capture", "views", "_prev")
+    __slots__ = ("known", "written", "reads", "bound", "mark_new", "capture", "views", "_prev",
+                 "created", "record", "bases", "baked")
 
-    def __init__(self, known=(), mark_new: bool = True, capture: bool = True):
+    def __init__(self, known=(), mark_new: bool = True, capture: bool = True, record=None):
         self.known, self.written, self.reads, self.bound = set(known), {}, {}, {}
-        self.mark_new, self.capture, self.views, self._prev = mark_new, capture, [], None
+        self.mark_new, self.capture, self.views, self._prev = mark_new, capture, {}, None
+        self.created, self.record = [], mark_new if record is None else record
+        # base cells ``bind_view`` bound to their own arrays, and concrete values read from them
+        # other than through a bound view (``id(cell) -> (cell, value, tensor)``): constants
+        self.bases, self.baked = set(), {}
 
     def bind(self, cell, value, gen=None) -> None:
         """Bind ``cell`` to ``value`` (and ``gen``: by default a new generation) for this thread."""
@@ -256,22 +297,52 @@ class Frame:
         self.known.add(id(cell))
 
     def bind_view(self, t, value, gen) -> None:
-        """Make the view tensor ``t`` read ``value`` for this thread (its base cell bound at ``gen``)."""
+        """Make the view tensor ``t`` read ``value`` for this thread (its base cell bound at ``gen``).
+
+        The binding is the frame's (``views``), not the view's shared cache: another thread
+        reading the same view meanwhile recomputes that cache from its own value of the base,
+        which must neither show it the tracer nor take the binding away from this thread."""
         vi = t._viewinfo
-        self.views.append((vi, vi.cache, vi.gen))
         cell = t._cell
         if id(cell) not in self.bound:
             self.bind(cell, cell.value, gen)
-        vi.cache, vi.gen = value, self.bound[id(cell)][2]
+            self.bases.add(id(cell))
+        self.views[id(vi)] = (value, self.bound[id(cell)][2], vi)
 
-    def read(self, cell, value) -> None:
-        """Called when a Tensor's value is read under this frame."""
+    def cache_view(self, vi, cell, value, gen) -> bool:
+        """Keep ``value`` (the view ``vi`` of ``cell`` at ``gen``) in this frame when a frame of
+        this thread binds ``cell``; False (the caller caches it in the view) otherwise."""
+        if _binding(cell) is None:
+            return False
+        self.views[id(vi)] = (value, gen, vi)
+        return True
+
+    def share_view(self, vi, new) -> None:
+        """``new`` is a copy of the view info ``vi`` (``detach()``...): it reads what ``vi`` reads."""
+        f = self
+        while f is not None:
+            b = f.views.get(id(vi))
+            if b is not None:
+                f.views[id(new)] = (b[0], b[1], new)
+                return
+            f = f._prev
+
+    def read(self, cell, value, tensor=None) -> None:
+        """Called when ``tensor``'s value (``value``, from ``cell``) is read under this frame."""
         f = self
         while f is not None:
             if id(cell) in f.known or type(cell) is _TracedCell:
+                if f.bases and id(cell) in f.bases and not isinstance(value, _Tracer):
+                    f.baked.setdefault(id(cell), (cell, value, tensor))  # (the base's own array)
                 return
-            if f.mark_new:  # (a frame of the jit bridge's trace: the others need no reads)
-                f.reads.setdefault(id(cell), (cell, value))
+            if f.record:  # (the jit bridge's frames: the others need no reads)
+                r = f.reads.get(id(cell))
+                # a reader that requires grad is kept over one that does not (``p.detach()``
+                # read first, then ``p``): the bridge must differentiate it, as eagerly; its
+                # .grad as it was (a trace the bridge redoes must not leave its gradient there)
+                if r is None or r[2] is not tensor and getattr(tensor, "_requires_grad", False) \
+                        and not getattr(r[2], "_requires_grad", False):
+                    f.reads[id(cell)] = (cell, value, tensor, getattr(tensor, "_grad", None))
             f = f._prev
 
     def write(self, cell) -> None:
@@ -292,9 +363,7 @@ class Frame:
     def release(self, commit=None) -> None:
         """Drop every binding (the cells read their own values again). ``commit(value)``: bound
         values for which it is true are written into their cells (e.g. concrete ones)."""
-        for vi, cache, gen in reversed(self.views):
-            vi.cache, vi.gen = cache, gen
-        self.views = []
+        self.views = {}
         bound, self.bound = self.bound, {}
         for cell, v, g in bound.values():
             _detach_binding(cell)
@@ -312,6 +381,9 @@ class Frame:
     def __exit__(self, *exc) -> None:
         try:
             self.release()
+            created, self.created = self.created, []
+            for c in created:
+                _unmark(c)
         finally:
             with _bind_lock:
                 ACTIVE[0] -= 1

@@ -28,6 +28,7 @@ from ._storage import _local as _storage_local
 from ._storage import ACTIVE as _storage_active
 from ._storage import _Array as _Array
 from ._storage import new_cell as _new_cell
+from ._storage import view_binding as _view_binding
 from ._errors import TracedValueError
 from ._graph import AccumulateGrad, RemovableHandle
 from ._tensor_str import format_tensor
@@ -100,13 +101,36 @@ class Size(tuple):
 
 class _View:
     """How a view derives from its base's cell: ``chain`` of (op, static, dynamic-ints) steps,
-    and a cache."""
+    and a cache ``cg``: ``(value, the base cell's generation it was computed at)``, one tuple so
+    that it is replaced at once (threads reading one view see a whole pair; a frame's own
+    binding of a view lives in the frame, ``_storage.Frame.bind_view``)."""
 
-    __slots__ = ("base", "chain", "cache", "gen", "layout")
+    __slots__ = ("base", "chain", "cg", "layout")
 
     def __init__(self, base, chain, cache, gen):
-        self.base, self.chain, self.cache, self.gen = base, chain, cache, gen
+        self.base, self.chain, self.cg = base, chain, (cache, gen)
         self.layout = None  # (sizes, strides, offset), computed when first asked (_strides.py)
+
+    # (what this thread reads: under a binding frame, the frame's binding of this view if any:
+    # the fused backward compares ``gen`` with the base cell's, which the frame binds too)
+    @property
+    def cache(self):
+        b = _view_binding(self) if _storage_active[0] and _storage_local.frame is not None else None
+        return self.cg[0] if b is None else b[0]
+
+    @property
+    def gen(self):
+        b = _view_binding(self) if _storage_active[0] and _storage_local.frame is not None else None
+        return self.cg[1] if b is None else b[1]
+
+    def copy(self) -> "_View":
+        """Another view info of the same view (``detach()``…), reading what this one reads."""
+        new = _View(self.base, self.chain, *self.cg)
+        if _storage_active[0]:
+            f = _storage_local.frame
+            if f is not None:
+                f.share_view(self, new)
+        return new
 
 
 _view_kernels: dict = {}
@@ -141,6 +165,20 @@ def _scatter_kernel(chain):
     if k is None:
         k = _scatter_kernels[chain] = jax.jit(_scatter_fn(chain))
     return k
+
+
+def _frame_view_value(vi, cell, g):
+    """A view's value on a thread in a binding frame whose cache is stale: the frame's binding
+    of the view, else computed from the base. A value computed from a base this thread binds
+    is kept in the frame, never in the view's shared cache (other threads read that cache; a
+    traced value there would also outlive the frame)."""
+    b = _view_binding(vi)
+    if b is not None and b[1] == g:
+        return b[0]
+    v = _view_kernel(vi.chain)(cell.value)
+    if not _storage_local.frame.cache_view(vi, cell, v, g):
+        vi.cg = (v, g)
+    return v
 
 
 def _is_tracer(v) -> bool:
@@ -223,13 +261,18 @@ class Tensor:
             v = self._cell.value
         else:
             cell = self._cell
-            if vi.gen != cell.gen:
-                vi.cache, vi.gen = _view_kernel(vi.chain)(cell.value), cell.gen
-            v = vi.cache
+            c, g = vi.cg, cell.gen
+            if c[1] == g:
+                v = c[0]
+            elif _storage_active[0] and _storage_local.frame is not None:
+                v = _frame_view_value(vi, cell, g)  # (this thread's frame may bind the view)
+            else:
+                v = _view_kernel(vi.chain)(cell.value)
+                vi.cg = (v, g)
         if _storage_active[0]:  # some thread is in a binding frame: this one records the read
             f = _storage_local.frame
             if f is not None:
-                f.read(self._cell, v)
+                f.read(self._cell, v, self)
         return v
 
     def _set_value(self, new) -> None:
@@ -247,7 +290,8 @@ class Tensor:
         else:
             cell.value = _scatter_kernel(vi.chain)(cell.value, new)
             cell.gen += 1
-            vi.cache, vi.gen = new, cell.gen
+            if f is None or not f.cache_view(vi, cell, new, cell.gen):
+                vi.cg = (new, cell.gen)
 
     def _share(self, ver) -> "Tensor":
         t = object.__new__(Tensor)
@@ -255,7 +299,7 @@ class Tensor:
         t._cell, t._ver = self._cell, ver
         vi = self._viewinfo
         if vi is not None:
-            t._viewinfo = _View(vi.base, vi.chain, vi.cache, vi.gen)
+            t._viewinfo = vi.copy()
         return t
 
     def _snapshot(self) -> "Tensor":

@@ -51,7 +51,9 @@ Design note — the phases of a call:
    ``retrace_reasons`` says what differs from the previous trace and the calling line.
    Arrays captured as constants are checked: a pre-existing Tensor cell read but not
    discovered (``frame.reads``, whose value is a constant of the jaxpr) is lifted and the
-   step traced again (it is never silently frozen). A tensor argument whose values are host
+   step traced again (it is never silently frozen); one that requires grad is lifted as a
+   tensor (state with its ``.grad``, as a parameter is). Cells made under the frame are plain
+   cells once it ends. A tensor argument whose values are host
    data that decides shapes (``pack_padded_sequence``'s lengths, read through
    ``_lift.host_array``) aborts the trace and becomes *static*: its values join the cache key
    (``CompiledFunction._static``), so each distinct value is one program and

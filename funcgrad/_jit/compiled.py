@@ -69,11 +69,12 @@ class CompiledFunction:
         self._entries: dict = {}
         self._lifted_keys: set = {"lr"}
         self._extra_cells: list = []
+        self._extra_roots: list = []  # tensors that require grad the step read but discovery missed
         self._trees: dict = {}
         self._static: dict = {}  # input tree -> {leaf position: what}: host-data tensor arguments
         self._warned_attrs: set = set()  # Python attributes a trace changed (warned once)
         self._warned_evict: list = []  # a program was evicted (warned once)
-        self._last_trace = None  # (layout, tree, leaf keys, static values) of the last trace: retrace_reasons
+        self._last_trace = None  # (layout, tree, leaf keys, static values, state views) of the last trace
         self._lock = threading.RLock()  # see __call__
         self.num_traces = 0
         self.retrace_reasons: list[str] = []
@@ -115,7 +116,7 @@ class CompiledFunction:
             layout = self._discover(leaves, objs)
             hyp = layout.hyper_values()
         in_tensors = [x for x in leaves if isinstance(x, Tensor) and id(x._cell) not in layout.cell_index]
-        small = (tree, tuple(map(_leaf_key, leaves)), _autocast_key())
+        small = _call_key(tree, leaves, layout, len(in_tensors))
         if self._static:
             small = self._with_static(small, tree, leaves)
         entry = layout.fast.get(small)  # per layout: no hashing of the long layout key per call
@@ -130,6 +131,7 @@ class CompiledFunction:
                     in_tensors = [x for x in leaves if isinstance(x, Tensor)
                                   and id(x._cell) not in layout.cell_index]
                     hyp = layout.hyper_values()
+                    small = _call_key(tree, leaves, layout, len(in_tensors)) + small[3:]
                 if not entry.one_shot:
                     key = self._store(layout, small, entry, in_tensors)
                     if len(self._entries) > _cache.MAX_PROGRAMS:
@@ -169,7 +171,7 @@ class CompiledFunction:
                             self._warned_evict, stacklevel=5)
 
     def _discover(self, leaves, objs) -> _Layout:
-        w = _walk([self._fn, _random.default_generator] + objs)
+        w = _walk([self._fn, _random.default_generator] + self._extra_roots + objs)
         input_ids = {id(x) for x in leaves if isinstance(x, Tensor)}
         layout = _Layout(w, input_ids, self._extra_cells, self._lifted_keys)
         self._layout, self._layout_args = layout, list(map(id, objs))
@@ -270,7 +272,7 @@ class CompiledFunction:
             layout = self._layout
             if layout is None or list(map(id, objs)) != self._layout_args or not layout.valid():
                 layout = self._discover(leaves, objs)
-            small = self._with_static((tree, tuple(map(_leaf_key, leaves)), _autocast_key()),
+            small = self._with_static(_call_key(tree, leaves, layout, len(self._in_tensors(leaves, layout))),
                                       tree, leaves)
             entry = self._lookup(layout, small, self._in_tensors(leaves, layout))
             if entry is None:
@@ -302,6 +304,21 @@ class CompiledFunction:
 
 
 _TICK = itertools.count(1)
+
+
+def _call_key(tree, leaves, layout, n_in: int) -> tuple:
+    """A call's program key for ``layout``: the argument tree, each leaf's key and autocast's.
+
+    A tensor argument that is a view of a state tensor (``step(w[1])``) is no input: the
+    program computes it from the state, by the view of its trace. Which view it is (its chain,
+    with the indices) is then part of the key: ``step(w[0])`` and ``step(w[1])`` are two
+    programs. (Checked only when some tensor argument is not an input.)"""
+    keys = tuple(map(_leaf_key, leaves))
+    ac = _autocast_key()
+    if n_in == len(keys) or n_in == sum(isinstance(x, Tensor) for x in leaves):
+        return (tree, keys, ac)
+    views = _trace_mod.state_views(leaves, layout)
+    return (tree, keys, (ac, views) if views else ac)
 
 
 def _static_value(x):

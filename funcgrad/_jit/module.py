@@ -54,6 +54,8 @@ class _CompiledModule:
         object.__setattr__(self, "_module", module)
         object.__setattr__(self, "_fwd", jit(module.__call__))
         object.__setattr__(self, "_diff", {})
+        object.__setattr__(self, "_extra", [])  # cells the forward read that discovery missed
+        object.__setattr__(self, "_extra_grad", [])  # ...and tensors so read that require grad
         object.__setattr__(self, "_lock", threading.RLock())
 
     def __getattr__(self, name):
@@ -74,33 +76,67 @@ class _CompiledModule:
 
 def _differentiable_forward(cm, args, kwargs):
     """The module's forward as one recorded op: forward = jitted program, backward = its vjp."""
-    module = cm._module
     leaves, tree = _flatten_args(args, kwargs)
+    for _ in range(8):
+        entry = _forward_op(cm, leaves, tree)
+        if entry is not None:
+            break
+    else:
+        raise RuntimeError("funcgrad.compile: could not lift the tensors read by the forward")
+    op, n_out, out_tree, params, others = entry
+    tpos = [i for i, x in enumerate(leaves) if isinstance(x, (Tensor, jax.Array))]
+    ins = [leaves[i] if isinstance(leaves[i], Tensor) else Tensor._wrap(leaves[i]) for i in tpos]
+    # (params: the discovered parameters, then the missed tensors that require grad)
+    res = _dispatch.apply(op, *params, *[Tensor._wrap(c.value) for c in others], *ins)
+    g = next(_GEN)
+    for c, r in zip(others, res[n_out:]):
+        c.value, c.gen = r._value, g
+    return jax.tree.unflatten(out_tree, list(res[:n_out]))
+
+
+def _forward_op(cm, leaves, tree):
+    """``(op, n_out, out_tree, params, others)`` for this call; None when tracing it found tensors
+    the forward reads that discovery missed (a global, an object deeper than discovery
+    searches): they are added to ``cm._extra`` (inputs of the program from then on, so an
+    in-place change of them shows, as eagerly; those that require grad to ``cm._extra_grad``:
+    differentiable inputs, so that their gradient flows as eagerly) and the caller asks again."""
+    module = cm._module
     w = _walk([module, _random.default_generator])
     params = [t for t in w.tensors.values() if t._requires_grad and t._grad_fn is None
               and t._viewinfo is None]
+    n_disc = len(params)  # (the discovered ones bind their cells; a missed one may be a view)
+    pids = {id(p) for p in params}
+    params += [t for t in cm._extra_grad if id(t) not in pids]
     pcells = {id(p._cell) for p in params}
     others, seen = [], set(pcells)
-    for c in [t._cell for t in w.tensors.values()] + [g._cell for g in w.generators.values()]:
+    for c in [t._cell for t in w.tensors.values()] + [g._cell for g in w.generators.values()] + cm._extra:
         if id(c) not in seen:
             seen.add(id(c))
             others.append(c)
     tpos = [i for i, x in enumerate(leaves) if isinstance(x, (Tensor, jax.Array))]
-    key = (tuple(map(id, (p._cell for p in params))), tuple(map(id, others)), tree,
-           tuple(map(_leaf_key, leaves)), module.training)
+    key = (tuple(map(id, (p._cell for p in params))), tuple(map(id, params[n_disc:])),
+           tuple(map(id, others)), tree, tuple(map(_leaf_key, leaves)), module.training)
     op = cm._diff.get(key)
     if op is None:
         n_p, n_o = len(params), len(others)
         info = {}
 
         def fn(*arrays):
-            cells = [p._cell for p in params] + others
+            cells = [p._cell for p in params[:n_disc]] + others
             gen = next(_GEN)
             # the module's cells read the traced arrays on this thread only, for this trace
             # (a write to another tensor stays in the frame: no tracer left behind)
-            with _storage.Frame(mark_new=False) as frame:
-                for c, v in zip(cells, arrays[:n_p + n_o]):
+            probe = info.pop("probe", False)  # the first trace: its reads are checked below
+            with _storage.Frame(mark_new=False, record=probe) as frame:
+                if probe:
+                    info["frame"] = frame
+                for c, v in zip(cells, arrays[:n_disc] + arrays[n_p:n_p + n_o]):
                     frame.bind(c, v, gen)
+                for t, v in zip(params[n_disc:], arrays[n_disc:n_p]):
+                    if t._viewinfo is None:
+                        frame.bind(t._cell, v, gen)
+                    else:
+                        frame.bind_view(t, v, gen)
                 call = list(leaves)
                 for i, v in zip(tpos, arrays[n_p + n_o:]):
                     call[i] = Tensor._wrap(v)
@@ -114,21 +150,28 @@ def _differentiable_forward(cm, args, kwargs):
 
         vals = [p._value for p in params] + [c.value for c in others] + [
             leaves[i]._value if isinstance(leaves[i], Tensor) else leaves[i] for i in tpos]
-        jax.eval_shape(fn, *vals)
+        info["probe"] = True
+        closed = jax.make_jaxpr(fn)(*vals)
+        # an older tensor read but not discovered became a constant of the program (a later
+        # in-place change would be ignored), or was written (the write stayed in the frame)
+        frame, consts = info.pop("frame"), {id(c) for c in closed.consts}
+        missed, grads = [c for c in frame.written.values() if id(c) not in seen], []
+        for c, v, t, _ in frame.reads.values():
+            if id(v) in consts and id(c) not in seen:
+                if t is not None and t._requires_grad:  # (eagerly its gradient flows)
+                    grads.append(t)
+                else:
+                    missed.append(c)
+        if missed or grads:
+            cm._extra.extend(missed)
+            cm._extra_grad.extend(grads)
+            return None
         n_out = info["n"]
         op = _dispatch.Op("compiled_forward", fn, "CompiledFunctionBackward",
                           diff=tuple(range(n_p)) + tuple(range(n_p + n_o, n_p + n_o + len(tpos))),
                           diff_outputs=tuple(range(n_out)))
-        entry = cm._diff[key] = (op, n_out, info["tree"], others)
-    else:
-        entry = op
-    op, n_out, out_tree, others = entry
-    ins = [leaves[i] if isinstance(leaves[i], Tensor) else Tensor._wrap(leaves[i]) for i in tpos]
-    res = _dispatch.apply(op, *params, *[Tensor._wrap(c.value) for c in others], *ins)
-    g = next(_GEN)
-    for c, r in zip(others, res[n_out:]):
-        c.value, c.gen = r._value, g
-    return jax.tree.unflatten(out_tree, list(res[:n_out]))
+        op = cm._diff[key] = (op, n_out, info["tree"], others)
+    return op[:3] + (params, op[3])
 
 
 _WRAPPERS.append((_CompiledModule, "_module"))  # discovery walks the wrapped module

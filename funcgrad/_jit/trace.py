@@ -219,18 +219,40 @@ def trace(self, layout, args, kwargs, leaves, tree, in_tensors, hyp, _attempt=0)
     # arrays captured as constants: an older Tensor's storage read (or written) but not
     # discovered? (``frame.reads`` minus the layout: the frame knows the layout's cells)
     consts = {id(c) for c in closed.consts}
-    missed = [c for c, v in frame.reads.values() if id(v) in consts] + list(frame.written.values())
-    if missed:
+    baked = [c for c, v, _ in frame.baked.values() if id(v) in consts]
+    if baked:
+        _py_restore(py)
+        self._scrub(leaves)
+        i = next((i for i, x in enumerate(leaves) if isinstance(x, Tensor) and x._cell is baked[0]), "?")
+        raise RuntimeError(
+            f"funcgrad.jit: the step reads the storage of its tensor argument {i}, a view of a "
+            f"larger tensor, other than through that view (the larger tensor itself, or another "
+            f"view of it): those values would be constants of the compiled program, and a later "
+            f"call would not see them. Pass a tensor with its own storage (x.clone()), or the "
+            f"larger tensor itself.")
+    missed, roots = list(frame.written.values()), []
+    for c, v, t, g0 in frame.reads.values():
+        if id(v) in consts:  # (a tensor that requires grad: found as state, with its .grad)
+            if t is not None and t._requires_grad:
+                roots.append(t)
+            else:
+                missed.append(c)
+    if missed or roots:
         if _attempt > 8:
             raise RuntimeError("funcgrad.jit: could not lift tensors read by the step")
         _py_restore(py)
+        for _, _, t, g0 in frame.reads.values():  # (the attempt's backward set their .grad)
+            if t is not None and t._requires_grad and t._grad is not g0:
+                t._grad = g0
         self._extra_cells.extend(missed)
+        self._extra_roots.extend(roots)
         return _again(self, args, kwargs, leaves, tree, _attempt)
     self.num_traces += 1
     self.retrace_reasons.append(reason)
     # (the layout's key and names, not the layout: it would keep old tensors alive)
     self._last_trace = ((layout.key, layout.static_names, layout.nz_names), tree,
-                        list(map(_leaf_key, leaves)), _static_values(static, leaves))
+                        list(map(_leaf_key, leaves)), _static_values(static, leaves),
+                        dict(state_views(leaves, layout)))
     _warn_side_effects(self, _py_changes(py))
     if self.num_traces >= self._warn_after and (self.num_traces & (self.num_traces - 1)) == 0:
         warnings.warn(
@@ -291,6 +313,14 @@ def _again(self, args, kwargs, leaves, tree, attempt) -> _Entry:
     layout = self._discover(leaves, _objects(leaves))
     return self._trace(layout, args, kwargs, leaves, tree, self._in_tensors(leaves, layout),
                        layout.hyper_values(), attempt + 1)
+
+
+def state_views(leaves, layout) -> tuple:
+    """``(position, view chain)`` of each tensor argument that is a view of a state cell (no
+    input: the program computes it from the state, so which view it is keys the program)."""
+    ci = layout.cell_index
+    return tuple((i, x._viewinfo.chain) for i, x in enumerate(leaves) if isinstance(x, Tensor)
+                 and x._viewinfo is not None and id(x._cell) in ci)
 
 
 def _static_position(leaves, in_tensors, t):
@@ -412,7 +442,7 @@ def _reason(last, layout, tree, leaves, static) -> str:
     at = f" (call at {f.f_code.co_filename}:{f.f_lineno})" if f is not None else ""
     if last is None:
         return "new trace" + at
-    old, old_tree, old_keys, old_static = last
+    old, old_tree, old_keys, old_static, old_views = last
     keys = list(map(_leaf_key, leaves))
     why = []
     if old_tree != tree or len(old_keys) != len(keys):
@@ -421,6 +451,9 @@ def _reason(last, layout, tree, leaves, static) -> str:
         why += [_arg_change(i, a, b) for i, (a, b) in enumerate(zip(old_keys, keys)) if a != b]
         why += [f"tensor argument {i} ({what}, static: a program per value): {old_static[i][1]} -> {v}"
                 for i, (what, v) in static.items() if i in old_static and old_static[i][1] != v]
+        views = dict(state_views(leaves, layout))
+        why += [f"tensor argument {i} is another view of a state tensor (a program per view)"
+                for i in sorted(set(old_views) | set(views)) if old_views.get(i) != views.get(i)]
     (k0, static_names, nz_names), k1 = old, layout.key
     if k0 != k1:
         if k0[0] != k1[0]:

@@ -231,7 +231,7 @@ def linear_2d(input, weight, bias):
         wt = _dispatch._record(_t, (weight,), None, (), None, (True,))
     else:
         wt = Tensor._make_view(weight, None, _t, ())
-    wt._viewinfo.gen = -1  # no value yet: computed from the weight when read
+    wt._viewinfo.cg = (None, -1)  # no value yet: computed from the weight when read
     return _dispatch._record(op, (bias, input, wt), out, _ADDMM_KEY, cast, mask)
 
 

@@ -274,7 +274,7 @@ def cross_entropy_indices(x, t, w, reduction, ignore_index):
     lp._cell, lp._viewinfo = lazy._cell, lazy._viewinfo  # the shape is all nll_loss's node reads
     out = _dispatch._record(nll_loss, (lp, t, w), loss, (("reduction", reduction),
                             ("ignore_index", ignore_index)), None, (True, False, False))
-    lp._viewinfo.cache, lp._viewinfo.gen = None, -1  # the value: from x, if ever read
+    lp._viewinfo.cg = (None, -1)  # the value: from x, if ever read
     return out
 
 

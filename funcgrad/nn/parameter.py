@@ -7,7 +7,7 @@ import numpy as np
 
 from .. import _dtype as _d
 from .._device import put
-from .._tensor import Tensor, _View
+from .._tensor import Tensor
 
 
 def _adopt(self: Tensor, data: Tensor | None) -> None:
@@ -21,7 +21,7 @@ def _adopt(self: Tensor, data: Tensor | None) -> None:
     self._cell, self._ver = data._cell, data._ver
     vi = data._viewinfo
     if vi is not None:
-        self._viewinfo = _View(vi.base, vi.chain, vi.cache, vi.gen)
+        self._viewinfo = vi.copy()
 
 
 class Parameter(Tensor):
