@@ -128,14 +128,9 @@ def test_batch_norm_counts_batches_without_a_kernel():
 
 
 # ---- GradScaler ------------------------------------------------------------------------------------
-def _eager_unscale(scale, grads):  # the operations one by one, as before
-    inv = 1.0 / scale.astype(jnp.float64)
-    found = jnp.zeros((), jnp.float32)
-    out = []
-    for g in grads:
-        found = jnp.maximum(found, (~jnp.isfinite(g)).any().astype(jnp.float32))
-        out.append((g * inv.astype(g.dtype)).astype(g.dtype))
-    return found, out
+# the program's own function run un-jitted: the operations one by one, as before (each its own
+# XLA computation), against the one fused program
+_eager_unscale = _gs._unscale_kernel.__wrapped__
 
 
 @pytest.mark.parametrize("seed", range(4))

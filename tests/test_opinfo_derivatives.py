@@ -80,6 +80,10 @@ ROWS = {
     "clamp_tensor": _three(lambda L, x, lo, hi: x.clamp(lo, hi)),
     "elu": (lambda L, x: L.nn.functional.elu(x), [_E]),
     "celu": (lambda L, x: L.nn.functional.celu(x, 2.0), [_E]),
+    # the in-place forms (EluBackward1...): derivatives.yaml's formulas that read the result
+    "elu_": (lambda L, x: L.nn.functional.elu(x * 1, inplace=True), [_E]),
+    "celu_": (lambda L, x: L.nn.functional.celu(x * 1, 2.0, inplace=True), [_E]),
+    "leaky_relu_": (lambda L, x: L.nn.functional.leaky_relu(x * 1, 0.2, inplace=True), [_E]),
     "hardtanh": (lambda L, x: L.nn.functional.hardtanh(x, -1.0, 1.0), [_E]),
     "hardswish": (lambda L, x: L.nn.functional.hardswish(x), [_E]),
     "hardsigmoid": (lambda L, x: L.nn.functional.hardsigmoid(x), [_E]),

@@ -71,10 +71,26 @@ def _elu_grad(x, g, alpha, scale, input_scale, result=None):
     if result is None:
         neg = nip * neg_coef * jnp.exp(jnp.where(xo < 0, xo, 0) * jnp.asarray(input_scale, ct))
         mask = xo <= 0
-    else:
+    else:  # r <= 0 takes the result's branch; its derivative in r is masked by r < 0, as
+        # PyTorch's elu_double_backward with is_result (at r == 0 the same value, held constant)
         r = result.astype(ct)
-        neg, mask = nip * (r + neg_coef), r <= 0
+        neg_r = r < 0  # (the other branches' r is 0 here: an inf or nan result gives no nan derivative)
+        neg = jnp.where(neg_r, nip * (jnp.where(neg_r, r, 0) + neg_coef), nip * neg_coef)
+        mask = r <= 0
     return (jnp.where(mask, neg, pos).astype(x.dtype),)
+
+
+def _result(fwd, alpha, scale, input_scale):
+    """``fwd`` (an in-place activation's result) whose derivative is PyTorch's ``*Backward1``
+    formula (``_elu_grad`` on the result): what its double backward differentiates through."""
+    f = jax.custom_jvp(fwd)
+
+    @f.defjvp
+    def _jvp(primals, tangents):
+        (x,), (t,) = primals, tangents
+        r = f(x)
+        return r, _elu_grad(x, t, alpha, scale, input_scale, r)[0]
+    return f
 
 
 def _elu_vjp(primals, g, *, grad_mode, alpha, scale, input_scale):
@@ -85,7 +101,8 @@ def _elu_result_vjp(primals, g, *, grad_mode, alpha, scale, input_scale):
     if alpha < 0:
         raise RuntimeError(_INPLACE_NEG.format("elu"))
     (x,) = primals
-    return _elu_grad(x, g, alpha, scale, input_scale, _elu(x, alpha=alpha, scale=scale, input_scale=input_scale))
+    fwd = _result(lambda v: _elu(v, alpha=alpha, scale=scale, input_scale=input_scale), alpha, scale, input_scale)
+    return _elu_grad(x, g, alpha, scale, input_scale, fwd(x))
 
 
 def _celu_inv(alpha):
@@ -102,7 +119,8 @@ def _celu_result_vjp(primals, g, *, grad_mode, alpha):
     if alpha < 0:
         raise RuntimeError(_INPLACE_NEG.format("elu"))
     (x,) = primals
-    return _elu_grad(x, g, alpha, 1.0, _celu_inv(alpha), _celu(x, alpha=alpha))
+    fwd = _result(lambda v: _celu(v, alpha=alpha), alpha, 1.0, _celu_inv(alpha))
+    return _elu_grad(x, g, alpha, 1.0, _celu_inv(alpha), fwd(x))
 
 
 def _leaky_relu_result_vjp(primals, g, *, grad_mode, slope):
