@@ -217,16 +217,29 @@ def host_full(shape: tuple, fill, np_dtype: np.dtype):
         ok = np_dtype in _HOST_FLOAT and not 0 < abs(np_dtype.type(fill)) < np.finfo(np_dtype).tiny
     else:
         return None
-    if not ok or math.prod(shape) > _HOST_MAX or not _cache.trace_clean():
+    if not ok or math.prod(shape) > _HOST_MAX or not _cache.trace_clean() \
+            or not _host_turn(_fills_seen, (shape, np_dtype)):
         return None
-    key = (shape, np_dtype)
-    n = _fills_seen.get(key, 0)
-    if n >= HOST_FILLS:
-        return None
-    if len(_fills_seen) >= 4096:  # bounded: a forgotten shape only gets its host fills again
-        _fills_seen.clear()
-    _fills_seen[key] = n + 1
     return put(np.full(shape, fill, np_dtype))
+
+
+def _host_turn(seen: dict, key) -> bool:
+    """Count one host-made array for ``key`` in ``seen``; False once it has had ``HOST_FILLS``
+    (it keeps coming back: the kernel compiles and runs from then on)."""
+    n = seen.get(key, 0)
+    if n >= HOST_FILLS:
+        return False
+    if len(seen) >= 4096:  # bounded: a forgotten shape only gets its host arrays again
+        seen.clear()
+    seen[key] = n + 1
+    return True
+
+
+def is_host_cpu(v) -> bool:
+    """``v`` is a concrete, uncommitted ``jax.Array`` on the CPU: a NumPy-made replacement,
+    transferred by ``put``, lands where the kernel's result would."""
+    return (isinstance(v, jax.Array) and not isinstance(v, jax.core.Tracer) and not v.committed
+            and next(iter(v.devices())).platform == "cpu")
 
 
 _copies_seen: dict = {}
@@ -238,18 +251,11 @@ def host_copy(src, dst):
     kernel per shape cost 20-70 ms cold), or None where the kernel must run: other shapes or
     dtypes (a broadcast or cast), committed or non-CPU arrays (the kernel's result keeps their
     placement), tracers, large arrays, a copy that keeps coming back. The same bits either way."""
-    if (type(src) is not type(dst) or isinstance(src, jax.core.Tracer) or not isinstance(src, jax.Array)
-            or src.shape != dst.shape or src.dtype != dst.dtype or src.committed or dst.committed
+    if (type(src) is not type(dst) or not is_host_cpu(src) or dst.committed
+            or src.shape != dst.shape or src.dtype != dst.dtype
             or src.size > _HOST_MAX or not _cache.trace_clean()
-            or next(iter(src.devices())).platform != "cpu"):
+            or not _host_turn(_copies_seen, (src.shape, src.dtype))):
         return None
-    key = (src.shape, src.dtype)
-    n = _copies_seen.get(key, 0)
-    if n >= HOST_FILLS:
-        return None
-    if len(_copies_seen) >= 4096:
-        _copies_seen.clear()
-    _copies_seen[key] = n + 1
     return put(np.array(src))
 
 

@@ -98,11 +98,16 @@ def _elu_vjp(primals, g, *, grad_mode, alpha, scale, input_scale):
 
 
 def _elu_result_vjp(primals, g, *, grad_mode, alpha, scale, input_scale):
+    return _from_result(primals[0], g, alpha, scale, input_scale,
+                        lambda v: _elu(v, alpha=alpha, scale=scale, input_scale=input_scale))
+
+
+def _from_result(x, g, alpha, scale, input_scale, fwd):
+    """The in-place forms' ``elu_backward(..., is_result=true, result)``, ``fwd`` their forward."""
     if alpha < 0:
         raise RuntimeError(_INPLACE_NEG.format("elu"))
-    (x,) = primals
-    fwd = _result(lambda v: _elu(v, alpha=alpha, scale=scale, input_scale=input_scale), alpha, scale, input_scale)
-    return _elu_grad(x, g, alpha, scale, input_scale, fwd(x))
+    r = _result(fwd, alpha, scale, input_scale)(x)
+    return _elu_grad(x, g, alpha, scale, input_scale, r)
 
 
 def _celu_inv(alpha):
@@ -116,11 +121,7 @@ def _celu_vjp(primals, g, *, grad_mode, alpha):
 
 
 def _celu_result_vjp(primals, g, *, grad_mode, alpha):
-    if alpha < 0:
-        raise RuntimeError(_INPLACE_NEG.format("elu"))
-    (x,) = primals
-    fwd = _result(lambda v: _celu(v, alpha=alpha), alpha, 1.0, _celu_inv(alpha))
-    return _elu_grad(x, g, alpha, 1.0, _celu_inv(alpha), fwd(x))
+    return _from_result(primals[0], g, alpha, 1.0, _celu_inv(alpha), lambda v: _celu(v, alpha=alpha))
 
 
 def _leaky_relu_result_vjp(primals, g, *, grad_mode, slope):
@@ -189,7 +190,7 @@ def _prelu(x, w):
 def _threshold(x, threshold, value):
     # PyTorch: x <= threshold ? value : x (nan keeps x); float16/bfloat16 compare in float32.
     # The numbers are operands, not static arguments: one kernel serves every threshold
-    xo = x.astype(jnp.float32) if x.dtype in (jnp.float16, jnp.bfloat16) else x
+    xo = x.astype(_opmath(x))
     return jnp.where(xo <= jnp.asarray(threshold, xo.dtype), jnp.asarray(value, x.dtype), x)
 
 

@@ -109,8 +109,7 @@ def _count_batch(nbt) -> None:
     """``nbt.add_(1)``, on the host for a concrete int64 counter on the CPU: the add kernel was
     one XLA compile of the first training step, for one integer (the same value either way)."""
     v = nbt._value
-    if (isinstance(v, jax.Array) and not isinstance(v, jax.core.Tracer) and v.dtype == np.int64
-            and v.ndim == 0 and not v.committed and next(iter(v.devices())).platform == "cpu"):
+    if _factories.is_host_cpu(v) and v.dtype == np.int64 and v.ndim == 0:
         n = int(v)
         if n < np.iinfo(np.int64).max:
             nbt._inplace(lambda t: Tensor._wrap(put(np.asarray(n + 1, np.int64))))
@@ -119,7 +118,6 @@ def _count_batch(nbt) -> None:
 
 
 def _traced(t) -> bool:
-    import jax
     return isinstance(t._value, jax.core.Tracer)
 
 
