@@ -259,7 +259,9 @@ def host_copy(src, dst):
     return put(np.array(src))
 
 
-def _fill(shape, fill, np_dtype):
+def fill_array(shape, fill, np_dtype):
+    """``jnp.full(shape, fill, np_dtype)``: made on the host where that gives the same array
+    (``host_full``), else by the fill kernel."""
     if isinstance(fill, Tensor):
         fill = fill._value
     shape, np_dtype = tuple(shape), np.dtype(np_dtype)
@@ -271,7 +273,7 @@ def _constant(fill):
     def f(*size, dtype=None, device=None, requires_grad=False, out=None, layout=None, pin_memory=False,
           **kw):
         d = _dt(dtype, _dtype.scalar_dtype(fill) if isinstance(fill, bool) else None)
-        r = _finish(_fill(_size(size, **kw), fill, d.np), requires_grad, device)
+        r = _finish(fill_array(_size(size, **kw), fill, d.np), requires_grad, device)
         return r if out is None else out.copy_(r)
     return f
 
@@ -289,7 +291,7 @@ empty.__doc__ = "An 'uninitialised' tensor: zeros (XLA has no uninitialised memo
 
 def full(size, fill_value, *, dtype=None, device=None, requires_grad=False) -> Tensor:
     d = _dt(dtype, _dtype.scalar_dtype(fill_value) if not isinstance(fill_value, Tensor) else fill_value.dtype)
-    return _finish(_fill(_size((size,) if isinstance(size, int) else size), fill_value, d.np),
+    return _finish(fill_array(_size((size,) if isinstance(size, int) else size), fill_value, d.np),
                    requires_grad, device)
 
 

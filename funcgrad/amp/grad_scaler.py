@@ -17,10 +17,9 @@ from functools import partial
 
 import jax
 import jax.numpy as jnp
-import numpy as np
 
 from .._device import cuda_is_available
-from .._factories import host_full
+from .._factories import fill_array as _full
 from .._tensor import Tensor
 from ..autograd.grad_mode import no_grad
 
@@ -233,12 +232,6 @@ def _update_kernel(founds, scale, tracker, growth_interval, backoff_factor, grow
     new_scale = jnp.where(bad, scale * backoff_factor,
                           jnp.where(grow_now, scale * growth_factor, scale)).astype(jnp.float32)
     return new_scale, jnp.where(bad | grow_now, 0, grown).astype(jnp.int32)
-
-
-def _full(shape, fill, dtype):
-    """``jnp.full`` made on the host where that gives the same array (nothing compiled)."""
-    v = host_full(shape, fill, np.dtype(dtype)) if isinstance(fill, (int, float)) else None
-    return jnp.full(shape, fill, dtype) if v is None else v
 
 
 def _masked_step(optimizer, found, args, kwargs):
