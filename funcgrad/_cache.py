@@ -44,6 +44,8 @@ import warnings
 
 import jax
 
+from . import _ahead
+
 
 class LRU:
     """A mapping bounded to ``maxsize`` entries with least-recently-used eviction.
@@ -229,7 +231,7 @@ class ShapeKernel:
             return v[1](*args)
         k = jax.jit(self.make(), **self.jit_kw)
         out = k(*args)  # first: an op that raises (bad shapes) leaves nothing cached
-        if _sweep["due"] and _clean():
+        if _sweep["due"] and _clean() and not _ahead.unused():
             sweep()
         if key not in _SHAPED:  # (another thread may have compiled it meanwhile)
             self.n += 1
@@ -383,7 +385,8 @@ jax.monitoring.register_event_duration_secs_listener(_on_duration)
 
 def maybe_sweep() -> None:
     """Called at a safe point (``backward()``): sweep if enough compilations happened."""
-    if _sweep["due"] and _clean():  # (backward() inside funcgrad.jit's trace: later)
+    # (backward() inside funcgrad.jit's trace, or a program compiled ahead and not yet used: later)
+    if _sweep["due"] and _clean() and not _ahead.unused():
         sweep()
 
 

@@ -36,7 +36,7 @@ import jax.numpy as jnp
 import numpy as np
 import optax
 
-from .. import _dtype, _lift, _storage, _tensor
+from .. import _ahead, _dtype, _lift, _storage, _tensor
 from .._tensor import Tensor
 from ..autograd.grad_mode import enable_grad, no_grad
 from ..autograd.graph import RemovableHandle
@@ -175,6 +175,19 @@ def _kernel(cls, static):
     return k
 
 
+def _spec(v) -> jax.ShapeDtypeStruct:
+    return jax.ShapeDtypeStruct(v.shape, v.dtype, weak_type=getattr(v, "weak_type", False))
+
+
+def _kernel_args(donate, pvals, svals, gvals, fresh, h) -> tuple:
+    """``_kernel``'s arguments: the parameter and state arrays split by the donation mask."""
+    dp = [v for v, (d, _) in zip(pvals, donate) if d]
+    ds = [v for v, (_, d) in zip(svals, donate) if d]
+    kp = [v for v, (d, _) in zip(pvals, donate) if not d]
+    ks = [v for v, (_, d) in zip(svals, donate) if not d]
+    return donate, dp, ds, kp, ks, gvals, fresh, h
+
+
 _PlainCell = _tensor._PlainCell  # not _tensor._Cell: the jit bridge swaps a subclass in while tracing
 
 
@@ -287,6 +300,9 @@ class Optimizer:
             param_groups = [{"params": param_groups}]
         for group in param_groups:
             self.add_param_group(group)
+        if _ahead.enabled and type(self)._step_group is Optimizer._step_group \
+                and "step" not in type(self).__dict__:
+            _ahead.pending[self] = None  # the first update compiles ahead (_compile_ahead)
 
     # ---- param groups ------------------------------------------------------------------------
     def add_param_group(self, param_group: dict[str, Any]) -> None:
@@ -356,6 +372,8 @@ class Optimizer:
     # ---- gradients ---------------------------------------------------------------------------
     def zero_grad(self, set_to_none: bool = True) -> None:
         """Reset the gradients of all optimized tensors (to ``None`` by default, as PyTorch 2)."""
+        if self in _ahead.pending:
+            self._compile_ahead()
         for group in self.param_groups:
             for p in group["params"]:
                 g = p._grad
@@ -387,6 +405,7 @@ class Optimizer:
         if closure is not None:
             with enable_grad():
                 loss = closure()
+        _ahead.finish(self)  # (the first step: its update compiled ahead, or compiling)
         with no_grad():
             for group in self.param_groups:
                 self._step_group(group)
@@ -418,17 +437,66 @@ class Optimizer:
             donate = tuple((False, False) for _ in params)
         else:
             donate = self._donation(params, pvals, states, keys, svals)
-        dp = [v for v, (d, _) in zip(pvals, donate) if d]
-        ds = [v for v, (_, d) in zip(svals, donate) if d]
-        kp = [v for v, (d, _) in zip(pvals, donate) if not d]
-        ks = [v for v, (_, d) in zip(svals, donate) if not d]
-        new_p, new_s = _kernel(type(self), static)(donate, dp, ds, kp, ks, gvals, fresh, h)
+        new_p, new_s = _kernel(type(self), static)(*_kernel_args(donate, pvals, svals, gvals, fresh, h))
         for p, v in zip(params, new_p):
             p._set_value(v)
             p._ver[0] += 1
         for st, ks, new in zip(states, keys, new_s):
             for k in ks:
                 st[k]._set_value(new[k])
+
+    def _compile_ahead(self) -> None:
+        """Compile the first ``step()``'s update on a background thread (``funcgrad._ahead``),
+        at the first ``zero_grad()`` or ``backward()`` before any step: XLA compiles it while the
+        forward and backward run, instead of after them.
+
+        The arguments are the ones the first step will pass, as shapes: the parameters that
+        require grad (each to get a gradient of its own shape and dtype), the state
+        ``_init_state`` would create (evaluated abstractly: nothing is allocated) and the
+        group's hyperparameters. Inside a ``funcgrad.jit`` trace, or for parameters placed on
+        devices, nothing is tried. A state that already exists
+        (Adagrad makes its own at construction; a loaded ``state_dict``) is used as it is."""
+        if not _ahead.claim(self) or _storage.current() is not None:
+            return
+        calls = []
+        try:
+            for group in self.param_groups:
+                params = [p for p in group["params"] if p._requires_grad]
+                if not params:
+                    continue
+                pvals = [p._value for p in params]
+                if not all(_is_concrete(v) and not v.committed for v in pvals):
+                    return
+                static = self._static(group)
+                old = [self.state.get(p) for p in params]  # (Adagrad's, or a loaded state_dict's)
+                fresh = [not st for st in old]
+
+                def states(*vals, group=group, static=static):
+                    out = []
+                    for v in vals:
+                        st = self._init_state(Tensor._wrap(v), group)
+                        out.append({k: st[k]._value for k in self._state_keys(static, st)})
+                    return out
+                new = iter(jax.eval_shape(states, *[_spec(v) for v, f in zip(pvals, fresh) if f]))
+                svals, donate = [], []
+                for i, (p, st) in enumerate(zip(params, old)):
+                    if st:
+                        sv = {k: st[k]._value for k in self._state_keys(static, st)}
+                        ok = all(_donatable(st[k], sv, k) for k in sv)
+                        svals.append({k: _spec(v) for k, v in sv.items()})
+                        del sv
+                    else:  # a fresh state's arrays are its own
+                        ok = True
+                        svals.append(next(new))
+                    donate.append((_donatable(p, pvals, i), ok))
+                h = {k: _dyn(_lift.hyper(group, k)) for k in self._hypers}
+                specs = [_spec(v) for v in pvals]
+                args = _kernel_args(tuple(donate), specs, svals, specs, fresh, h)
+                calls.append((_kernel(type(self), static), args))
+        except Exception:  # noqa: BLE001 - a guess that cannot be made: the step compiles itself
+            return
+        if calls:
+            _ahead.start(self, lambda: [k.lower(*args).compile() for k, args in calls])
 
     @staticmethod
     def _donation(params, pvals, states, keys, svals) -> tuple:
@@ -558,10 +626,11 @@ def _zeros(v):
     return _zeros_of(v.shape, v.dtype)
 
 
-def _zeros_of(shape, dtype):
+def _zeros_of(shape, dtype, fill=0):
+    """``fill`` of ``shape``: a host buffer put on the default device (no XLA program)."""
     if _storage.current() is not None:  # inside a funcgrad.jit trace: part of the program
-        return jnp.zeros(shape, dtype)
-    return jax.device_put(np.zeros(shape, dtype))
+        return jnp.full(shape, fill, dtype)
+    return jax.device_put(np.full(shape, fill, dtype))
 
 
 def pre_transforms(h: dict, static_maximize: bool, l2: bool, dtype) -> list:
