@@ -129,3 +129,28 @@ def test_lbfgs_and_custom_steps_are_left_alone():
         def step(self, closure=None):
             pass
     assert Mine([w]) not in _ahead.pending
+
+
+_EXIT_SCRIPT = r"""
+import sys
+import funcgrad
+from funcgrad import _ahead, nn
+m = nn.Sequential(nn.Linear(300, 300), nn.Linear(300, 7))
+opt = funcgrad.optim.Adam(m.parameters())
+m(funcgrad.randn(2, 300)).sum().backward()
+print(_ahead.enabled, opt in _ahead._running)
+sys.exit(0)  # leaves while the update may still be compiling: the process must end cleanly
+"""
+
+
+@pytest.mark.parametrize("env,expect", [({}, "True True"), ({"FUNCGRAD_COMPILE_AHEAD": "0"}, "False False")])
+def test_switch_and_a_clean_exit_with_a_compile_in_flight(env, expect):
+    import os
+    import subprocess
+    import sys
+    e = dict(os.environ, FUNCGRAD_CACHE="0", **env)
+    r = subprocess.run([sys.executable, "-c", _EXIT_SCRIPT], capture_output=True, text=True, env=e,
+                       timeout=300)
+    assert r.returncode == 0, r.stderr[-2000:]
+    assert r.stdout.split() == expect.split()
+    assert "Traceback" not in r.stderr and "Fatal" not in r.stderr
