@@ -27,8 +27,15 @@ import weakref
 enabled = os.environ.get("FUNCGRAD_COMPILE_AHEAD", "1").strip().lower() not in ("0", "false", "off", "no")
 pending: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()  # obj -> None: waits for backward
 _running: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()  # obj -> [future, backwards seen]
+active = [False]  # pending or _running may hold something: backward() checks only this
 _pool: list = []
 _lock = threading.Lock()
+
+
+def wait_for_backward(obj) -> None:
+    """``obj._compile_ahead()`` runs at the next ``backward()`` unless ``obj`` starts first."""
+    pending[obj] = None
+    active[0] = True
 
 
 _MISSING = object()
@@ -46,6 +53,7 @@ def start(obj, fn) -> None:
             _pool.append(concurrent.futures.ThreadPoolExecutor(
                 max_workers=1, thread_name_prefix="funcgrad-compile-ahead"))
     _running[obj] = [_pool[0].submit(fn), 0]
+    active[0] = True
 
 
 def at_backward() -> None:
@@ -57,6 +65,7 @@ def at_backward() -> None:
             _running.pop(obj, None)
     for obj in list(pending.keys()):
         obj._compile_ahead()  # (claims it first: another thread's backward may be here too)
+    active[0] = bool(pending) or bool(_running)
 
 
 def unused() -> bool:

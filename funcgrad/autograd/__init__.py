@@ -18,7 +18,7 @@ from .. import _ahead, _cache, _dtype, _tensor  # noqa: E402
 from .._factories import tensor as _tensor_of, zeros_like as _zeros_like  # noqa: E402
 from .._tensor import Tensor as _Tensor, _Array  # noqa: E402
 from .._cache import _sweep  # noqa: E402
-from .._ahead import pending as _pending  # noqa: E402
+from .._ahead import active as _ahead_active  # noqa: E402
 from .._grad_mode import _anomaly  # noqa: E402
 from .grad_mode import (enable_grad as enable_grad, inference_mode as inference_mode,
                         is_grad_enabled as is_grad_enabled, no_grad as no_grad,
@@ -98,7 +98,7 @@ def backward(tensors, grad_tensors=None, retain_graph=None, create_graph=False, 
     """Accumulate d(tensors)/d(leaves) into the leaves' ``.grad`` (see ``Tensor.backward``)."""
     if _sweep["due"]:
         _cache.maybe_sweep()  # bounded compile caches: a safe point once per backward
-    if _pending or _ahead._running:  # an optimizer's first update, compiled ahead (_ahead.py)
+    if _ahead_active[0]:  # an optimizer's first update, compiled ahead (_ahead.py)
         _ahead.at_backward()
     if grad_tensors is None and grad_variables is None and inputs is None and not create_graph:
         node = getattr(tensors, "_grad_fn", None)

@@ -302,7 +302,7 @@ class Optimizer:
             self.add_param_group(group)
         if _ahead.enabled and type(self)._step_group is Optimizer._step_group \
                 and "step" not in type(self).__dict__:
-            _ahead.pending[self] = None  # the first update compiles ahead (_compile_ahead)
+            _ahead.wait_for_backward(self)  # the first update compiles ahead (_compile_ahead)
 
     # ---- param groups ------------------------------------------------------------------------
     def add_param_group(self, param_group: dict[str, Any]) -> None:
