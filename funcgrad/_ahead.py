@@ -9,12 +9,13 @@ nothing about its results depends on where or when it was compiled; a guess that
 wrong (other shapes, other flags) costs a compile and is never used.
 
 ``pending`` holds the objects (optimizers) waiting for the first ``backward()`` to start
-compiling: ``autograd.backward`` (``at_backward``) calls each one's ``_compile_ahead()`` once (an object may start
-earlier, e.g. at ``zero_grad``, and leaves ``pending`` then). ``start(obj, fn)`` runs ``fn`` on
-the one background thread; ``finish(obj)`` waits until ``obj``'s compile is done, swallowing its
-error (the caller compiles as if nothing had been tried, and raises there). Both tables are
-weak: a copied or collected object has nothing pending. ``FUNCGRAD_COMPILE_AHEAD=0`` turns it off. The worker thread is joined
-at interpreter exit (``concurrent.futures``), so no compile is cut off while JAX shuts down.
+compiling: ``autograd.backward`` (``at_backward``) calls each one's ``_compile_ahead()`` once
+(an object may start earlier, e.g. at ``zero_grad``, and leaves ``pending`` then);
+``start(obj, fn)`` runs ``fn`` on the one background thread; ``finish(obj)`` waits until
+``obj``'s compile is done, swallowing its error (the caller compiles as if nothing had been
+tried, and raises there). Both tables are weak: a copied or collected object has nothing
+pending. ``FUNCGRAD_COMPILE_AHEAD=0`` turns it off. The worker thread is joined at interpreter
+exit (``concurrent.futures``), so no compile is cut off while JAX shuts down.
 """
 
 from __future__ import annotations

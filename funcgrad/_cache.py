@@ -231,8 +231,8 @@ class ShapeKernel:
             return v[1](*args)
         k = jax.jit(self.make(), **self.jit_kw)
         out = k(*args)  # first: an op that raises (bad shapes) leaves nothing cached
-        if _sweep["due"] and _clean() and not _ahead.unused():
-            sweep()
+        if _sweep["due"]:
+            maybe_sweep()
         if key not in _SHAPED:  # (another thread may have compiled it meanwhile)
             self.n += 1
         _SHAPED.put(key, (self, k))

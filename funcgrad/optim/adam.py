@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import jax.numpy as jnp
 
-from .optimizer import (Optimizer, _scalar_dtype, _zeros_of, decoupled_decay, f64, lerp,
+from .optimizer import (Optimizer, _scalar_dtype, _host_full, decoupled_decay, f64, lerp,
                         pre_transforms, scalar, state_step, state_zeros, stateful)
 from .._tensor import Tensor
 
@@ -223,7 +223,7 @@ class NAdam(Optimizer):
                 bool(group["decoupled_weight_decay"]))
 
     def _init_state(self, p, group):
-        return {"step": state_step(), "mu_product": Tensor._wrap(_zeros_of((), _scalar_dtype(), 1)),
+        return {"step": state_step(), "mu_product": Tensor._wrap(_host_full((), _scalar_dtype(), 1)),
                 "exp_avg": state_zeros(p), "exp_avg_sq": state_zeros(p)}
 
     @staticmethod

@@ -188,6 +188,11 @@ def _kernel_args(donate, pvals, svals, gvals, fresh, h) -> tuple:
     return donate, dp, ds, kp, ks, gvals, fresh, h
 
 
+def _states_donatable(st: dict, keys, sv: dict) -> bool:
+    """May all of one parameter's old state arrays ``sv`` (``st``'s entries ``keys``) be donated?"""
+    return all(_donatable(st[k], sv, k) for k in keys)
+
+
 _PlainCell = _tensor._PlainCell  # not _tensor._Cell: the jit bridge swaps a subclass in while tracing
 
 
@@ -372,7 +377,7 @@ class Optimizer:
     # ---- gradients ---------------------------------------------------------------------------
     def zero_grad(self, set_to_none: bool = True) -> None:
         """Reset the gradients of all optimized tensors (to ``None`` by default, as PyTorch 2)."""
-        if self in _ahead.pending:
+        if _ahead.active[0] and self in _ahead.pending:
             self._compile_ahead()
         for group in self.param_groups:
             for p in group["params"]:
@@ -481,10 +486,10 @@ class Optimizer:
                 svals, donate = [], []
                 for i, (p, st) in enumerate(zip(params, old)):
                     if st:
-                        sv = {k: st[k]._value for k in self._state_keys(static, st)}
-                        ok = all(_donatable(st[k], sv, k) for k in sv)
+                        keys = self._state_keys(static, st)
+                        sv = {k: st[k]._value for k in keys}
+                        ok = _states_donatable(st, keys, sv)
                         svals.append({k: _spec(v) for k, v in sv.items()})
-                        del sv
                     else:  # a fresh state's arrays are its own
                         ok = True
                         svals.append(next(new))
@@ -504,13 +509,7 @@ class Optimizer:
         update (``_donatable``)."""
         mask = []
         for i, p in enumerate(params):
-            st, sv = states[i], svals[i]
-            ok = True
-            for k in keys[i]:
-                if not _donatable(st[k], sv, k):
-                    ok = False
-                    break
-            mask.append((_donatable(p, pvals, i), ok))
+            mask.append((_donatable(p, pvals, i), _states_donatable(states[i], keys[i], svals[i])))
         return tuple(mask)
 
     def _static(self, group: dict[str, Any]) -> tuple:
@@ -614,7 +613,7 @@ def state_zeros(p: Tensor) -> Tensor:
 
 
 def state_step() -> Tensor:
-    return Tensor._wrap(_zeros_of((), _scalar_dtype()))
+    return Tensor._wrap(_host_full((), _scalar_dtype()))
 
 
 def _zeros(v):
@@ -623,11 +622,12 @@ def _zeros(v):
     the default device gets a host buffer put there instead; traced or placed: ``jnp``."""
     if isinstance(v, jax.core.Tracer) or v.committed:
         return jnp.zeros_like(v)
-    return _zeros_of(v.shape, v.dtype)
+    return _host_full(v.shape, v.dtype)
 
 
-def _zeros_of(shape, dtype, fill=0):
-    """``fill`` of ``shape``: a host buffer put on the default device (no XLA program)."""
+def _host_full(shape, dtype, fill=0):
+    """``fill`` of ``shape`` (zeros by default): a host buffer put on the default device, no XLA
+    program (inside a ``funcgrad.jit`` trace: ``jnp.full``, part of the program)."""
     if _storage.current() is not None:  # inside a funcgrad.jit trace: part of the program
         return jnp.full(shape, fill, dtype)
     return jax.device_put(np.full(shape, fill, dtype))
