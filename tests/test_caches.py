@@ -7,6 +7,7 @@ import os
 import subprocess
 import sys
 import textwrap
+import threading
 import warnings
 
 import jax
@@ -22,19 +23,23 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
 class _Compiles:
-    """Counts XLA backend compilations (jax's monitoring event) while active."""
+    """Counts XLA backend compilations (jax's monitoring event) while active, made by the thread
+    that entered it: an optimizer's update compiled ahead on funcgrad's background thread
+    (``funcgrad._ahead``) is not a compile of the code being counted."""
 
     def __init__(self):
         self.n = 0
         self.on = False
+        self.thread = None
         jax.monitoring.register_event_duration_secs_listener(self._listen)
 
     def _listen(self, name, _secs, **_kw):
-        if self.on and name == "/jax/core/compile/backend_compile_duration":
+        if self.on and name == "/jax/core/compile/backend_compile_duration" \
+                and threading.get_ident() == self.thread:
             self.n += 1
 
     def __enter__(self):
-        self.n, self.on = 0, True
+        self.n, self.on, self.thread = 0, True, threading.get_ident()
         return self
 
     def __exit__(self, *exc):
