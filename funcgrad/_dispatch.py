@@ -13,8 +13,10 @@ from __future__ import annotations
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 
-from . import _cache, _dtype, _grad_mode as grad_mode, _tensor
+from . import _cache, _dtype, _factories, _grad_mode as grad_mode, _tensor
+from ._device import put as _put
 from ._graph import FREED_MSG, AccumulateGrad, Node, node_class  # noqa: F401
 from ._storage import ACTIVE as _active, _Cell
 from ._tensor import Tensor as _Tensor, _Array
@@ -61,16 +63,21 @@ class Op:
             when the backward is itself recorded, whose derivative is then jax's derivative of
             the formula (as PyTorch differentiates its formula's ops). Single-output ops.
             ``jax.grad`` of a functional call still uses ``jvp``.
+        host: the forward's NumPy twin, for data-movement ops (views, slices, cat, clone):
+            ``host(*numpy_arrays, **static)`` gives bit for bit the kernel's result. While an
+            (op, shapes, dtypes) is new, ``apply`` runs it instead of compiling a kernel (see
+            ``_host_forward``); it may raise where it cannot (the kernel then runs).
     """
 
     __slots__ = ("name", "fn", "grad_name", "promote", "diff", "linear", "diff_outputs",
                  "view", "saves_result", "jvp", "vjp", "reject", "_fwd", "_bwd", "_bwd_ops",
-                 "_node_cls", "doc", "_same_ok")
+                 "_node_cls", "doc", "_same_ok", "host", "_host_seen")
 
     def __init__(self, name, fn, grad_name=None, promote="none", diff=None, linear=False,
                  diff_outputs=None, view=False, doc=None, saves_result=False, jvp=None,
-                 vjp=None, reject=None):
+                 vjp=None, reject=None, host=None):
         self.name, self.fn, self.grad_name, self.promote = name, fn, grad_name, promote
+        self.host, self._host_seen = host, {}
         self.reject = reject
         self.diff, self.linear, self.diff_outputs, self.view = diff, linear, diff_outputs, view
         self.saves_result = saves_result
@@ -273,14 +280,15 @@ def apply(op: Op, *args, **static):
     if op.reject is not None:  # one dict lookup on the computing dtype (most ops: skipped)
         _check_dtype(op, vals, cast)
     skey = tuple(static.items()) if static else ()
-    k = op._fwd.get((skey, cast, nargs))
-    if k is None:
-        k = op.forward(skey, cast, nargs)
-    try:
-        out = k(*vals)
-    except (ValueError, TypeError) as e:  # jax's broadcasting error -> PyTorch's
-        _raise_broadcast_error(vals, e)
-        raise
+    if op.host is None or (out := _host_forward(op, vals, static, skey, cast)) is None:
+        k = op._fwd.get((skey, cast, nargs))
+        if k is None:
+            k = op.forward(skey, cast, nargs)
+        try:
+            out = k(*vals)
+        except (ValueError, TypeError) as e:  # jax's broadcasting error -> PyTorch's
+            _raise_broadcast_error(vals, e)
+            raise
     if op.grad_name is not None and _state.enabled:
         for a in args:  # cheap scan first: most calls have no input that requires grad
             if isinstance(a, T) and a._requires_grad:
@@ -316,6 +324,66 @@ def apply(op: Op, *args, **static):
         t._viewinfo, t._ver, t._requires_grad, t._grad_fn = None, [0], False, None
         return t
     return T._wrap(out)
+
+
+# The first uses of a data-movement op per (static arguments, shapes, dtypes) run its NumPy twin
+# (``Op.host``) and transfer the result (~0.1 ms), as ``_factories.host_full`` does for fills: a
+# script's first step reshapes, transposes, slices and concatenates dozens of shapes once or a
+# few times each, and a kernel for each cost 15-90 ms cold. A use that keeps coming back (a
+# training loop's) compiles at its HOST_FILLS-th call and runs at the kernel's ~5 µs from then
+# on. Moving elements changes no bit, so which path ran changes no bit either (tested per op).
+# Only concrete, uncommitted CPU arrays that are not weakly typed, outside any trace, none over
+# _HOST_MAX elements, already of the op's computing dtype; other operands only ints or None.
+_HOST_OPERANDS = 64  # beyond (a fan-in of many tensors), the kernels of _fanin.py
+
+
+def _host_forward(op, vals, static, skey, cast):
+    """``op``'s result made on the host while its key is new, else None (the kernel runs)."""
+    if len(vals) == 1:  # (an aval: shape, dtype and weak type in one cheap hashable)
+        v = vals[0]
+        if type(v) is not _Array:
+            return None
+        key = (skey, cast, v.aval)
+    else:
+        parts = [skey, cast]
+        for v in vals:
+            t = type(v)
+            if t is _Array:
+                parts.append(v.aval)
+            elif v is None or t is int:
+                parts.append(None)
+            else:
+                return None
+        key = tuple(parts)
+    seen = op._host_seen
+    n = seen.get(key, 0)
+    if n >= _factories.HOST_FILLS:
+        return None
+    if len(seen) >= 4096:  # bounded: a forgotten key only gets its host results again
+        seen.clear()
+    if not n and not _host_ok(vals, cast):
+        seen[key] = _factories.HOST_FILLS  # (checked once per key: the kernel runs)
+        return None
+    seen[key] = n + 1
+    try:
+        out = op.host(*[np.asarray(v) if type(v) is _Array else v for v in vals], **static)
+    except Exception:  # a case the twin does not take: the kernel computes it
+        seen[key] = _factories.HOST_FILLS
+        return None
+    if type(out) is tuple:
+        return tuple(_put(np.array(o, order="C")) for o in out)
+    return _put(np.array(out, order="C"))
+
+
+def _host_ok(vals, cast) -> bool:
+    if len(vals) > _HOST_OPERANDS or not _cache.trace_clean():
+        return False
+    for v in vals:
+        if type(v) is _Array and (v.weak_type or v.size > _factories._HOST_MAX
+                                  or not _factories.is_host_cpu(v)
+                                  or cast is not None and v.dtype != cast.np):
+            return False
+    return True
 
 
 def _check_dtype(op, vals, cast):

@@ -167,3 +167,142 @@ def test_grad_scaler_step_compiles_two_programs():
         scaler.unscale_(opt)
         scaler.update()
     assert c.n <= 2, c.n  # before: 4 programs per gradient shape, 7 for update
+
+
+# ---- data-movement ops' first uses run their NumPy twin (Op.host) -------------------------------
+# (label, f(x, y) with x, y of shape (2, 3, 4)): every op of the table with a host twin
+HOST_CASES = [
+    ("view", lambda x, y: x.view(-1)), ("reshape", lambda x, y: x.reshape(4, 6)),
+    ("flatten", lambda x, y: x.flatten(1)), ("unflatten", lambda x, y: x.unflatten(2, (2, 2))),
+    ("reshape of a transposed view (unsafe_view)", lambda x, y: x.transpose(0, 2).reshape(-1)),
+    ("transpose", lambda x, y: x.transpose(0, 2)), ("mT", lambda x, y: x.mT),
+    ("t", lambda x, y: x[0].t()), ("permute", lambda x, y: x.permute(2, 0, 1)),
+    ("T", lambda x, y: x.T), ("squeeze", lambda x, y: x[:, :1].squeeze()),
+    ("squeeze_dim", lambda x, y: x[:, :1].squeeze(1)), ("squeeze_dims", lambda x, y: x[:1].squeeze((0, 2))),
+    ("unsqueeze", lambda x, y: x.unsqueeze(-1)), ("expand", lambda x, y: x[:, :1].expand(2, 5, 4)),
+    ("select", lambda x, y: x[1]), ("select last", lambda x, y: x[:, -1]),
+    ("slice", lambda x, y: x[:, 1:3]), ("strided slice", lambda x, y: x[..., ::3]),
+    ("new axis and select", lambda x, y: x[None, 0, :, 2]), ("alias", lambda x, y: x[...]),
+    ("narrow", lambda x, y: x.narrow(2, 1, 2)), ("split", lambda x, y: x.split(2, dim=2)),
+    ("split_with_sizes", lambda x, y: x.split([1, 2], dim=1)), ("chunk", lambda x, y: x.chunk(2, dim=0)),
+    ("unbind", lambda x, y: x.unbind(1)), ("clone", lambda x, y: x.clone()),
+    ("contiguous", lambda x, y: x.transpose(1, 2).contiguous()),
+    ("cat", lambda x, y: funcgrad.cat([x, y, x], 1)), ("stack", lambda x, y: funcgrad.stack([x, y], 2)),
+    ("empty slice", lambda x, y: x[:, 3:]),
+]
+HOST_DTYPES = ["float32", "float64", "bfloat16", "float16", "int64", "int32", "uint8", "bool", "complex64"]
+
+
+def _special(rs, dtype):
+    """(2, 3, 4) values with the bits a copy must keep: -0.0, subnormals, inf, nan payloads."""
+    a = rs.randn(2, 3, 4)
+    if dtype == "bool":
+        return funcgrad.tensor(a > 0)
+    if dtype in ("int64", "int32", "uint8"):
+        return funcgrad.tensor((a * 50).astype(dtype))
+    np_dt = {"bfloat16": jnp.bfloat16, "complex64": np.complex64}.get(dtype, np.dtype(dtype))
+    v = a.astype(np_dt)
+    if dtype != "complex64":
+        flat = v.reshape(-1)
+        flat[:4] = np.array([-0.0, np.inf, -np.inf, np.nan]).astype(np_dt)
+        flat[4] = jnp.finfo(np_dt).smallest_subnormal
+        bits = flat.view({2: np.uint16, 4: np.uint32, 8: np.uint64}[flat.itemsize])
+        bits[5] = bits[3] | 1  # a nan with a payload
+    return funcgrad.Tensor._wrap(jax.device_put(v))  # (NumPy's bfloat16 too, bit for bit)
+
+
+def _host_runs() -> int:
+    """How many results the twins made (a key left to the kernel counts HOST_FILLS: not one)."""
+    return sum(sum(n for n in op._host_seen.values() if n < _factories.HOST_FILLS)
+               for op in funcgrad._ops._registry.OPS.values() if op.host is not None)
+
+
+def _forget_host_uses():
+    for op in funcgrad._ops._registry.OPS.values():
+        if op.host is not None:
+            op._host_seen.clear()
+
+
+def _results(r):
+    return [_bits(t._value) for t in (r if isinstance(r, tuple) else (r,))]
+
+
+# (bfloat16 cat/stack are the kernel's: test_bfloat16_cat_is_left_to_the_kernel)
+@pytest.mark.parametrize("label,f,dtype", [(n, f, d) for n, f in HOST_CASES for d in HOST_DTYPES
+                                           if not (n in ("cat", "stack") and d == "bfloat16")],
+                         ids=[f"{n}-{d}" for n, _ in HOST_CASES for d in HOST_DTYPES
+                              if not (n in ("cat", "stack") and d == "bfloat16")])
+def test_host_twin_is_the_kernel(label, f, dtype, monkeypatch):
+    rs = np.random.RandomState(len(label))
+    x, y = _special(rs, dtype), _special(rs, dtype)
+    _forget_host_uses()  # as in a fresh process
+    before = _host_runs()
+    with _COMPILES as c:
+        host = f(x, y)
+    assert _host_runs() > before  # the twin ran (not a kernel compiled by an earlier test)
+    assert c.n == 0, c.n
+    monkeypatch.setattr(_factories, "HOST_FILLS", 0)  # every use a repeat: the kernels run
+    assert _results(f(x, y)) == _results(host)
+
+
+def test_bfloat16_cat_is_left_to_the_kernel():
+    # XLA:CPU's bfloat16 concatenate quiets a nan's payload (0x7fc1 -> 0x7fc0): the twin would
+    # keep it, so the kernel makes every bfloat16 cat (the same bits on every use)
+    x = funcgrad.Tensor._wrap(jax.device_put(np.array([0x7fc1, 0x3f80], np.uint16).view(jnp.bfloat16)))
+    _forget_host_uses()
+    first = funcgrad.cat([x, x])
+    assert _host_runs() == 0
+    assert _bits(first._value) == _bits(funcgrad.cat([x, x])._value)
+
+
+@pytest.mark.parametrize("label,f", HOST_CASES, ids=[c[0] for c in HOST_CASES])
+def test_host_twin_gradients_and_views_are_the_kernels(label, f, monkeypatch):
+    def run():
+        funcgrad.manual_seed(3)
+        x = funcgrad.randn(2, 3, 4, requires_grad=True)
+        y = funcgrad.randn(2, 3, 4, requires_grad=True)
+        r = f(x, y)
+        r = r if isinstance(r, tuple) else (r,)
+        loss = sum(((t.float() * funcgrad.arange(t.numel()).view(t.shape)) ** 2).sum() for t in r)
+        loss.backward()
+        names = [type(t.grad_fn).__name__ for t in r]
+        grads = [None if g is None else _bits(g._value) for g in (x.grad, y.grad)]
+        return names, [_bits(t._value) for t in r], grads
+    _forget_host_uses()
+    host = run()
+    monkeypatch.setattr(_factories, "HOST_FILLS", 0)
+    assert run() == host
+
+
+def test_host_views_write_through_to_their_base():
+    _forget_host_uses()
+    x = funcgrad.zeros(3, 4)
+    v = x.view(12)  # a host-made view: writes reach the base, and the base's reach it
+    v[5] = 7.0
+    assert x[1, 1].item() == 7.0
+    x.t()[2, 0] = 3.0
+    assert v[2].item() == 3.0
+
+
+def test_host_twin_leaves_repeats_traces_and_placed_arrays_to_the_kernel():
+    from funcgrad._ops.shape import _view
+    x = funcgrad.randn(5, 7)
+    key = ((("shape", (35,)),), None, x._value.aval)
+    _view._host_seen.pop(key, None)
+    for _ in range(_factories.HOST_FILLS):
+        x.view(35)
+    assert _view._host_seen[key] == _factories.HOST_FILLS
+    with _COMPILES as c:  # a use that keeps coming back compiles its kernel (once)
+        x.view(35)
+        x.view(35)
+    assert c.n <= 1
+    # in a funcgrad.jit trace the operands are tracers: the op traces into the program
+    _view._host_seen.clear()
+    step = funcgrad.jit(lambda t: t.view(35) * 2)
+    assert np.array_equal(np.asarray(step(x)._value), np.asarray(x._value).reshape(35) * 2)
+    assert not _view._host_seen
+    # a committed array keeps its placement: the kernel runs (once per key checked)
+    committed = funcgrad.Tensor._wrap(jax.device_put(np.ones((5, 7), np.float32), jax.devices()[0]))
+    r = committed.view(35)
+    assert r._value.committed
+    assert list(_view._host_seen.values()) == [_factories.HOST_FILLS]

@@ -42,22 +42,25 @@ def _infer_shape(shape, numel, what="view"):
 
 
 # ================================ views ==========================================================
-_view = defop("view", lambda x, shape: jnp.reshape(x, shape), "ViewBackward0", linear=True, view=True)
+# each view op's ``host`` is its NumPy twin (Op.host): a script's first uses of a shape move
+# its elements on the host instead of compiling a kernel each
+_view = defop("view", lambda x, shape: jnp.reshape(x, shape), "ViewBackward0", linear=True, view=True,
+              host=lambda x, shape: np.reshape(x, shape))
 _transpose = defop("transpose", lambda x, d0, d1: jnp.swapaxes(x, d0, d1), "TransposeBackward0",
-                   linear=True, view=True)
-_t = defop("t", lambda x: x.T, "TBackward0", linear=True, view=True)
+                   linear=True, view=True, host=lambda x, d0, d1: np.swapaxes(x, d0, d1))
+_t = defop("t", lambda x: x.T, "TBackward0", linear=True, view=True, host=lambda x: x.T)
 _permute = defop("permute", lambda x, dims: jnp.transpose(x, dims), "PermuteBackward0",
-                 linear=True, view=True)
+                 linear=True, view=True, host=lambda x, dims: np.transpose(x, dims))
 _squeeze0 = defop("squeeze", lambda x, dims: jnp.squeeze(x, dims), "SqueezeBackward0",
-                  linear=True, view=True)
+                  linear=True, view=True, host=lambda x, dims: np.squeeze(x, dims))
 _squeeze1 = defop("squeeze_dim", lambda x, dims: jnp.squeeze(x, dims), "SqueezeBackward1",
-                  linear=True, view=True)
+                  linear=True, view=True, host=lambda x, dims: np.squeeze(x, dims))
 _squeeze2 = defop("squeeze_dims", lambda x, dims: jnp.squeeze(x, dims), "SqueezeBackward2",
-                  linear=True, view=True)
+                  linear=True, view=True, host=lambda x, dims: np.squeeze(x, dims))
 _unsqueeze = defop("unsqueeze", lambda x, dim: jnp.expand_dims(x, dim), "UnsqueezeBackward0",
-                   linear=True, view=True)
+                   linear=True, view=True, host=lambda x, dim: np.expand_dims(x, dim))
 _expand = defop("expand", lambda x, shape: jnp.broadcast_to(x, shape), "ExpandBackward0",
-                linear=True, view=True)
+                linear=True, view=True, host=lambda x, shape: np.broadcast_to(x, shape))
 
 
 @export("view", function=False)
@@ -86,7 +89,7 @@ def _viewable(t, shape) -> bool:
 
 
 _unsafe_view = defop("unsafe_view", lambda x, shape: jnp.reshape(x, shape), "UnsafeViewBackward0",
-                     linear=True)
+                     linear=True, host=lambda x, shape: np.reshape(x, shape))
 
 
 @export("reshape")
@@ -224,8 +227,9 @@ def unflatten(input, dim, sizes) -> Tensor:
 
 
 # ================================ copies ==========================================================
+# (XLA folds the + 0: a copy of every bit, -0.0, subnormals and nan payloads included)
 _clone = defop("clone", lambda x: x + jnp.zeros((), x.dtype) if x.dtype != jnp.bool_ else jnp.array(x),
-               "CloneBackward0", linear=True)
+               "CloneBackward0", linear=True, host=lambda x: x)
 _to_copy = defop("to_copy", lambda x, dtype: x.astype(dtype), "ToCopyBackward0", linear=True)
 _to_device = defop("to_device", lambda x: x, "ToCopyBackward0", linear=True)
 
@@ -323,9 +327,18 @@ def _def_fanin(key, fn, grad_name, **kw) -> FanInOp:
     return op
 
 
-_cat = _def_fanin("cat", lambda *xs, dim: jnp.concatenate(xs, axis=dim), "CatBackward0", new_axis=False)
+def _fanin_host(join):
+    def host(*xs, dim):
+        if xs[0].dtype == jnp.bfloat16:  # XLA:CPU's bfloat16 concatenate quiets nan payloads
+            raise TypeError("bfloat16: the kernel's bits")
+        return join(xs, axis=dim)
+    return host
+
+
+_cat = _def_fanin("cat", lambda *xs, dim: jnp.concatenate(xs, axis=dim), "CatBackward0", new_axis=False,
+                  host=_fanin_host(np.concatenate))
 _stack = _def_fanin("stack", lambda *xs, dim: jnp.stack(xs, axis=dim), "StackBackward0", new_axis=True,
-                    merge=_cat)
+                    merge=_cat, host=_fanin_host(np.stack))
 
 
 @export("cat", "concat", "concatenate", method=False)
@@ -416,6 +429,32 @@ def _basic_get(x, *dyn, idx):
     return _basic_index(x, dyn, idx)
 
 
+def _basic_get_host(x, *dyn, idx):
+    """``_basic_get`` by NumPy's basic indexing (a view), for starts the kernel takes unclamped."""
+    it, out, d = iter(dyn), [], 0
+    for item in idx:
+        if item is None:
+            out.append(None)
+            continue
+        size = x.shape[d]
+        if item[0] == "i":
+            i = next(it)
+            if not 0 <= i < size:
+                raise IndexError(i)  # (dynamic_index clamps: the kernel decides)
+            out.append(i)
+        elif item[0] == "d":
+            a = next(it)
+            if not 0 <= a <= size - item[1]:
+                raise IndexError(a)
+            out.append(slice(a, a + item[1]))
+        elif item[0] == "s":
+            out.append(slice(item[1], item[2], item[3]))
+        else:
+            out.append(slice(None))
+        d += 1
+    return x[tuple(out)]
+
+
 def _basic_set(x, v, *dyn, idx):
     # which flat elements the index selects, then one scatter (exact for every dtype)
     flat = _basic_index(jnp.arange(x.size).reshape(x.shape), dyn, idx)
@@ -463,7 +502,7 @@ def _count_before(template, marker):
     return n
 
 
-_VIEW_OPS = {n: defop("getitem_" + n, _basic_get, g, view=True, linear=True, diff=(0,))
+_VIEW_OPS = {n: defop("getitem_" + n, _basic_get, g, view=True, linear=True, diff=(0,), host=_basic_get_host)
              for n, g in [("select", "SelectBackward0"), ("slice", "SliceBackward0"),
                           ("unsqueeze_idx", "UnsqueezeBackward0"), ("alias", "AliasBackward0")]}
 _index = defop("index", _getitem, "IndexBackward0", diff=(0,), linear=True)

@@ -38,6 +38,11 @@ def _split_fn(x, dim, sizes):
     return tuple(_slice_fn(x, dim, int(a), int(a) + s) for a, s in zip(starts, sizes))
 
 
+def _split_host(x, dim, sizes):
+    starts = np.cumsum((0,) + sizes)
+    return tuple(x[(slice(None),) * dim + (slice(int(a), int(a) + s),)] for a, s in zip(starts, sizes))
+
+
 # each output of a split is a view of the input: its view step is one slice
 _SLICE = Op("split_slice", _slice_fn)
 
@@ -49,9 +54,11 @@ def _split_view(j, skey):
 
 
 # one node with an output per piece, as PyTorch's SplitBackward0 / SplitWithSizesBackward0
-_split = defop("split", _split_fn, "SplitBackward0", linear=True, view=_split_view)
-_split_sizes = defop("split_with_sizes", _split_fn, "SplitWithSizesBackward0", linear=True, view=_split_view)
-_unbind = defop("unbind", _unbind_fn, "UnbindBackward0", linear=True, view=True)
+_split = defop("split", _split_fn, "SplitBackward0", linear=True, view=_split_view, host=_split_host)
+_split_sizes = defop("split_with_sizes", _split_fn, "SplitWithSizesBackward0", linear=True, view=_split_view,
+                     host=_split_host)
+_unbind = defop("unbind", _unbind_fn, "UnbindBackward0", linear=True, view=True,
+                host=lambda x, dim, i: x[(slice(None),) * dim + (i,)])
 
 
 def _slice_view(input, dim, start, stop):
