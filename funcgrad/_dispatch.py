@@ -350,7 +350,7 @@ def _host_forward(op, vals, static, skey, cast):
             t = type(v)
             if t is _Array:
                 parts.append(v.aval)
-            elif v is None or t is int:
+            elif v is None or t is int or t is float:
                 parts.append(None)
             else:
                 return None
@@ -361,12 +361,16 @@ def _host_forward(op, vals, static, skey, cast):
         return None
     if len(seen) >= 4096:  # bounded: a forgotten key only gets its host results again
         seen.clear()
-    if not n and not _host_ok(vals, cast):
+    pos = op.positions(len(vals))
+    if not n and not _host_ok(vals, cast, pos):
         seen[key] = _factories.HOST_FILLS  # (checked once per key: the kernel runs)
         return None
     seen[key] = n + 1
     try:
-        out = op.host(*[np.asarray(v) if type(v) is _Array else v for v in vals], **static)
+        args = [np.asarray(v) if type(v) is _Array else
+                host_scalar(v, cast.np) if cast is not None and v is not None and i in pos else v
+                for i, v in enumerate(vals)]
+        out = op.host(*args, **static)
     except Exception:  # a case the twin does not take: the kernel computes it
         seen[key] = _factories.HOST_FILLS
         return None
@@ -375,15 +379,43 @@ def _host_forward(op, vals, static, skey, cast):
     return _put(np.array(out, order="C"))
 
 
-def _host_ok(vals, cast) -> bool:
+def _host_ok(vals, cast, pos) -> bool:
     if len(vals) > _HOST_OPERANDS or not _cache.trace_clean():
         return False
-    for v in vals:
+    for i, v in enumerate(vals):
         if type(v) is _Array and (v.weak_type or v.size > _factories._HOST_MAX
                                   or not _factories.is_host_cpu(v)
-                                  or cast is not None and v.dtype != cast.np):
+                                  or cast is not None and i in pos and v.dtype != cast.np):
             return False
     return True
+
+
+def host_exact(*arrays, reads=False):
+    """Raise where XLA:CPU's kernel changes bits a NumPy twin keeps: any bfloat16 operand (its
+    selects and gathers run in float32 and quiet nan payloads on the way back); with ``reads``
+    (a comparison or truth test of the values), any subnormal float, which XLA:CPU reads as zero
+    (PyTorch does not: such a kernel differs from PyTorch there, and the twin must not)."""
+    for a in arrays:
+        if not isinstance(a, np.ndarray):
+            continue
+        if a.dtype == jnp.bfloat16:
+            raise TypeError("bfloat16: the kernel's bits")
+        if reads and a.dtype.kind in "fc" and a.size:
+            tiny = np.finfo(a.dtype).tiny
+            for part in ((a.real, a.imag) if a.dtype.kind == "c" else (a,)):
+                m = np.abs(part)
+                if ((m > 0) & (m < tiny)).any():
+                    raise ValueError("a subnormal: the kernel reads it as zero")
+
+
+def host_scalar(v, np_dtype):
+    """A Python number as a 0-d NumPy array of ``np_dtype``, as the kernel casts it; raises
+    where that cast would round (or overflow): the kernel's rounding is the kernel's to make."""
+    s = np.array(v, np_dtype)  # (an int out of range raises OverflowError)
+    back = s.item()
+    if back != v and not (v != v and back != back):
+        raise ValueError(f"{v!r} is not exact in {np_dtype}")
+    return s
 
 
 def _check_dtype(op, vals, cast):

@@ -171,7 +171,7 @@ def test_grad_scaler_step_compiles_two_programs():
 
 # ---- data-movement ops' first uses run their NumPy twin (Op.host) -------------------------------
 # (label, f(x, y) with x, y of shape (2, 3, 4)): every op of the table with a host twin
-HOST_CASES = [
+_MOVES = [
     ("view", lambda x, y: x.view(-1)), ("reshape", lambda x, y: x.reshape(4, 6)),
     ("flatten", lambda x, y: x.flatten(1)), ("unflatten", lambda x, y: x.unflatten(2, (2, 2))),
     ("reshape of a transposed view (unsafe_view)", lambda x, y: x.transpose(0, 2).reshape(-1)),
@@ -190,10 +190,39 @@ HOST_CASES = [
     ("cat", lambda x, y: funcgrad.cat([x, y, x], 1)), ("stack", lambda x, y: funcgrad.stack([x, y], 2)),
     ("empty slice", lambda x, y: x[:, 3:]),
 ]
+_M = funcgrad.tensor(np.arange(24).reshape(2, 3, 4) % 3 == 0)  # a fixed mask
+_IDX = funcgrad.tensor([[0, 2], [1, 1], [2, 0]])
+_NB = ["float32", "float64", "float16", "int64", "int32", "uint8", "bool", "complex64"]  # no bfloat16
+_NUM = [d for d in _NB if d != "bool"]
+_ORDERED = [d for d in _NB if d != "complex64"]
+_FLOAT = ["float32", "float64", "float16"]
+# (label, f, dtypes it runs on the host for (None: all of HOST_DTYPES), reads: it reads values,
+# so its inputs hold no subnormal). bfloat16 and subnormal read: test_host_twin_leaves_to_the_kernel
+HOST_CASES = [(n, f, None, False) for n, f in _MOVES] + [
+    ("eq", lambda x, y: x == y, _NB, True), ("ne", lambda x, y: x != y, _NB, True),
+    ("eq scalar", lambda x, y: x == 0, _NUM, True), ("ne scalar", lambda x, y: x != 1, _NUM, True),
+    ("lt", lambda x, y: x < y, _ORDERED, True),
+    ("le scalar", lambda x, y: x <= 1, [d for d in _ORDERED if d != "bool"], True),
+    ("gt", lambda x, y: x > y, _ORDERED, True), ("ge scalar float", lambda x, y: x >= 0.5, _FLOAT, True),
+    ("gt inf", lambda x, y: x > float("-inf"), _FLOAT, True),
+    ("all", lambda x, y: x.all(), _NB, True), ("any dim", lambda x, y: x.any(1), _NB, True),
+    ("all keepdim", lambda x, y: x.all(2, keepdim=True), _NB, True),
+    ("masked_fill", lambda x, y: x.masked_fill(_M, 0), _NB, False),
+    ("masked_fill -inf", lambda x, y: x.masked_fill(_M, float("-inf")), _FLOAT, False),
+    ("masked_fill tensor", lambda x, y: x.masked_fill(_M, y[0, 0, 0]), _NB, False),
+    ("where", lambda x, y: funcgrad.where(_M, x, y), _NB, False),
+    ("where scalar", lambda x, y: funcgrad.where(_M, x, 0), _NUM, False),
+    ("tril", lambda x, y: x.tril(), _NB, False), ("triu -1", lambda x, y: x.triu(-1), _NB, False),
+    ("embedding", lambda x, y: funcgrad.nn.functional.embedding(_IDX, x[0]), _NB, False),
+    ("float of bool/int", lambda x, y: x.float(), ["int64", "int32", "uint8", "bool"], False),
+    ("long of int/bool", lambda x, y: x.long(), ["int32", "uint8", "bool"], False),
+    ("uint8 wraps", lambda x, y: x.to(funcgrad.uint8), ["int64", "int32", "bool"], False),
+    ("bool", lambda x, y: x.bool(), ["int64", "int32", "uint8"], False),
+]
 HOST_DTYPES = ["float32", "float64", "bfloat16", "float16", "int64", "int32", "uint8", "bool", "complex64"]
 
 
-def _special(rs, dtype):
+def _special(rs, dtype, subnormal=True):
     """(2, 3, 4) values with the bits a copy must keep: -0.0, subnormals, inf, nan payloads."""
     a = rs.randn(2, 3, 4)
     if dtype == "bool":
@@ -202,19 +231,23 @@ def _special(rs, dtype):
         return funcgrad.tensor((a * 50).astype(dtype))
     np_dt = {"bfloat16": jnp.bfloat16, "complex64": np.complex64}.get(dtype, np.dtype(dtype))
     v = a.astype(np_dt)
+    if not subnormal:  # (a random float16 can be one)
+        v[np.abs(v).astype(np.float64) < float(jnp.finfo(np_dt).tiny)] = 0
     if dtype != "complex64":
         flat = v.reshape(-1)
         flat[:4] = np.array([-0.0, np.inf, -np.inf, np.nan]).astype(np_dt)
-        flat[4] = jnp.finfo(np_dt).smallest_subnormal
+        flat[4] = jnp.finfo(np_dt).smallest_subnormal if subnormal else jnp.finfo(np_dt).tiny
         bits = flat.view({2: np.uint16, 4: np.uint32, 8: np.uint64}[flat.itemsize])
         bits[5] = bits[3] | 1  # a nan with a payload
     return funcgrad.Tensor._wrap(jax.device_put(v))  # (NumPy's bfloat16 too, bit for bit)
 
 
-def _host_runs() -> int:
-    """How many results the twins made (a key left to the kernel counts HOST_FILLS: not one)."""
+def _host_runs(but_getitem=False) -> int:
+    """How many results the twins made (a key left to the kernel counts HOST_FILLS: not one);
+    ``but_getitem``: not counting indexing's."""
     return sum(sum(n for n in op._host_seen.values() if n < _factories.HOST_FILLS)
-               for op in funcgrad._ops._registry.OPS.values() if op.host is not None)
+               for op in funcgrad._ops._registry.OPS.values()
+               if op.host is not None and not (but_getitem and op.name.startswith("getitem_")))
 
 
 def _forget_host_uses():
@@ -228,13 +261,16 @@ def _results(r):
 
 
 # (bfloat16 cat/stack are the kernel's: test_bfloat16_cat_is_left_to_the_kernel)
-@pytest.mark.parametrize("label,f,dtype", [(n, f, d) for n, f in HOST_CASES for d in HOST_DTYPES
-                                           if not (n in ("cat", "stack") and d == "bfloat16")],
-                         ids=[f"{n}-{d}" for n, _ in HOST_CASES for d in HOST_DTYPES
-                              if not (n in ("cat", "stack") and d == "bfloat16")])
-def test_host_twin_is_the_kernel(label, f, dtype, monkeypatch):
+def _host_params():
+    return [(n, f, d, r) for n, f, ds, r in HOST_CASES for d in (ds or HOST_DTYPES)
+            if not (n in ("cat", "stack") and d == "bfloat16")]
+
+
+@pytest.mark.parametrize("label,f,dtype,reads", _host_params(),
+                         ids=[f"{n}-{d}" for n, _, d, _ in _host_params()])
+def test_host_twin_is_the_kernel(label, f, dtype, reads, monkeypatch):
     rs = np.random.RandomState(len(label))
-    x, y = _special(rs, dtype), _special(rs, dtype)
+    x, y = _special(rs, dtype, not reads), _special(rs, dtype, not reads)
     _forget_host_uses()  # as in a fresh process
     before = _host_runs()
     with _COMPILES as c:
@@ -245,17 +281,54 @@ def test_host_twin_is_the_kernel(label, f, dtype, monkeypatch):
     assert _results(f(x, y)) == _results(host)
 
 
-def test_bfloat16_cat_is_left_to_the_kernel():
-    # XLA:CPU's bfloat16 concatenate quiets a nan's payload (0x7fc1 -> 0x7fc0): the twin would
-    # keep it, so the kernel makes every bfloat16 cat (the same bits on every use)
-    x = funcgrad.Tensor._wrap(jax.device_put(np.array([0x7fc1, 0x3f80], np.uint16).view(jnp.bfloat16)))
+# where XLA:CPU's kernel changes bits the twin would keep, the kernel runs: bfloat16 selects,
+# gathers and concatenates quiet nan payloads (0x7fc1 -> 0x7fc0); comparisons and truth tests read
+# a subnormal as zero (PyTorch does not: there the kernel, not the twin, differs from PyTorch)
+_KERNEL_CASES = ([(n, f, "bfloat16", False) for n, f, ds, _ in HOST_CASES if ds is not None and "float32" in ds]
+                 + [(n, f, "bfloat16", False) for n, f, _, _ in HOST_CASES if n in ("cat", "stack")]
+                 + [(n, f, d, True) for n, f, ds, r in HOST_CASES if r for d in ("float32", "float64", "float16")
+                    if d in ds])
+
+
+@pytest.mark.parametrize("label,f,dtype,subnormal", _KERNEL_CASES,
+                         ids=[f"{n}-{d}" + ("-subnormal" if r else "") for n, _, d, r in _KERNEL_CASES])
+def test_host_twin_leaves_to_the_kernel(label, f, dtype, subnormal):
+    rs = np.random.RandomState(len(label))
+    x, y = _special(rs, dtype, subnormal), _special(rs, dtype, subnormal)
     _forget_host_uses()
-    first = funcgrad.cat([x, x])
-    assert _host_runs() == 0
-    assert _bits(first._value) == _bits(funcgrad.cat([x, x])._value)
+    first = f(x, y)
+    assert _host_runs(but_getitem=True) == 0  # (x[0], y[0, 0, 0]: moves, the twin's)
+    assert _results(f(x, y)) == _results(first)
 
 
-@pytest.mark.parametrize("label,f", HOST_CASES, ids=[c[0] for c in HOST_CASES])
+def test_the_kernel_reads_a_subnormal_as_zero():
+    # why the reading twins refuse subnormals: the kernel's answer is not NumPy's (nor PyTorch's)
+    x = funcgrad.Tensor._wrap(jax.device_put(np.array([1e-45, 0.0], np.float32)))
+    assert (x == 0).tolist() == [True, True]
+
+
+# casts from floats: the twin where no rounding can happen, else the kernel
+@pytest.mark.parametrize("src,dst,exact", [
+    ("float32", "float64", True), ("float16", "float32", True), ("bfloat16", "float32", True),
+    ("float64", "float32", True), ("float32", "float16", True), ("float32", "bfloat16", True),
+    ("float32", "int64", True), ("float64", "int32", True), ("float32", "uint8", True),
+    ("float32", "bool", True),
+    ("float64", "float32", False), ("float32", "float16", False), ("float32", "bfloat16", False),
+    ("float32", "int32", False), ("float32", "uint8", False)])
+def test_host_cast_is_the_kernels(src, dst, exact, monkeypatch):
+    rs = np.random.RandomState(7)
+    # exact: values every dtype of the row holds (halves, small integers); else: values it rounds,
+    # or integers out of the destination's range
+    v = rs.randint(0, 200, (3, 5)) / 2.0 if exact else rs.randn(3, 5) * (1e10 if "int" in dst else 1e5)
+    x = funcgrad.tensor(v).to(getattr(funcgrad, src))
+    _forget_host_uses()
+    host = x.to(getattr(funcgrad, dst))
+    assert (_host_runs() > 0) == exact
+    monkeypatch.setattr(_factories, "HOST_FILLS", 0)
+    assert _results(x.to(getattr(funcgrad, dst))) == _results(host)
+
+
+@pytest.mark.parametrize("label,f", [c[:2] for c in HOST_CASES], ids=[c[0] for c in HOST_CASES])
 def test_host_twin_gradients_and_views_are_the_kernels(label, f, monkeypatch):
     def run():
         funcgrad.manual_seed(3)
@@ -264,7 +337,8 @@ def test_host_twin_gradients_and_views_are_the_kernels(label, f, monkeypatch):
         r = f(x, y)
         r = r if isinstance(r, tuple) else (r,)
         loss = sum(((t.float() * funcgrad.arange(t.numel()).view(t.shape)) ** 2).sum() for t in r)
-        loss.backward()
+        if loss.requires_grad:  # (a comparison's result has no graph)
+            loss.backward()
         names = [type(t.grad_fn).__name__ for t in r]
         grads = [None if g is None else _bits(g._value) for g in (x.grad, y.grad)]
         return names, [_bits(t._value) for t in r], grads

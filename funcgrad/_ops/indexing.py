@@ -13,6 +13,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from .._dispatch import host_exact, host_scalar
 from .._tensor import _is_tracer, _wrap_dim
 from ._registry import Tensor, apply, defop, export, inplace_method
 from .shape import nonzero
@@ -412,8 +413,20 @@ def _masked_fill_fn(x, m, v):
     return jnp.where(m, jnp.asarray(v).astype(x.dtype), x)
 
 
-_masked_fill = defop("masked_fill", _masked_fill_fn, "MaskedFillBackward0", diff=(0,))
-_masked_fill_t = defop("masked_fill_tensor", _masked_fill_fn, "MaskedFillBackward1", diff=(0, 2))
+def _masked_fill_host(x, m, v):
+    if isinstance(v, np.ndarray):
+        if v.dtype != x.dtype:
+            raise TypeError("a value of another dtype: the kernel's cast")
+    else:
+        v = host_scalar(v, x.dtype)
+    host_exact(x, v)
+    return np.where(m, v, x)
+
+
+_masked_fill = defop("masked_fill", _masked_fill_fn, "MaskedFillBackward0", diff=(0,),
+                     host=_masked_fill_host)
+_masked_fill_t = defop("masked_fill_tensor", _masked_fill_fn, "MaskedFillBackward1", diff=(0, 2),
+                       host=_masked_fill_host)
 _masked_select = defop("masked_select", lambda x, i, shape: jnp.broadcast_to(x, shape).ravel()[i],
                        "MaskedSelectBackward0", diff=(0,), linear=True)
 

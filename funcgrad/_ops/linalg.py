@@ -6,6 +6,7 @@ import math
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 
 from .. import _cache, _dispatch
 from .._tensor import _dtype_cname, _scalar_type_name, _wrap_dim
@@ -362,8 +363,10 @@ def kron(input, other, *, out=None) -> Tensor:
 
 
 # ================================ triangles and diagonals ======================================
-_tril = defop("tril", lambda x, k: jnp.tril(x, k), "TrilBackward0", linear=True)
-_triu = defop("triu", lambda x, k: jnp.triu(x, k), "TriuBackward0", linear=True)
+_tril = defop("tril", lambda x, k: jnp.tril(x, k), "TrilBackward0", linear=True,
+              host=lambda x, k: _dispatch.host_exact(x) or np.tril(x, k))
+_triu = defop("triu", lambda x, k: jnp.triu(x, k), "TriuBackward0", linear=True,
+              host=lambda x, k: _dispatch.host_exact(x) or np.triu(x, k))
 
 
 @export("tril")

@@ -16,6 +16,7 @@ import jax.numpy as jnp
 import numpy as np
 from jax import lax
 
+from .._dispatch import host_exact
 from .._tensor import _wrap_dim
 from ._registry import Tensor, apply, defop, export, kernel_error
 
@@ -738,7 +739,15 @@ def _embedding(w, idx, *, padding_idx):
     return out
 
 
-_embedding_op = defop("embedding", _embedding, "EmbeddingBackward0", diff=(0,))
+def _embedding_host(w, idx, *, padding_idx):
+    # (the padding row differs in its gradient only; an index out of range is the kernel's)
+    if idx.dtype.kind not in "iu" or idx.size and not (0 <= idx.min() and idx.max() < w.shape[0]):
+        raise IndexError("the kernel's indices")
+    host_exact(w)
+    return np.take(w, idx, axis=0)
+
+
+_embedding_op = defop("embedding", _embedding, "EmbeddingBackward0", diff=(0,), host=_embedding_host)
 
 
 def embedding_op(weight, idx, padding_idx):

@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 
 from .. import _dtype
+from .._dispatch import host_exact
 from .._dtype import float64
 from .._factories import tensor
 from .._tensor import _scalar_type_name
@@ -387,8 +389,19 @@ def _make_cmp(name, op):
     return f
 
 
+def _cmp_host(np_fn, ordered):
+    def host(a, b):
+        if ordered and (np.iscomplexobj(a) or np.iscomplexobj(b)):
+            raise TypeError("complex numbers are not ordered: the kernel's error")
+        host_exact(a, b, reads=True)
+        return np_fn(a, b)
+    return host
+
+
+_CMP_HOST = {"eq": (np.equal, False), "ne": (np.not_equal, False), "lt": (np.less, True),
+             "le": (np.less_equal, True), "gt": (np.greater, True), "ge": (np.greater_equal, True)}
 for _name, _fn, _dunder in _CMP:
-    _f = _make_cmp(_name, defop(_name, _fn, None, promote="compare"))
+    _f = _make_cmp(_name, defop(_name, _fn, None, promote="compare", host=_cmp_host(*_CMP_HOST[_name])))
     export(_name, *([_ALIASES[_name]] if _name in _ALIASES else []))(_f)
     export(_dunder, function=False)(_f)
     inplace_method(_name + "_", _f)
@@ -522,7 +535,12 @@ def clamp(input, min=None, max=None, *, out=None) -> Tensor:
 inplace_method("clamp_", clamp, c_type_cast=True)
 inplace_method("clip_", clamp, c_type_cast=True)
 
-_where = defop("where", jnp.where, "WhereBackward0", promote="binary", diff=(1, 2))
+def _where_host(c, x, y):
+    host_exact(x, y)
+    return np.where(c, x, y)
+
+
+_where = defop("where", jnp.where, "WhereBackward0", promote="binary", diff=(1, 2), host=_where_host)
 
 
 @export("where")

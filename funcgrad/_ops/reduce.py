@@ -10,7 +10,9 @@ import functools
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 
+from .._dispatch import host_exact
 from .._dtype import to_dtype
 from .._tensor import _scalar_type_name, _wrap_dim
 from ._registry import Tensor, apply, defop, export
@@ -478,8 +480,18 @@ def _bool_out(r, x):
     return r.astype(jnp.uint8) if x.dtype == jnp.uint8 else r
 
 
-_any = defop("any", lambda x, dim, keepdim: _bool_out(jnp.any(x, axis=dim, keepdims=keepdim), x))
-_all = defop("all", lambda x, dim, keepdim: _bool_out(jnp.all(x, axis=dim, keepdims=keepdim), x))
+def _truth_host(np_fn):
+    def host(x, dim, keepdim):
+        host_exact(x, reads=True)
+        r = np.asarray(np_fn(x, axis=dim, keepdims=keepdim))
+        return r.astype(np.uint8) if x.dtype == np.uint8 else r
+    return host
+
+
+_any = defop("any", lambda x, dim, keepdim: _bool_out(jnp.any(x, axis=dim, keepdims=keepdim), x),
+             host=_truth_host(np.any))
+_all = defop("all", lambda x, dim, keepdim: _bool_out(jnp.all(x, axis=dim, keepdims=keepdim), x),
+             host=_truth_host(np.all))
 _count_nonzero = defop("count_nonzero", lambda x, dim: jnp.count_nonzero(x, axis=dim).astype(
     jnp.int64))
 

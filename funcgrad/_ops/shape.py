@@ -9,6 +9,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from .. import _factories, _grad_mode, _strides, _tensor
+from .._dispatch import host_exact
 from .._errors import TracedValueError
 from .._tensor import Size, _is_tracer, _scatter_fn, _wrap_dim
 from ._fanin import FanInOp
@@ -230,7 +231,44 @@ def unflatten(input, dim, sizes) -> Tensor:
 # (XLA folds the + 0: a copy of every bit, -0.0, subnormals and nan payloads included)
 _clone = defop("clone", lambda x: x + jnp.zeros((), x.dtype) if x.dtype != jnp.bool_ else jnp.array(x),
                "CloneBackward0", linear=True, host=lambda x: x)
-_to_copy = defop("to_copy", lambda x, dtype: x.astype(dtype), "ToCopyBackward0", linear=True)
+def _to_copy_host(x, dtype):
+    """``x.astype(dtype)`` where no rounding, flushing or out-of-range value can make NumPy's cast
+    differ from XLA's: from bool; integers into integers (both wrap) or into floats that hold
+    them exactly; floats without nan or subnormals into bool, into integers that hold them
+    after truncation, or into floats that hold them exactly (a widening, or exact values)."""
+    src, dst = x.dtype, np.dtype(dtype)
+    if src.kind == "c" or dst.kind == "c":
+        raise TypeError("complex: the kernel's")
+    if src.kind == "b" or (src.kind in "iu" and dst.kind in "biu"):
+        return x.astype(dst)
+    if src.kind in "iu":  # into a float
+        if x.size and max(-int(x.min()), int(x.max())) > 1 << (jnp.finfo(dst).nmant + 1):
+            raise ValueError("an integer the float rounds")
+        return x.astype(dst)
+    if x.size == 0:
+        return x.astype(dst)
+    a = np.abs(x.astype(np.float64))  # (every float dtype here is exact in float64)
+    if np.isnan(a).any() or ((a > 0) & (a < float(jnp.finfo(src).tiny))).any():
+        raise ValueError("nan or subnormal: the kernel's")
+    if dst.kind == "b":
+        return x.astype(dst)
+    if dst.kind in "iu":
+        t = np.trunc(x.astype(np.float64))
+        info = np.iinfo(dst)
+        if not (np.isfinite(t).all() and info.min <= t.min() and t.max() <= info.max):
+            raise ValueError("out of the integer's range: the kernel's")
+        return t.astype(dst)
+    y = x.astype(dst)
+    finite = np.isfinite(a)
+    back = np.abs(y.astype(np.float64))
+    if not np.array_equal(back[finite], a[finite]) or np.isinf(back[finite]).any() \
+            or ((back > 0) & (back < float(jnp.finfo(dst).tiny))).any():
+        raise ValueError("a value the cast rounds: the kernel's")
+    return y
+
+
+_to_copy = defop("to_copy", lambda x, dtype: x.astype(dtype), "ToCopyBackward0", linear=True,
+                 host=_to_copy_host)
 _to_device = defop("to_device", lambda x: x, "ToCopyBackward0", linear=True)
 
 
@@ -329,8 +367,7 @@ def _def_fanin(key, fn, grad_name, **kw) -> FanInOp:
 
 def _fanin_host(join):
     def host(*xs, dim):
-        if xs[0].dtype == jnp.bfloat16:  # XLA:CPU's bfloat16 concatenate quiets nan payloads
-            raise TypeError("bfloat16: the kernel's bits")
+        host_exact(*xs)  # (XLA:CPU's bfloat16 concatenate quiets nan payloads)
         return join(xs, axis=dim)
     return host
 
