@@ -63,10 +63,12 @@ class Op:
             when the backward is itself recorded, whose derivative is then jax's derivative of
             the formula (as PyTorch differentiates its formula's ops). Single-output ops.
             ``jax.grad`` of a functional call still uses ``jvp``.
-        host: the forward's NumPy twin, for data-movement ops (views, slices, cat, clone):
-            ``host(*numpy_arrays, **static)`` gives bit for bit the kernel's result. While an
-            (op, shapes, dtypes) is new, ``apply`` runs it instead of compiling a kernel (see
-            ``_host_forward``); it may raise where it cannot (the kernel then runs).
+        host: the forward's NumPy twin, for ops NumPy computes bit for bit as XLA:CPU does
+            (views, slices, cat, clone; comparisons, selects, exact casts):
+            ``host(*numpy_arrays, **static)`` gives the kernel's result. While an (op, static
+            arguments, avals) is new, ``apply`` runs it instead of compiling a kernel (see
+            ``_host_forward``); it raises where it cannot promise that (``host_exact``,
+            ``host_scalar``), and the kernel then runs.
     """
 
     __slots__ = ("name", "fn", "grad_name", "promote", "diff", "linear", "diff_outputs",
@@ -326,14 +328,15 @@ def apply(op: Op, *args, **static):
     return T._wrap(out)
 
 
-# The first uses of a data-movement op per (static arguments, shapes, dtypes) run its NumPy twin
+# The first uses of an op with a NumPy twin per (static arguments, avals) run the twin
 # (``Op.host``) and transfer the result (~0.1 ms), as ``_factories.host_full`` does for fills: a
-# script's first step reshapes, transposes, slices and concatenates dozens of shapes once or a
-# few times each, and a kernel for each cost 15-90 ms cold. A use that keeps coming back (a
+# script's first step reshapes, transposes, slices, concatenates and masks dozens of shapes once
+# or a few times each, and a kernel for each cost 15-90 ms cold. A use that keeps coming back (a
 # training loop's) compiles at its HOST_FILLS-th call and runs at the kernel's ~5 µs from then
-# on. Moving elements changes no bit, so which path ran changes no bit either (tested per op).
-# Only concrete, uncommitted CPU arrays that are not weakly typed, outside any trace, none over
-# _HOST_MAX elements, already of the op's computing dtype; other operands only ints or None.
+# on. A twin gives the kernel's bits or refuses, so which path ran changes no bit (tested per op
+# and dtype, tests/test_compile_counts.py). Only concrete, uncommitted CPU arrays that are not
+# weakly typed, outside any trace, none over _HOST_MAX elements, the promoted ones already of the
+# op's computing dtype; other operands only Python ints, floats (cast exactly) or None.
 _HOST_OPERANDS = 64  # beyond (a fan-in of many tensors), the kernels of _fanin.py
 
 
