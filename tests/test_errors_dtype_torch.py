@@ -58,6 +58,10 @@ UNARY = {
     "clamp_max_inplace_tensor": lambda L, x: x.clamp_max_(L.tensor(1.5)),
     "clamp_tensor_bounds": lambda L, x: x.clamp(L.tensor(0.5), L.tensor(2.0)),
     "maximum_self": lambda L, x: L.maximum(x, x), "minimum_self": lambda L, x: L.minimum(x, x),
+    # ordering comparisons: PyTorch's CPU kernels refuse complex
+    "lt_self": lambda L, x: x < x, "le_scalar": lambda L, x: x <= 1, "gt_self": lambda L, x: x > x,
+    "ge_scalar": lambda L, x: x >= 1, "lt_float_scalar": lambda L, x: L.lt(x, 1.5),
+    "eq_self": lambda L, x: x == x, "ne_scalar": lambda L, x: x != 1,
 }
 
 # calls on a float32 tensor x

@@ -401,7 +401,9 @@ def _cmp_host(np_fn, ordered):
 _CMP_HOST = {"eq": (np.equal, False), "ne": (np.not_equal, False), "lt": (np.less, True),
              "le": (np.less_equal, True), "gt": (np.greater, True), "ge": (np.greater_equal, True)}
 for _name, _fn, _dunder in _CMP:
-    _f = _make_cmp(_name, defop(_name, _fn, None, promote="compare", host=_cmp_host(*_CMP_HOST[_name])))
+    _ordered = _CMP_HOST[_name][1]  # (PyTorch's CPU kernels do not order complex numbers)
+    _f = _make_cmp(_name, defop(_name, _fn, None, promote="compare", host=_cmp_host(*_CMP_HOST[_name]),
+                                accepts="bif" if _ordered else None, kernel=_name + "_cpu"))
     export(_name, *([_ALIASES[_name]] if _name in _ALIASES else []))(_f)
     export(_dunder, function=False)(_f)
     inplace_method(_name + "_", _f)
