@@ -307,6 +307,19 @@ def test_the_kernel_reads_a_subnormal_as_zero():
     assert (x == 0).tolist() == [True, True]
 
 
+def test_host_cast_at_the_integer_bounds(monkeypatch):
+    # 2**63 is out of int64's range (its max, as a float, rounds up to it): the kernel's; 2**62 the twin's
+    for v, twin in [(2.0 ** 63, False), (-2.0 ** 63, True), (2.0 ** 62, True), (256.0, False)]:
+        x = funcgrad.tensor([v, 1.0], dtype=funcgrad.float32)
+        dst = funcgrad.uint8 if v == 256.0 else funcgrad.int64
+        _forget_host_uses()
+        host = x.to(dst)
+        assert (_host_runs() > 0) == twin, v
+        monkeypatch.setattr(_factories, "HOST_FILLS", 0)
+        assert _results(x.to(dst)) == _results(host)
+        monkeypatch.undo()
+
+
 # casts from floats: the twin where no rounding can happen, else the kernel
 @pytest.mark.parametrize("src,dst,exact", [
     ("float32", "float64", True), ("float16", "float32", True), ("bfloat16", "float32", True),

@@ -255,7 +255,8 @@ def _to_copy_host(x, dtype):
     if dst.kind in "iu":
         t = np.trunc(x.astype(np.float64))
         info = np.iinfo(dst)
-        if not (np.isfinite(t).all() and info.min <= t.min() and t.max() <= info.max):
+        top = 2.0 ** (info.bits - (info.min < 0))  # (not info.max: as a float it rounds up to this)
+        if not (np.isfinite(t).all() and info.min <= t.min() and t.max() < top):
             raise ValueError("out of the integer's range: the kernel's")
         return t.astype(dst)
     y = x.astype(dst)
