@@ -360,15 +360,13 @@ def _host_forward(op, vals, static, skey, cast):
         key = tuple(parts)
     seen = op._host_seen
     n = seen.get(key, 0)
-    if n >= _factories.HOST_FILLS:
+    if n >= _factories.HOST_FILLS:  # (the fast exit of a use that keeps coming back)
         return None
-    if len(seen) >= 4096:  # bounded: a forgotten key only gets its host results again
-        seen.clear()
+    _factories._host_turn(seen, key)  # counts this use (in a bounded table, as fills and copies)
     pos = op.positions(len(vals))
     if not n and not _host_ok(vals, cast, pos):
         seen[key] = _factories.HOST_FILLS  # (checked once per key: the kernel runs)
         return None
-    seen[key] = n + 1
     try:
         args = [np.asarray(v) if type(v) is _Array else
                 host_scalar(v, cast.np) if cast is not None and v is not None and i in pos else v
@@ -403,12 +401,20 @@ def host_exact(*arrays, reads=False):
             continue
         if a.dtype == jnp.bfloat16:
             raise TypeError("bfloat16: the kernel's bits")
-        if reads and a.dtype.kind in "fc" and a.size:
-            tiny = np.finfo(a.dtype).tiny
-            for part in ((a.real, a.imag) if a.dtype.kind == "c" else (a,)):
-                m = np.abs(part)
-                if ((m > 0) & (m < tiny)).any():
-                    raise ValueError("a subnormal: the kernel reads it as zero")
+        if reads and has_subnormal(a):
+            raise ValueError("a subnormal: the kernel reads it as zero")
+
+
+def has_subnormal(a: np.ndarray) -> bool:
+    """Whether a float or complex array holds a subnormal (in either part of a complex)."""
+    if a.dtype.kind not in "fcV" or not a.size:
+        return False
+    tiny = jnp.finfo(a.dtype).tiny
+    for part in ((a.real, a.imag) if a.dtype.kind == "c" else (a,)):
+        m = np.abs(part)
+        if ((m > 0) & (m < tiny)).any():
+            return True
+    return False
 
 
 def host_scalar(v, np_dtype):

@@ -9,7 +9,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from .. import _factories, _grad_mode, _strides, _tensor
-from .._dispatch import host_exact
+from .._dispatch import has_subnormal, host_exact
 from .._errors import TracedValueError
 from .._tensor import Size, _is_tracer, _scatter_fn, _wrap_dim
 from ._fanin import FanInOp
@@ -248,7 +248,7 @@ def _to_copy_host(x, dtype):
     if x.size == 0:
         return x.astype(dst)
     a = np.abs(x.astype(np.float64))  # (every float dtype here is exact in float64)
-    if np.isnan(a).any() or ((a > 0) & (a < float(jnp.finfo(src).tiny))).any():
+    if np.isnan(a).any() or has_subnormal(x):
         raise ValueError("nan or subnormal: the kernel's")
     if dst.kind == "b":
         return x.astype(dst)
@@ -262,8 +262,7 @@ def _to_copy_host(x, dtype):
     y = x.astype(dst)
     finite = np.isfinite(a)
     back = np.abs(y.astype(np.float64))
-    if not np.array_equal(back[finite], a[finite]) or np.isinf(back[finite]).any() \
-            or ((back > 0) & (back < float(jnp.finfo(dst).tiny))).any():
+    if not np.array_equal(back[finite], a[finite]) or np.isinf(back[finite]).any() or has_subnormal(y):
         raise ValueError("a value the cast rounds: the kernel's")
     return y
 
