@@ -196,33 +196,44 @@ _linear_kernels: dict = {}
 
 
 def linear_2d(input, weight, bias):
-    """``addmm(bias, input, weight.t())`` (``nn.Linear`` on a batch) without materialising
-    ``weight.t()``; None when the operands do not fit that path (the caller falls back).
+    """``addmm(bias, input, weight.t())`` (``nn.Linear`` on a batch), or ``mm(input, weight.t())``
+    when ``bias`` is None, without materialising ``weight.t()``; None when the operands do not
+    fit that path (the caller falls back).
 
-    The graph is PyTorch's, ``AddmmBackward0`` whose ``mat2`` is the ``TBackward0`` view
-    ``weight.t()``, but that view is lazy (computed only if something reads it) and the kernel
-    contracts ``weight``'s last dimension directly: a transposed copy of the weight on every
-    forward cost as much as the matmul itself. The fused backward applies the lazy view inside
-    its program, where XLA folds the transpose into the matmuls.
+    The graph is PyTorch's, ``AddmmBackward0`` (``MmBackward0``) whose ``mat2`` is the
+    ``TBackward0`` view ``weight.t()``, but that view is lazy (computed only if something reads
+    it) and the kernel contracts ``weight``'s last dimension directly: a transposed copy of the
+    weight on every forward cost as much as the matmul itself. The fused backward applies the
+    lazy view inside its program, where XLA folds the transpose into the matmuls.
     """
     if _dispatch._amp_hook[0] is not None:  # autocast: the general path casts the operands
         return None
-    if not (isinstance(bias, Tensor) and input.ndim == 2 and weight.ndim == 2 and bias.ndim == 1
-            and weight._viewinfo is None and input.shape[1] == weight.shape[1]
-            and bias.shape[0] == weight.shape[0]):
+    if not (input.ndim == 2 and weight.ndim == 2 and weight._viewinfo is None
+            and input.shape[1] == weight.shape[1]):
         return None
-    op = _ADD_PRODUCTS["addmm"]
-    args = (bias, input, weight)
-    vals = [bias._value, input._value, weight._value]
+    if bias is None:  # mm: PyTorch does not promote (the general path raises its error)
+        if input.dtype is not weight.dtype:
+            return None
+        op, skey = _mm, ()
+        args = (input, weight)
+        vals = [input._value, weight._value]
+    else:
+        if not (isinstance(bias, Tensor) and bias.ndim == 1 and bias.shape[0] == weight.shape[0]):
+            return None
+        op, skey = _ADD_PRODUCTS["addmm"], _ADDMM_KEY
+        args = (bias, input, weight)
+        vals = [bias._value, input._value, weight._value]
     cast = _dispatch.result_dtype(op, args, vals)
-    k = _linear_kernels.get(cast)
+    k = _linear_kernels.get((op, cast))
     if k is None:
-        def make():
-            f = op.traced(_ADDMM_KEY, cast, 3)
+        def make(op=op, skey=skey, cast=cast):  # (no operand in the closure: it would stay alive)
+            f = op.traced(skey, cast, 2 if op is _mm else 3)
+            if op is _mm:
+                return lambda x, w: f(x, w.T)
             return lambda b, x, w: f(b, x, w.T)
-        k = _linear_kernels[cast] = _cache.kernel(make, "linear", swap=(_linear_kernels, cast))
+        k = _linear_kernels[(op, cast)] = _cache.kernel(make, "linear", swap=(_linear_kernels, (op, cast)))
     out = k(*vals)
-    mask = (bias._requires_grad, input._requires_grad, weight._requires_grad)
+    mask = tuple(a._requires_grad for a in args)
     if not (_dispatch._state.enabled and True in mask and _dispatch._inexact(out, None)):
         r = Tensor._wrap(out)
         if _dispatch._state.inference:
@@ -233,7 +244,7 @@ def linear_2d(input, weight, bias):
     else:
         wt = Tensor._make_view(weight, None, _t, ())
     wt._viewinfo.cg = (None, -1)  # no value yet: computed from the weight when read
-    return _dispatch._record(op, (bias, input, wt), out, _ADDMM_KEY, cast, mask)
+    return _dispatch._record(op, args[:-1] + (wt,), out, skey, cast, mask)
 
 
 @export("addmm")

@@ -21,6 +21,7 @@ from .._ops import nn as _nn
 from .._ops.linalg import addmm as _addmm, linear_2d as _linear_2d, matmul as _matmul
 from .._ops.linalg import check_addmm_dtypes as _check_addmm_dtypes
 from .._ops.nn import log_softmax as _log_softmax, softmax as _softmax
+from .._ops.shape import _unsafe_view as _unsafe_view_op
 from .._ops.pointwise import relu as _relu, sigmoid as _sigmoid, tanh as _tanh
 from .._tensor import Tensor
 from ..autograd import grad_mode
@@ -33,26 +34,55 @@ from ._functional_conv import (adaptive_avg_pool1d, adaptive_avg_pool2d, adaptiv
 
 # ================================ linear ==========================================================
 def linear(input: Tensor, weight: Tensor, bias: Tensor | None = None) -> Tensor:
-    """``input @ weight.T + bias``: ``AddmmBackward0`` for 2-D input with bias, ``MmBackward0``
-    without (PyTorch's graph; other ranks go through a 2-D view).
+    """``input @ weight.T + bias`` as PyTorch's ``at::linear`` builds it: 2-D input with bias is
+    ``AddmmBackward0``, without bias ``MmBackward0``; a contiguous input of more dimensions is
+    flattened to 2-D first (``ViewBackward0`` of the addmm; without bias, matmul's fold:
+    ``UnsafeViewBackward0`` of the mm), so it gives the flattened input's bits.
 
     >>> import funcgrad
     >>> import funcgrad.nn.functional as F
     >>> F.linear(funcgrad.ones(1, 2), funcgrad.ones(3, 2), funcgrad.zeros(3))
     tensor([[2., 2., 2.]])
+    >>> F.linear(funcgrad.ones(2, 1, 2, requires_grad=True), funcgrad.ones(3, 2)).grad_fn
+    <UnsafeViewBackward0 object at ...>
     """
     if bias is not None:  # addmm's dtype checks (PyTorch does not promote); without bias, mm's
         _check_addmm_dtypes(bias, input, weight)
-    if input.ndim == 2 and bias is not None:
+    nd = input.ndim
+    if nd == 2:
         out = _linear_2d(input, weight, bias)  # the same graph, no transposed weight copy
-        return _addmm(bias, input, weight.t()) if out is None else out
-    if bias is None:
-        return _matmul(input, weight.t())
-    if input.ndim == 0:
+        if out is not None:
+            return out
+        return _matmul(input, weight.t()) if bias is None else _addmm(bias, input, weight.t())
+    if nd == 0 and bias is not None:
         raise RuntimeError("both arguments to linear need to be at least 1D, but they are 0D and 2D")
+    if nd < 3 or weight.ndim != 2 or input.shape[-1] != weight.shape[1]:
+        return _matmul(input, weight.t()) if bias is None else _addmm(bias, input, weight.t())
     lead = tuple(input.shape[:-1])
-    out = _addmm(bias, input.reshape(-1, input.shape[-1]), weight.t())
-    return out.view(*lead, weight.shape[0])
+    flat = (math.prod(lead), input.shape[-1])  # (not -1: a 0 in lead would make it ambiguous)
+    if bias is not None and input.is_contiguous():  # PyTorch's _flatten_nd_linear
+        x = input.reshape(flat)
+        out = _linear_2d(x, weight, bias)
+        if out is None:
+            out = _addmm(bias, x, weight.t())
+        return out.view(*lead, weight.shape[0])
+    if weight.requires_grad or _foldable(input):  # matmul's fold: mm of the flattened input
+        x = input.reshape(flat)
+        out = _linear_2d(x, weight, None)
+        if out is None:
+            out = _matmul(x, weight.t())
+        out = _nn.apply(_unsafe_view_op, out, shape=(*lead, weight.shape[0]))
+    else:
+        out = _matmul(input, weight.t())
+    return out if bias is None else out.add_(bias)  # non-contiguous input: PyTorch adds in place
+
+
+def _foldable(t) -> bool:
+    """matmul folds a tensor of 3+ dims into a matrix when its leading dims view as one."""
+    if t.numel() == 0:
+        return True
+    sz, st, _ = t._layout()
+    return all(st[i] == st[i + 1] * sz[i + 1] for i in range(len(sz) - 2))
 
 
 def bilinear(input1: Tensor, input2: Tensor, weight: Tensor, bias: Tensor | None = None) -> Tensor:
