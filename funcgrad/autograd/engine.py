@@ -11,19 +11,23 @@ With ``create_graph`` grad mode stays on, so every kernel applied here is itself
 from __future__ import annotations
 
 from .. import _storage
+from .._tensor import Tensor as _Tensor
 from . import grad_mode
 from .anomaly_mode import warn_error
 from .graph import AccumulateGrad
 
 
-_fused_run = None  # the fused-backward fast path: fused.py builds on this engine and registers it
+_fused_run = None  # the fused-backward fast paths: fused.py builds on this engine and registers them
+_region_run = None
 
 
-def register_fast_path(try_run) -> None:
+def register_fast_path(try_run, run_region) -> None:
     """Called once by funcgrad/autograd/fused.py at import: ``try_run(roots, grads, retain_graph)``
-    runs a plain graph's backward as one program and returns True, or returns False."""
-    global _fused_run
-    _fused_run = try_run
+    runs a plain graph's backward as one program and returns True, or returns False;
+    ``run_region(node, buf, buffers, deps, retain_graph)`` runs the ops the engine could run
+    from the ready ``node`` on as one program (``(grads, left)``), or returns None."""
+    global _fused_run, _region_run
+    _fused_run, _region_run = try_run, run_region
 
 
 def _add(a, b):
@@ -127,12 +131,28 @@ def execute(roots, grads, retain_graph, create_graph, capture=None, accumulate=T
 
     # 3. run
     anomaly = grad_mode._anomaly[0]
+    # where the whole graph did not qualify, the ops that can run together still run as one
+    # program each (fused.run_region), under the same conditions
+    regions = capture is None and not create_graph and accumulate and not anomaly
     state = grad_mode._state
     prev, state.enabled = state.enabled, bool(create_graph)
     try:
         while ready:
             node = ready.pop()
             buf = buffers.pop(node, None)
+            if regions and buf is not None and type(node) is not AccumulateGrad:
+                got = _region_run(node, buf, buffers, deps, retain_graph)
+                if got is not None:
+                    for child, nr, g in got[0]:
+                        cbuf = buffers.get(child)
+                        if cbuf is None:
+                            cbuf = buffers[child] = [None] * child.num_outputs
+                        cbuf[nr] = _add(cbuf[nr], _Tensor._wrap(g))
+                    for child, left in got[1].items():
+                        deps[child] = left
+                        if left == 0:
+                            ready.append(child)
+                    continue
             outs = None
             if buf is not None and (needed is None or node in needed):
                 if node._tensor_pre_hooks or node._retain or node._pre_hooks:

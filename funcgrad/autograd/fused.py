@@ -17,9 +17,13 @@ backward as one program instead of one kernel per op: no slower in practice (one
 instead of several small ones; the autograd tour example and tests/test_core.py took no longer
 with it), and a training loop no longer compiles both the per-op kernels and the program.
 
-Only plain graphs qualify: one root, recorded ops (with one output or several), no hooks,
-``retain_grad``, ``create_graph``, ``autograd.grad`` captures or anomaly mode; everything else
-(and graphs larger than ``MAX_NODES``) runs through the engine as before. Version checks and
+Only plain graphs qualify as a whole: one root, recorded ops (with one output or several), no
+hooks, ``retain_grad``, ``create_graph``, ``autograd.grad`` captures or anomaly mode. In other
+graphs without ``create_graph``, captures or anomaly mode (and in graphs larger than
+``MAX_NODES``) the engine runs, and from each ready op node it runs the largest group of hook-free
+op nodes it could run from there (each joins once all its consumers are in the group or ran) as
+one program too (``run_region``): a custom ``Function`` or checkpoint node, a hooked node, a
+second root cuts the graph into groups, not back into single kernels. Version checks and
 freeing of saved inputs are the same as the engine's.
 """
 
@@ -80,9 +84,6 @@ def _plan(root):
         if not isinstance(node, opnode) or node._freed or \
                 node._hooks or node._pre_hooks or node._tensor_pre_hooks or node._retain:
             return None
-        for t, v in node._versions:
-            if t._ver[0] != v:
-                node._check_saved()  # raises PyTorch's message
         e = []
         for child, nr in node.next_functions:
             if child is not None:
@@ -97,17 +98,7 @@ def _plan(root):
                 e.append((j, nr))
         ops.append(node)
         rows.append((ids[node], node._op, node._key, tuple(e), node._out_avals))
-        for s in node._saved:
-            if isinstance(s, T):
-                vi = s._viewinfo
-                if vi is None:
-                    s = s._cell.value
-                elif vi.gen != s._cell.gen and not any(d for _, _, d in vi.chain):
-                    lazy.append((len(flat), vi.chain))
-                    s = s._cell.value
-                else:
-                    s = s._value
-            flat.append(s)
+        _saved_arrays(node, flat, lazy, T)
     if shared:
         deps = {}  # each node's consumers, counted only here: most graphs need no reordering
         for node in ops:
@@ -128,6 +119,25 @@ def _plan(root):
         lazy = [(f + new_offs[owner[f]], c) for f, c in lazy]
         ops, rows, flat = order, [rows[p] for p in perm], new_flat
     return (tuple(rows), tuple(leaf_ids), tuple(lazy)), flat, ops, leaves
+
+
+def _saved_arrays(node, flat, lazy, T=Tensor):
+    """Append ``node``'s saved inputs to ``flat`` as arrays, after their version checks; a saved
+    view whose value is not computed goes in as its base's array, its (static) chain in ``lazy``."""
+    for t, v in node._versions:
+        if t._ver[0] != v:
+            node._check_saved()  # raises PyTorch's message
+    for s in node._saved:
+        if isinstance(s, T):
+            vi = s._viewinfo
+            if vi is None:
+                s = s._cell.value
+            elif vi.gen != s._cell.gen and not any(d for _, _, d in vi.chain):
+                lazy.append((len(flat), vi.chain))
+                s = s._cell.value
+            else:
+                s = s._value
+        flat.append(s)
 
 
 def _kahn(root, deps):
@@ -155,7 +165,8 @@ def _program(struct):
 
 
 def _replay(struct):
-    rows, leaf_ids, lazy = struct
+    rows, leaf_ids, lazy = struct[:3]
+    seeds = struct[3] if len(struct) > 3 else None  # a region's (node, slot) seeds (run_region)
     fns = [(n, op.vjp_fn(*key), edges, avals) for n, op, key, edges, avals in rows]
     counts = [key[2] for _, _, key, _, _ in rows]  # saved entries per node: one per operand
     n_nodes = len(rows) + len(leaf_ids)
@@ -164,6 +175,8 @@ def _replay(struct):
     multi = {n: len(avals) for n, _, _, _, avals in rows if avals is not None}
 
     def run(root_grad, *flat):
+        if seeds is not None:  # the first len(seeds) arguments are the seeds' gradients
+            grads, flat = (root_grad,) + flat[:len(seeds) - 1], flat[len(seeds) - 1:]
         flat = list(flat)
         for f, chain in lazy:  # views passed as their base's array: take the view here
             flat[f] = _apply_chain(chain, flat[f])
@@ -174,10 +187,11 @@ def _replay(struct):
         bufs = [None] * n_nodes
         for n, k in multi.items():
             bufs[n] = [None] * k
-        if 0 in multi:
-            bufs[0][0] = root_grad
-        else:
-            bufs[0] = root_grad
+        for (n, slot), g in zip(((0, 0),) if seeds is None else seeds, (root_grad,) if seeds is None else grads):
+            if n in multi:
+                bufs[n][slot] = g
+            else:
+                bufs[n] = g
         for i, (n, bwd, edges, avals) in enumerate(fns):
             if avals is None:
                 cots = (bufs[n],)
@@ -205,6 +219,19 @@ def _describe(struct) -> str:
             f" with shapes {', '.join(map(str, shapes[:6]))}")
 
 
+def _new_entry(struct):
+    """The program of a structure first seen (or evicted): made once, even from two threads."""
+    with _LOCK:  # another thread may be here with the same structure
+        entry = _SEEN.get(struct)
+        if entry is None:
+            entry = _SEEN[struct] = _program(struct)
+            if len(_SEEN) > _CACHE_SIZE:  # evicted: rebuilt on its next sighting, same bits
+                old = _SEEN.popitem(last=False)[0]
+                _cache.warn_evicted(_CACHE_SIZE, "fused backward programs", _describe(struct),
+                                    _describe(old), _WARNED)
+    return entry
+
+
 def try_run(roots, grads, retain_graph) -> bool:
     """Run the backward pass fused if it qualifies; False: the caller runs the engine."""
     if len(roots) != 1:
@@ -224,15 +251,7 @@ def run_root(root, nr, grad, retain_graph) -> bool:
     struct, flat, ops, leaves = plan
     entry = _SEEN.get(struct)
     if entry is None:
-        with _LOCK:  # another thread may be here with the same structure
-            entry = _SEEN.get(struct)
-            if entry is None:
-                entry = _SEEN[struct] = _program(struct)
-                if len(_SEEN) > _CACHE_SIZE:  # evicted: rebuilt on its next sighting, same bits
-                    old = _SEEN.popitem(last=False)[0]
-                    _cache.warn_evicted(_CACHE_SIZE, "fused backward programs", _describe(struct),
-                                        _describe(old), _WARNED)
-        _LAST[0] = entry
+        entry = _LAST[0] = _new_entry(struct)
     elif entry is not _LAST[0]:  # the last one used is the most recent already: no move
         try:
             _SEEN.move_to_end(struct)  # least recently used goes first
@@ -267,4 +286,81 @@ def run_root(root, nr, grad, retain_graph) -> bool:
 _LAST: list = [None]  # the program of the last fused backward (the LRU's most recent entry)
 
 
-register_fast_path(try_run)
+def _fusable(node) -> bool:
+    return isinstance(node, OpNode) and not node._freed and not (
+        node._hooks or node._pre_hooks or node._tensor_pre_hooks or node._retain)
+
+
+def run_region(start, buf, buffers, deps, retain_graph):
+    """The engine's fast path for a graph that does not qualify as a whole (a custom
+    ``Function`` or checkpoint node in it, hooks on some nodes, several roots): from the ready
+    op node ``start`` (gradient slots ``buf``), the ops it can run at once run as ONE program.
+
+    The region grows as the engine would run it: an op node joins once every consumer it still
+    waits for (``deps``) is in the region. Its inputs are the saved inputs and the gradients
+    already in the region's slots (``start``'s, and those from consumers that ran before);
+    its outputs, the gradients for every slot outside it (leaves, other nodes, ops still
+    waiting for consumers outside it). Which ops fuse is decided by the graph alone, as for
+    a whole graph. None (the engine runs ``start`` by itself) for a region of one op.
+
+    Returns ``(grads, left)``: ``(node, output_nr, array)`` per slot outside the region, and
+    each outside node's consumers still to run (the engine's ``deps``, the region's edges
+    counted off).
+    """
+    if not _fusable(start) or not any(g is not None for g in buf):
+        return None
+    order, ids, pending = [start], {start: 0}, {}
+    for node in order:  # (grows while it is walked)
+        for child, _ in node.next_functions:
+            if child is not None:
+                left = pending.get(child, deps.get(child, 0)) - 1
+                pending[child] = left
+                if left == 0 and len(order) < MAX_NODES and _fusable(child):
+                    ids[child] = len(order)
+                    order.append(child)
+    if len(order) < 2:
+        return None
+    outs, out_ids = [], {}  # slots outside the region: (node, output_nr), numbered after it
+    rows, flat, lazy, seeds, seed_vals = [], [], [], [], []
+    k = len(order)
+    for n, node in enumerate(order):
+        b = buf if node is start else buffers.get(node)
+        if b is not None:
+            for slot, g in enumerate(b):
+                if g is not None:
+                    seeds.append((n, slot))
+                    seed_vals.append(g._value)
+        e = []
+        for child, nr in node.next_functions:
+            if child is not None:
+                j = ids.get(child)
+                if j is None:
+                    j = out_ids.get((child, nr))
+                    if j is None:
+                        j = out_ids[(child, nr)] = k + len(outs)
+                        outs.append((child, nr))
+                    nr = 0
+                e.append((j, nr))
+        rows.append((n, node._op, node._key, tuple(e), node._out_avals))
+        _saved_arrays(node, flat, lazy)
+    struct = (tuple(rows), tuple(range(k, k + len(outs))), tuple(lazy), tuple(seeds))
+    entry = _SEEN.get(struct)
+    if entry is None:
+        entry = _new_entry(struct)
+    else:
+        try:
+            _SEEN.move_to_end(struct)
+        except KeyError:  # evicted by another thread meanwhile
+            pass
+    got = entry(*seed_vals, *flat)
+    for node in order[1:]:
+        buffers.pop(node, None)
+    if not retain_graph:
+        for n in order:  # OpNode._release, inlined
+            n._saved = n._versions = None
+            n._freed = True
+    left = {c: v for c, v in pending.items() if c not in ids}
+    return [(c, nr, g) for (c, nr), g in zip(outs, got)], left
+
+
+register_fast_path(try_run, run_region)
