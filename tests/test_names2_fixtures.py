@@ -35,4 +35,9 @@ def test_matches_recorded_torch(name):
 def test_recording_is_current(name):
     torch = pytest.importorskip("torch")
     want = np.array(RECORDED[name]["values"], dtype=RECORDED[name]["dtype"])
-    np.testing.assert_array_equal(CASES[name](torch), want)
+    got = CASES[name](torch)
+    if got.dtype.kind in "iub":
+        np.testing.assert_array_equal(got, want)
+    else:  # PyTorch's CPU kernels dispatch on the CPU's vector width (AVX2 / AVX-512): its own
+        # last bits differ between the recording machine and another (gumbel: 2 ulps on an AMD EPYC)
+        np.testing.assert_allclose(got, want, rtol=4 * np.finfo(got.dtype).eps, atol=0)
