@@ -1,5 +1,6 @@
 """Compile costs, side by side with PyTorch in one run (ratios, not absolute times):
 
+* ``import funcgrad`` vs ``import torch`` as a fresh process;
 * a whole small training script (import, build, first step; a CNN, the digits MLP and a small
   Transformer encoder) as a fresh process: cold (empty persistent compilation cache), warm (the
   same cache, second run), and PyTorch; the note gives the first step's time and the XLA compile
@@ -194,6 +195,20 @@ def _cold_warm(rows, bench, run, repeat, step=True):
         rows.append(dict(bench=bench, impl=impl, us=wall * 1e6, note=", ".join(note)))
 
 
+def _imports(rows, repeat=3):
+    """``import funcgrad`` (jax, NumPy, optax and the op table) vs ``import torch`` as new
+    processes, interleaved, each row its best of ``repeat``."""
+    libs = ["funcgrad"] + (["torch"] if _has_torch() else [])
+    best = dict.fromkeys(libs, float("inf"))
+    for _ in range(max(1, repeat)):
+        for lib in libs:
+            wall, _ = _proc(f"import {lib}; print(1)")
+            best[lib] = min(best[lib], wall)
+    for lib in libs:
+        rows.append(dict(bench="import as a new process", impl="PyTorch" if lib == "torch" else lib,
+                         us=best[lib] * 1e6))
+
+
 def _first_step(rows, repeat=1):
     for which, name in _MODELS.items():
         bench = f"whole script (import, {name} build, first Adam step) as a new process"
@@ -280,6 +295,7 @@ def run(rss_sizes: int | None = None, fanin_sizes=(1_000, 10_000)) -> list[dict]
         rss_sizes = int(os.environ.get("FUNCGRAD_BENCH_RSS_SIZES", "500"))
     rows: list[dict] = []
     repeat = int(os.environ.get("FUNCGRAD_BENCH_REPEAT", "1"))
+    _imports(rows, max(3, repeat))
     _first_step(rows, repeat)
     _scripts(rows, repeat)
     _fanin(rows, fanin_sizes)
