@@ -129,17 +129,27 @@ _kernels: dict = {}
 
 
 def _group_update(cls, static):
-    """The pure group update: new parameters and states from the old ones and the gradients."""
+    """The pure group update: new parameters and states from the old ones and the gradients.
+
+    One parameter's update is a jitted function of its own, called per parameter inside the
+    group's program: JAX traces and lowers it once per parameter signature (shape, dtype, state
+    avals), not once per parameter (a Transformer's dozens of parameters have a few shapes), and
+    XLA inlines the calls before it optimizes, so the program computes what the unrolled loop did."""
+    def one(p, g, s, f, h):
+        parts = cls._transform(h, static, p.dtype, f)
+        core = next((i for i, t in enumerate(parts) if isinstance(t, StatefulTransform)), None)
+        tx = optax.chain(*parts)
+        st = tuple(s if i == core else t.init(p) for i, t in enumerate(parts))
+        updates, st = tx.update(g, st, p)
+        return optax.apply_updates(p, updates), (st[core] if core is not None else {})
+    one = jax.jit(one)
+
     def run(params, grads, states, fresh, h):
         new_params, new_states = [], []
         for p, g, s, f in zip(params, grads, states, fresh):
-            parts = cls._transform(h, static, p.dtype, f)
-            core = next((i for i, t in enumerate(parts) if isinstance(t, StatefulTransform)), None)
-            tx = optax.chain(*parts)
-            st = tuple(s if i == core else t.init(p) for i, t in enumerate(parts))
-            updates, st = tx.update(g, st, p)
-            new_params.append(optax.apply_updates(p, updates))
-            new_states.append(st[core] if core is not None else {})
+            np_, ns = one(p, g, s, f, h)
+            new_params.append(np_)
+            new_states.append(ns)
         return new_params, new_states
     return run
 
