@@ -332,12 +332,18 @@ def apply(op: Op, *args, **static):
 # (``Op.host``) and transfer the result (~0.1 ms), as ``_factories.host_full`` does for fills: a
 # script's first step reshapes, transposes, slices, concatenates and masks dozens of shapes once
 # or a few times each, and a kernel for each cost 15-90 ms cold. A use that keeps coming back (a
-# training loop's) compiles at its HOST_FILLS-th call and runs at the kernel's ~5 µs from then
-# on. A twin gives the kernel's bits or refuses, so which path ran changes no bit (tested per op
+# training loop's) compiles at its HOST_USES-th call (HOST_FILLS-th with a large operand) and
+# runs at the kernel's ~5-10 µs from then on. A twin gives the kernel's bits or refuses, so which path ran changes no bit (tested per op
 # and dtype, tests/test_compile_counts.py). Only concrete, uncommitted CPU arrays that are not
 # weakly typed, outside any trace, none over _HOST_MAX elements, the promoted ones already of the
 # op's computing dtype; other operands only Python ints, floats (cast exactly) or None.
 _HOST_OPERANDS = 64  # beyond (a fan-in of many tensors), the kernels of _fanin.py
+# A twin's result costs ~50 µs more than the kernel's on small arrays (the transfer), ~0.2-0.3 ms
+# on arrays of 2^18-2^20 elements, and a kernel's cold compile 20-90 ms: small operands keep
+# their twin for HOST_USES uses (a short script's attention views and masks, used a few dozen
+# times each, compile nothing), larger ones for HOST_FILLS.
+HOST_USES = 128
+_HOST_SMALL = 1 << 16  # elements, every array operand
 
 
 def _host_forward(op, vals, static, skey, cast):
@@ -360,12 +366,15 @@ def _host_forward(op, vals, static, skey, cast):
         key = tuple(parts)
     seen = op._host_seen
     n = seen.get(key, 0)
-    if n >= _factories.HOST_FILLS:  # (the fast exit of a use that keeps coming back)
+    if n >= HOST_USES:  # (the fast exit of a use that keeps coming back)
         return None
-    _factories._host_turn(seen, key)  # counts this use (in a bounded table, as fills and copies)
+    if n >= _factories.HOST_FILLS and any(type(v) is _Array and v.size > _HOST_SMALL for v in vals):
+        seen[key] = HOST_USES  # a large operand: its kernel from its HOST_FILLS-th use on
+        return None
+    _factories._host_turn(seen, key, HOST_USES)  # counts this use (in a bounded table, as fills)
     pos = op.positions(len(vals))
     if not n and not _host_ok(vals, cast, pos):
-        seen[key] = _factories.HOST_FILLS  # (checked once per key: the kernel runs)
+        seen[key] = HOST_USES  # (checked once per key: the kernel runs)
         return None
     try:
         args = [np.asarray(v) if type(v) is _Array else
@@ -373,7 +382,7 @@ def _host_forward(op, vals, static, skey, cast):
                 for i, v in enumerate(vals)]
         out = op.host(*args, **static)
     except Exception:  # a case the twin does not take: the kernel computes it
-        seen[key] = _factories.HOST_FILLS
+        seen[key] = HOST_USES
         return None
     if type(out) is tuple:
         return tuple(_put(np.array(o, order="C")) for o in out)

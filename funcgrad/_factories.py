@@ -223,11 +223,11 @@ def host_full(shape: tuple, fill, np_dtype: np.dtype):
     return put(np.full(shape, fill, np_dtype))
 
 
-def _host_turn(seen: dict, key) -> bool:
-    """Count one host-made array for ``key`` in ``seen``; False once it has had ``HOST_FILLS``
+def _host_turn(seen: dict, key, limit: int = HOST_FILLS) -> bool:
+    """Count one host-made array for ``key`` in ``seen``; False once it has had ``limit``
     (it keeps coming back: the kernel compiles and runs from then on)."""
     n = seen.get(key, 0)
-    if n >= HOST_FILLS:
+    if n >= limit:
         return False
     if len(seen) >= 4096:  # bounded: a forgotten shape only gets its host arrays again
         seen.clear()
