@@ -333,10 +333,11 @@ def apply(op: Op, *args, **static):
 # script's first step reshapes, transposes, slices, concatenates and masks dozens of shapes once
 # or a few times each, and a kernel for each cost 15-90 ms cold. A use that keeps coming back (a
 # training loop's) compiles at its HOST_USES-th call (HOST_FILLS-th with a large operand) and
-# runs at the kernel's ~5-10 µs from then on. A twin gives the kernel's bits or refuses, so which path ran changes no bit (tested per op
-# and dtype, tests/test_compile_counts.py). Only concrete, uncommitted CPU arrays that are not
-# weakly typed, outside any trace, none over _HOST_MAX elements, the promoted ones already of the
-# op's computing dtype; other operands only Python ints, floats (cast exactly) or None.
+# runs at the kernel's ~5-10 µs from then on. A twin gives the kernel's bits or refuses, so
+# which path ran changes no bit (tested per op and dtype, tests/test_compile_counts.py). Only
+# concrete, uncommitted CPU arrays that are not weakly typed, outside any trace, none over
+# _HOST_MAX elements, the promoted ones already of the op's computing dtype; other operands only
+# Python ints, floats (cast exactly) or None.
 _HOST_OPERANDS = 64  # beyond (a fan-in of many tensors), the kernels of _fanin.py
 # A twin's result costs ~50 µs more than the kernel's on small arrays (the transfer), ~0.2-0.3 ms
 # on arrays of 2^18-2^20 elements, and a kernel's cold compile 20-90 ms: small operands keep

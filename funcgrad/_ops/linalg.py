@@ -231,7 +231,8 @@ def linear_2d(input, weight, bias):
             if op is _mm:
                 return lambda x, w: f(x, w.T)
             return lambda b, x, w: f(b, x, w.T)
-        k = _linear_kernels[(op, cast)] = _cache.kernel(make, "linear", swap=(_linear_kernels, (op, cast)))
+        key = (op, cast)
+        k = _linear_kernels[key] = _cache.kernel(make, "linear", swap=(_linear_kernels, key))
     out = k(*vals)
     mask = tuple(a._requires_grad for a in args)
     if not (_dispatch._state.enabled and True in mask and _dispatch._inexact(out, None)):

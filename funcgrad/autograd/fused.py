@@ -166,7 +166,9 @@ def _program(struct):
 
 def _replay(struct):
     rows, leaf_ids, lazy = struct[:3]
-    seeds = struct[3] if len(struct) > 3 else None  # a region's (node, slot) seeds (run_region)
+    # the (node, slot) pairs the program's first arguments seed: the root's one slot, or a
+    # region's slots already holding a gradient (run_region)
+    seeds = struct[3] if len(struct) > 3 else ((0, 0),)
     fns = [(n, op.vjp_fn(*key), edges, avals) for n, op, key, edges, avals in rows]
     counts = [key[2] for _, _, key, _, _ in rows]  # saved entries per node: one per operand
     n_nodes = len(rows) + len(leaf_ids)
@@ -174,10 +176,8 @@ def _replay(struct):
     # the outputs nothing used, as the engine's OpNode._apply
     multi = {n: len(avals) for n, _, _, _, avals in rows if avals is not None}
 
-    def run(root_grad, *flat):
-        if seeds is not None:  # the first len(seeds) arguments are the seeds' gradients
-            grads, flat = (root_grad,) + flat[:len(seeds) - 1], flat[len(seeds) - 1:]
-        flat = list(flat)
+    def run(*args):
+        grads, flat = args[:len(seeds)], list(args[len(seeds):])
         for f, chain in lazy:  # views passed as their base's array: take the view here
             flat[f] = _apply_chain(chain, flat[f])
         saved, o = [], 0
@@ -187,7 +187,7 @@ def _replay(struct):
         bufs = [None] * n_nodes
         for n, k in multi.items():
             bufs[n] = [None] * k
-        for (n, slot), g in zip(((0, 0),) if seeds is None else seeds, (root_grad,) if seeds is None else grads):
+        for (n, slot), g in zip(seeds, grads):
             if n in multi:
                 bufs[n][slot] = g
             else:
@@ -287,6 +287,7 @@ _LAST: list = [None]  # the program of the last fused backward (the LRU's most r
 
 
 def _fusable(node) -> bool:
+    """May ``node`` run inside a program (``_plan`` inlines the same test in its walk)?"""
     return isinstance(node, OpNode) and not node._freed and not (
         node._hooks or node._pre_hooks or node._tensor_pre_hooks or node._retain)
 
@@ -356,9 +357,8 @@ def run_region(start, buf, buffers, deps, retain_graph):
     for node in order[1:]:
         buffers.pop(node, None)
     if not retain_graph:
-        for n in order:  # OpNode._release, inlined
-            n._saved = n._versions = None
-            n._freed = True
+        for node in order:
+            node._release()
     left = {c: v for c, v in pending.items() if c not in ids}
     return [(c, nr, g) for (c, nr), g in zip(outs, got)], left
 

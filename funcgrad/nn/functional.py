@@ -49,11 +49,8 @@ def linear(input: Tensor, weight: Tensor, bias: Tensor | None = None) -> Tensor:
     if bias is not None:  # addmm's dtype checks (PyTorch does not promote); without bias, mm's
         _check_addmm_dtypes(bias, input, weight)
     nd = input.ndim
-    if nd == 2:
-        out = _linear_2d(input, weight, bias)  # the same graph, no transposed weight copy
-        if out is not None:
-            return out
-        return _matmul(input, weight.t()) if bias is None else _addmm(bias, input, weight.t())
+    if nd == 2 and (out := _linear_2d(input, weight, bias)) is not None:
+        return out  # the same graph, no transposed weight copy
     if nd == 0 and bias is not None:
         raise RuntimeError("both arguments to linear need to be at least 1D, but they are 0D and 2D")
     if nd < 3 or weight.ndim != 2 or input.shape[-1] != weight.shape[1]:
@@ -61,17 +58,10 @@ def linear(input: Tensor, weight: Tensor, bias: Tensor | None = None) -> Tensor:
     lead = tuple(input.shape[:-1])
     flat = (math.prod(lead), input.shape[-1])  # (not -1: a 0 in lead would make it ambiguous)
     if bias is not None and input.is_contiguous():  # PyTorch's _flatten_nd_linear
-        x = input.reshape(flat)
-        out = _linear_2d(x, weight, bias)
-        if out is None:
-            out = _addmm(bias, x, weight.t())
-        return out.view(*lead, weight.shape[0])
+        return linear(input.reshape(flat), weight, bias).view(*lead, weight.shape[0])
     if weight.requires_grad or _foldable(input):  # matmul's fold: mm of the flattened input
-        x = input.reshape(flat)
-        out = _linear_2d(x, weight, None)
-        if out is None:
-            out = _matmul(x, weight.t())
-        out = _nn.apply(_unsafe_view_op, out, shape=(*lead, weight.shape[0]))
+        out = _nn.apply(_unsafe_view_op, linear(input.reshape(flat), weight),
+                        shape=(*lead, weight.shape[0]))
     else:
         out = _matmul(input, weight.t())
     return out if bias is None else out.add_(bias)  # non-contiguous input: PyTorch adds in place
