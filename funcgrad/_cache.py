@@ -252,7 +252,8 @@ def kernel(make, label: str, swap=None, per_shape: bool = False, **jit_kw):
         label: the kernel's name in the warning (``"mul"``, ``"fused backward (5 ops)"``).
         swap: ``(dict, key)`` where the caller keeps the kernel, or a callable taking the
             replacement: past ``CHURN`` traces the ``ShapeKernel`` is put there (effective from
-            the next call; this one finishes compiling).
+            the next call; this one finishes compiling). ``(dict, key, forget)``: ``forget()``
+            is called then too (a second place that held the plain kernel drops it).
         per_shape: a ``ShapeKernel`` from the start (``static_kernel``: the caller's kernels
             keep changing, e.g. one per value of a static argument).
 
@@ -277,9 +278,11 @@ def kernel(make, label: str, swap=None, per_shape: bool = False, **jit_kw):
             if callable(swap):
                 swap(rep)
             elif swap is not None:
-                d, key = swap
+                d, key = swap[0], swap[1]
                 if d.get(key) is me[0]:
                     d[key] = rep
+                if len(swap) > 2:  # (whoever else holds the plain kernel lets it go)
+                    swap[2]()
             me.clear()
         return fn(*a, **kw)
     k = jax.jit(counted, **jit_kw)
@@ -291,9 +294,9 @@ STATIC_CHURN = 2 * CHURN  # an op with more kernels than this (static arguments)
 OP_KERNELS = 256  # ...and keeps at most this many of them in its dict
 
 
-def static_kernel(d: dict, key, make, label: str):
+def static_kernel(d: dict, key, make, label: str, forget=None):
     """``d[key] = kernel(make, label, swap=(d, key))``, for a dict of kernels keyed on static
-    arguments (an op's kernels per static arguments and dtype cast).
+    arguments (an op's kernels per static arguments and dtype cast); ``forget``: see ``kernel``.
 
     A static argument that changes from call to call (``x.view(b, -1)`` for a new batch size
     ``b`` each step) makes a kernel per value, each compiled once: past ``STATIC_CHURN``
@@ -307,7 +310,8 @@ def static_kernel(d: dict, key, make, label: str):
     >>> sum(type(k) is ShapeKernel for k in d.values())
     2
     """
-    k = d[key] = kernel(make, label, swap=(d, key), per_shape=len(d) >= STATIC_CHURN)
+    k = d[key] = kernel(make, label, swap=(d, key) if forget is None else (d, key, forget),
+                        per_shape=len(d) >= STATIC_CHURN)
     if len(d) > OP_KERNELS:
         for old in [o for o, v in d.items() if type(v) is ShapeKernel][:len(d) - OP_KERNELS]:
             del d[old]

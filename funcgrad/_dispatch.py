@@ -14,6 +14,7 @@ from __future__ import annotations
 import jax
 import jax.numpy as jnp
 import numpy as np
+from jax.core import Tracer as _Tracer
 
 from . import _cache, _dtype, _factories, _grad_mode as grad_mode, _tensor
 from ._device import put as _put
@@ -73,7 +74,7 @@ class Op:
 
     __slots__ = ("name", "fn", "grad_name", "promote", "diff", "linear", "diff_outputs",
                  "view", "saves_result", "jvp", "vjp", "reject", "_fwd", "_bwd", "_bwd_ops",
-                 "_node_cls", "doc", "_same_ok", "host", "_host_seen")
+                 "_node_cls", "doc", "_same_ok", "host", "_host_seen", "_fast")
 
     def __init__(self, name, fn, grad_name=None, promote="none", diff=None, linear=False,
                  diff_outputs=None, view=False, doc=None, saves_result=False, jvp=None,
@@ -88,6 +89,10 @@ class Op:
         self._node_cls = node_class(grad_name, OpNode) if grad_name else None
         # two operands of one dtype compute as they are (apply checks it inline)
         self._same_ok = diff is None and promote != "binary_float"
+        # calls apply decided once, by the operands' dtypes (a Python scalar's type): a dtype
+        # (one operand) or a tuple of them -> (kernel, cast, result inexact, diff mask) (see
+        # _remember). None where more decides a call's path (a NumPy twin's count, a view)
+        self._fast = {} if host is None and not view else None
 
     def __repr__(self):
         return f"Op({self.name})"
@@ -119,7 +124,7 @@ class Op:
             # a plain jax.jit until its shapes keep changing, then per-shape LRU (_cache.py)
             # (one per static arguments: past a few, per-shape as well, _cache.static_kernel)
             k = _cache.static_kernel(self._fwd, key, lambda: self.traced(static, cast, nargs),
-                                     self.name)
+                                     self.name, None if self._fast is None else self._fast.clear)
         return k
 
     def vjp_fn(self, static, cast, nargs, mask, avals, graph=False):
@@ -248,6 +253,64 @@ _amp_hook = [None]  # funcgrad.amp's autocast cast, installed only while some th
 
 def apply(op: Op, *args, **static):
     """Run ``op`` on Tensors/scalars/arrays; record a graph node when needed."""
+    if not static and op._fast is not None and _amp_hook[0] is None and not _active[0]:
+        # A call whose path the full one below decided before: its kernel and dtype cast by
+        # the operands' dtypes (a Python scalar's type), nothing else redone (_remember says
+        # when that holds); then the same recording and wrapping, inlined for one operand.
+        T = _Tensor
+        if len(args) == 1:
+            a = args[0]
+            if isinstance(a, T) and a._viewinfo is None and type(v0 := a._cell.value) is _Array \
+                    and (e := op._fast.get(v0.aval.dtype)) is not None:
+                out = e[0](v0)
+                if op.grad_name is not None and _state.enabled:
+                    if a._requires_grad and e[2]:
+                        return _record(op, args, out, (), e[1], (True,) if e[3] is None else e[3],
+                                       (v0,), True)
+                elif _state.inference:
+                    return _inference_result(op, args, out, ())
+                t = _new(T)  # Tensor._wrap(out), inlined
+                c = t._cell = _new(_Cell)
+                c.value, c.gen = out, 0
+                t._viewinfo, t._ver, t._requires_grad, t._grad_fn = None, [0], False, None
+                return t
+        elif len(args) == 2:
+            a, b = args
+            if isinstance(a, T):
+                v0 = a._cell.value if a._viewinfo is None else None
+                k0 = v0.aval.dtype if type(v0) is _Array else None
+                g0 = a._requires_grad
+            else:  # a Python scalar: its type is the key, its reused 0-d array the operand
+                k0, g0 = type(a), False
+                v0 = scalar_array(a)
+            if isinstance(b, T):
+                v1 = b._cell.value if b._viewinfo is None else None
+                k1 = v1.aval.dtype if type(v1) is _Array else None
+                g1 = b._requires_grad
+            else:
+                k1, g1 = type(b), False
+                v1 = scalar_array(b)
+            if (e := op._fast.get((k0, k1))) is not None:
+                try:
+                    out = e[0](v0, v1)
+                except (ValueError, TypeError) as exc:  # jax's broadcasting error -> PyTorch's
+                    _raise_broadcast_error((v0, v1), exc)
+                    raise
+                if op.grad_name is not None and _state.enabled:
+                    if (g0 or g1) and e[2]:
+                        d = e[3]
+                        return _record(op, args, out, (), e[1],
+                                       (g0, g1) if d is None else (g0 and d[0], g1 and d[1]),
+                                       (v0, v1), True)
+                elif _state.inference:
+                    return _inference_result(op, args, out, ())
+                t = _new(T)  # Tensor._wrap(out), inlined
+                c = t._cell = _new(_Cell)
+                c.value, c.gen = out, 0
+                t._viewinfo, t._ver, t._requires_grad, t._grad_fn = None, [0], False, None
+                return t
+        elif len(args) == 3 and (r := _fast3(op, args)) is not None:
+            return r
     if _amp_hook[0] is not None:
         args = _amp_hook[0](op, args)
     T = _Tensor
@@ -287,10 +350,12 @@ def apply(op: Op, *args, **static):
         if k is None:
             k = op.forward(skey, cast, nargs)
         try:
-            out = k(*vals)
+            out = k(*scalar_arrays(vals))
         except (ValueError, TypeError) as e:  # jax's broadcasting error -> PyTorch's
             _raise_broadcast_error(vals, e)
             raise
+        if op._fast is not None and direct and not static:
+            _remember(op, args, vals, cast, k, out)
     if op.grad_name is not None and _state.enabled:
         for a in args:  # cheap scan first: most calls have no input that requires grad
             if isinstance(a, T) and a._requires_grad:
@@ -326,6 +391,119 @@ def apply(op: Op, *args, **static):
         t._viewinfo, t._ver, t._requires_grad, t._grad_fn = None, [0], False, None
         return t
     return T._wrap(out)
+
+
+def _fast3(op, args):
+    """``apply``'s fast path for three operands (``add``'s alpha): None if not remembered."""
+    T = _Tensor
+    keys = []
+    for a in args:
+        if isinstance(a, T):
+            v = a._cell.value if a._viewinfo is None else None
+            keys.append(v.aval.dtype if type(v) is _Array else None)
+        else:
+            keys.append(type(a))
+    e = op._fast.get(tuple(keys))
+    if e is None:
+        return None
+    vals = [a._cell.value if type(k) is not type else scalar_array(a) for a, k in zip(args, keys)]
+    try:
+        out = e[0](*vals)
+    except (ValueError, TypeError) as exc:  # jax's broadcasting error -> PyTorch's
+        _raise_broadcast_error(vals, exc)
+        raise
+    if op.grad_name is not None and _state.enabled:
+        mask = [isinstance(a, T) and a._requires_grad for a in args]
+        if any(mask) and e[2]:
+            d = e[3]
+            return _record(op, args, out, (), e[1],
+                           tuple(mask if d is None else [m and di for m, di in zip(mask, d)]), vals, True)
+    elif _state.inference:
+        return _inference_result(op, args, out, ())
+    return T._wrap(out)
+
+
+_SCALARS = (int, float, bool, type(None))
+
+
+# ---- Python scalars as kernel operands --------------------------------------------------------
+# jit turns a Python scalar argument into a device buffer on every call (~3 µs here, as much as a
+# small kernel: every `x + y` passes alpha=1, `x * 2.0` its 2.0). The 0-d array of a value is
+# made once and reused: the same aval (weakly typed int64/float64, or bool), so the same program
+# and bits, and kernels only ever see the array form (nothing compiles twice). Only where every
+# operand is concrete: inside a trace a scalar stays a Python number.
+_SCALAR_ARRAYS: dict = {}
+SCALAR_ARRAYS_MAX = 4096  # distinct values kept (a value that changes every step: cleared)
+_INT64 = 1 << 63
+
+
+def scalar_array(v):
+    """The reused 0-d array of a Python int, float or bool ``v``; anything else unchanged.
+
+    >>> scalar_array(2.0) is scalar_array(2.0), scalar_array(2.0).dtype, scalar_array(None)
+    (True, dtype('float64'), None)
+    """
+    t = type(v)
+    if t is not float and t is not int and t is not bool:
+        return v
+    a = _SCALAR_ARRAYS.get((t, v))
+    if a is not None:
+        return a
+    if t is float:
+        if not v or v != v:  # 0.0 and -0.0 are one key, nans none: made each time
+            return _put(v)
+    elif t is int and not -_INT64 <= v < _INT64:
+        return v  # (out of int64's range: jax's own error, as before)
+    if len(_SCALAR_ARRAYS) >= SCALAR_ARRAYS_MAX:
+        _SCALAR_ARRAYS.clear()
+    a = _SCALAR_ARRAYS[(t, v)] = _put(v)
+    return a
+
+
+def scalar_arrays(vals):
+    """``vals`` with its Python scalars as ``scalar_array``s, where every array is concrete."""
+    for v in vals:
+        t = type(v)
+        if t is int or t is float or t is bool:
+            break
+    else:
+        return vals
+    if any(isinstance(v, _Tracer) for v in vals):
+        return vals
+    return [scalar_array(v) for v in vals]
+
+
+def _remember(op, args, vals, cast, k, out) -> None:
+    """Let ``apply``'s fast path run calls like this one (no static arguments, no binding
+    frame) from now on, where its operands' dtypes (a Python scalar's type) decide all that the
+    full path decided: the kernel (a plain one: a per-shape kernel keys on shapes), the cast
+    (none, or the one dtype of the Tensor operands, whatever the default dtype and their
+    dimensions), no dtype refusal (nor a check of values), and whether the result can carry a
+    gradient. A kernel made per-shape later drops them (``Op.forward``).
+    """
+    if type(out) is tuple or type(k) is _cache.ShapeKernel or _amp_hook[0] is not None \
+            or len(args) > 3:
+        return
+    keys = []
+    for a, v in zip(args, vals):
+        if isinstance(a, _Tensor):
+            if a._viewinfo is not None or type(v) is not _Array:
+                return
+            keys.append(v.aval.dtype)
+        elif type(a) in _SCALARS:
+            keys.append(type(a))
+        else:
+            return
+    dts = [kk for kk in keys if type(kk) is not type]
+    if not dts or cast is not None and any(d is not cast.np for d in dts):
+        return
+    if op.reject is not None:
+        dt = cast.np if cast is not None and op.promote != "float" else vals[0].dtype
+        if op.reject.get(dt) is not None:
+            return
+    diff = None if op.diff is None else tuple(i in op.diff for i in range(len(args)))
+    out_dt = out.aval.dtype if type(out) is _Array else out.dtype
+    op._fast[keys[0] if len(keys) == 1 else tuple(keys)] = (k, cast, out_dt in _INEXACT, diff)
 
 
 # The first uses of an op with a NumPy twin per (static arguments, avals) run the twin
@@ -645,7 +823,7 @@ class OpNode(Node):
             if k is None:
                 k = op.backward(*self._key)
             T = _Tensor
-            vals = [s._value if isinstance(s, T) else s for s in self._saved]
+            vals = scalar_arrays([s._value if isinstance(s, T) else s for s in self._saved])
             res = [T._wrap(r) for r in k(vals, tuple([c._value for c in cots]))]
         if len(res) == len(self._mask_pos):
             return res

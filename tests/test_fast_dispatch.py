@@ -1,0 +1,255 @@
+"""apply's fast path (a call decided once by its operands' dtypes runs its kernel directly) and
+Python scalars as reused 0-d arrays: the same results, nodes, errors and compiles as the full path.
+
+Each case runs its call three times: the first takes the full path and remembers the decision,
+the later ones take the fast path; every result must equal the first (bit for bit) and, where
+PyTorch is installed, PyTorch's values, dtype, node name and gradients.
+"""
+
+import math
+import warnings
+
+import numpy as np
+import pytest
+
+import funcgrad
+from funcgrad import _cache, _dispatch
+from funcgrad._ops._registry import OPS
+
+from .test_caches import _COMPILES
+
+# (name, f(mod, a, b) -> tensor) with a = 4x3 float32 requiring grad, b = 4x3 float32 constant
+CASES = [
+    ("exp", lambda m, a, b: m.exp(a)),
+    ("neg", lambda m, a, b: -a),
+    ("mul tensors", lambda m, a, b: a * b),
+    ("mul scalar", lambda m, a, b: a * 2.5),
+    ("rmul int", lambda m, a, b: 3 * a),
+    ("add alpha", lambda m, a, b: m.add(a, b, alpha=2)),
+    ("add scalar", lambda m, a, b: a + 1),
+    ("sub float", lambda m, a, b: a - 1.5),
+    ("rsub", lambda m, a, b: 1.5 - a),
+    ("div scalar", lambda m, a, b: a / 3.0),
+    ("pow scalar", lambda m, a, b: a ** 2),
+    ("pow tensor", lambda m, a, b: a.abs() ** b),
+    ("constant only", lambda m, a, b: b * b + 0.5),
+    ("clamp", lambda m, a, b: m.clamp(a, min=-0.5)),
+    ("mul -0.0", lambda m, a, b: a * -0.0),
+]
+
+
+def _inputs(mod):
+    rng = np.random.default_rng(0)
+    a = mod.tensor(rng.standard_normal((4, 3)).astype(np.float32), requires_grad=True)
+    b = mod.tensor(rng.standard_normal((4, 3)).astype(np.float32))
+    return a, b
+
+
+def _run(mod, f):
+    a, b = _inputs(mod)
+    out = f(mod, a, b)
+    node = type(out.grad_fn).__name__ if out.grad_fn is not None else None
+    grad = None
+    if out.requires_grad:
+        out.sum().backward()
+        grad = a.grad.detach().numpy().copy()
+    return out.detach().numpy().copy(), str(out.dtype).split(".")[-1], node, grad
+
+
+@pytest.mark.parametrize("name,f", CASES, ids=[c[0] for c in CASES])
+def test_fast_path_same_as_full_path(name, f):
+    runs = [_run(funcgrad, f) for _ in range(3)]  # full path, then remembered
+    for r in runs[1:]:
+        np.testing.assert_array_equal(r[0], runs[0][0])
+        assert r[0].tobytes() == runs[0][0].tobytes()  # -0.0 included
+        assert r[1:3] == runs[0][1:3]
+        if runs[0][3] is None:
+            assert r[3] is None
+        else:
+            assert r[3].tobytes() == runs[0][3].tobytes()
+
+
+@pytest.mark.torch
+@pytest.mark.parametrize("name,f", CASES, ids=[c[0] for c in CASES])
+def test_fast_path_matches_torch(name, f):
+    torch = pytest.importorskip("torch")
+    ref = _run(torch, f)
+    for _ in range(3):
+        got = _run(funcgrad, f)
+        np.testing.assert_allclose(got[0], ref[0], rtol=1e-6, atol=1e-6)
+        assert np.signbit(got[0]).tolist() == np.signbit(ref[0]).tolist()
+        assert got[1:3] == ref[1:3]
+        if ref[3] is None:
+            assert got[3] is None
+        else:
+            np.testing.assert_allclose(got[3], ref[3], rtol=1e-6, atol=1e-6)
+
+
+def test_remembered_calls_skip_the_decisions(monkeypatch):
+    """The second call of a remembered kind neither promotes nor looks up the kernel again."""
+    a, b = _inputs(funcgrad)
+    a * b, a * 2.0, funcgrad.exp(a)  # remembered (full path)
+    mul, exp = OPS["mul"], OPS["exp"]
+    assert (a.dtype.np, b.dtype.np) in mul._fast and (a.dtype.np, float) in mul._fast
+    assert a.dtype.np in exp._fast
+
+    def refuse(*args, **kw):
+        raise AssertionError("the full path ran")
+    monkeypatch.setattr(_dispatch, "result_dtype", refuse)
+    monkeypatch.setattr(_dispatch, "_check_dtype", refuse)
+    r1, r2, r3 = a * b, a * 2.0, funcgrad.exp(a)
+    assert [type(r.grad_fn).__name__ for r in (r1, r2, r3)] == ["MulBackward0", "MulBackward0", "ExpBackward0"]
+    with funcgrad.no_grad():
+        assert not (a * b).requires_grad
+
+
+def test_promotion_that_depends_on_more_than_dtypes_is_not_remembered():
+    """A 0-dim operand, the default dtype: the full path decides each time (PyTorch's rules)."""
+    x32 = funcgrad.ones(2, 2)
+    s64 = funcgrad.tensor(2.0, dtype=funcgrad.float64)
+    m64 = funcgrad.ones(2, 2, dtype=funcgrad.float64)
+    i = funcgrad.tensor([1, 2])
+    for _ in range(3):
+        assert (x32 * s64).dtype is funcgrad.float32  # a 0-dim tensor does not promote
+        assert (x32 * m64).dtype is funcgrad.float64
+        assert (s64 * s64).dtype is funcgrad.float64
+        assert (i * 2.5).dtype is funcgrad.float32
+    funcgrad.set_default_dtype(funcgrad.float64)
+    try:
+        assert (i * 2.5).dtype is funcgrad.float64  # not the float32 decided before
+        assert (i / i).dtype is funcgrad.float64
+    finally:
+        funcgrad.set_default_dtype(funcgrad.float32)
+    assert (i * 2.5).dtype is funcgrad.float32
+
+
+def test_value_checks_run_every_call():
+    """Integer division checks the divisor's values: never a remembered call."""
+    a, b = funcgrad.tensor([4, 6]), funcgrad.tensor([2, 3])
+    for _ in range(3):
+        assert (a // b).tolist() == [2, 2]
+    with pytest.raises(RuntimeError, match="ZeroDivisionError"):
+        a // funcgrad.tensor([0, 1])
+    with pytest.raises(RuntimeError, match="ZeroDivisionError"):
+        a // 0
+
+
+def test_dtype_refusals_survive_remembering():
+    x = funcgrad.ones(2)
+    for _ in range(3):
+        x.abs()
+    for _ in range(2):
+        with pytest.raises(NotImplementedError, match="\"abs_cpu\" not implemented for 'Bool'"):
+            funcgrad.tensor([True, False]).abs()
+
+
+def test_broadcast_error_from_the_fast_path():
+    a, b = funcgrad.ones(3), funcgrad.ones(3)
+    for _ in range(3):
+        a * b
+    for _ in range(2):
+        with pytest.raises(RuntimeError, match=r"The size of tensor a \(3\) must match the size of "
+                                               r"tensor b \(4\) at non-singleton dimension 0"):
+            a * funcgrad.ones(4)
+
+
+def test_modes_still_apply():
+    x = funcgrad.ones(3, requires_grad=True)
+    for _ in range(3):
+        x * 2.0
+    with funcgrad.inference_mode():
+        r = x * 2.0
+    assert r.is_inference() and not r.requires_grad
+    with funcgrad.no_grad():
+        assert not (x * 2.0).requires_grad
+    with funcgrad.autocast("cpu", dtype=funcgrad.bfloat16):
+        assert funcgrad.mm(x[None], x[:, None]).dtype is funcgrad.bfloat16
+
+
+def test_views_and_leaf_errors_take_the_full_path():
+    x = funcgrad.arange(6.0).reshape(2, 3)
+    for _ in range(3):
+        y = x.t() * 2.0  # a view operand: its value computed as a view
+    assert y.tolist() == [[0.0, 6.0], [2.0, 8.0], [4.0, 10.0]]
+    w = funcgrad.ones(2, requires_grad=True)
+    with pytest.raises(RuntimeError, match="a leaf Variable that requires grad"):
+        w.mul_(2.0)
+
+
+def test_churning_shapes_drop_the_remembered_plain_kernel(monkeypatch):
+    """A kernel that becomes per-shape (bounded) is not kept alive and called by the fast path."""
+    monkeypatch.setattr(_cache, "CHURN", 2)
+    traced = []
+
+    def fn(x):
+        traced.append(x.shape)
+        return x * 3.0
+    op = _dispatch.Op("fast_churn", fn, "FastChurnBackward0", promote="float")
+    run = lambda n: _dispatch.apply(op, funcgrad.ones(n)).numpy()  # noqa: E731
+    run(1), run(1)
+    assert len(op._fast) == 1
+    run(2), run(3)  # the third shape makes the kernel per-shape
+    assert not op._fast
+    run(1)
+    assert type(next(iter(op._fwd.values()))) is _cache.ShapeKernel
+    assert traced.count((1,)) == 2  # traced again per-shape: the plain kernel is not used
+    assert not op._fast  # a per-shape kernel is never remembered
+
+
+def test_scalar_arrays_are_reused_and_keep_signed_zero_apart():
+    a = _dispatch.scalar_array(2.5)
+    assert _dispatch.scalar_array(2.5) is a and a.dtype == np.float64 and a.weak_type
+    assert _dispatch.scalar_array(2) is not _dispatch.scalar_array(2.0)  # 2 == 2.0, other types
+    assert _dispatch.scalar_array(True).dtype == np.bool_
+    neg, pos = _dispatch.scalar_array(-0.0), _dispatch.scalar_array(0.0)
+    assert math.copysign(1, float(neg)) == -1 and math.copysign(1, float(pos)) == 1
+    assert math.isnan(float(_dispatch.scalar_array(float("nan"))))
+    big = 2 ** 70
+    assert _dispatch.scalar_array(big) is big  # jax's own overflow error follows, as before
+    with pytest.raises(OverflowError):
+        funcgrad.ones(2) + big
+    assert _dispatch.scalar_array(None) is None and _dispatch.scalar_array("s") == "s"
+
+
+def test_scalar_arrays_are_bounded(monkeypatch):
+    monkeypatch.setattr(_dispatch, "_SCALAR_ARRAYS", {})
+    monkeypatch.setattr(_dispatch, "SCALAR_ARRAYS_MAX", 8)
+    x = funcgrad.ones(2)
+    for i in range(1, 30):  # a scalar that changes every step (a schedule)
+        assert (x * float(i)).tolist() == [float(i)] * 2
+    assert len(_dispatch._SCALAR_ARRAYS) <= 8
+
+
+def test_scalar_operands_compile_once():
+    """A scalar's new values, the fast path and later backward passes compile nothing more."""
+    x = funcgrad.ones(5, 7, requires_grad=True)
+    (x * 1.25 + 0.5).sum().backward()  # compiled here
+    with _COMPILES as c:
+        for v in (2.0, 3.0, -1.0):
+            for _ in range(2):
+                x.grad = None
+                (x * v + 0.5).sum().backward()
+        with funcgrad.no_grad():
+            x * 7.0
+    assert c.n == 0
+    assert x.grad.tolist() == [[-1.0] * 7] * 5
+
+
+def test_scalar_saved_for_backward_engine_and_fused_agree():
+    """A saved Python scalar reaches the backward kernel (engine, fused program) as its array."""
+    x = funcgrad.tensor([1.0, 2.0, 3.0], requires_grad=True)
+    for hooked in (False, True, False):
+        x.grad = None
+        y = x ** 3
+        if hooked:  # a hook on a node: the graph runs by regions / the engine
+            y.register_hook(lambda g: g)
+        (y * 0.5).sum().backward()
+        assert x.grad.tolist() == [1.5, 6.0, 13.5]
+
+
+def test_no_warnings_and_repeatable():
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        a, b = _inputs(funcgrad)
+        outs = [((a * b + 1) ** 2 / 3.0 - a).detach().numpy().tobytes() for _ in range(4)]
+    assert len(set(outs)) == 1
