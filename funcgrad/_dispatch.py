@@ -253,27 +253,31 @@ _amp_hook = [None]  # funcgrad.amp's autocast cast, installed only while some th
 
 def apply(op: Op, *args, **static):
     """Run ``op`` on Tensors/scalars/arrays; record a graph node when needed."""
-    if not static and op._fast is not None and _amp_hook[0] is None and not _active[0]:
+    if op._fast is not None and _amp_hook[0] is None and not _active[0]:
         # A call whose path the full one below decided before: its kernel and dtype cast by
-        # the operands' dtypes (a Python scalar's type), nothing else redone (_remember says
-        # when that holds); then the same recording and wrapping, inlined for one operand.
+        # the operands' dtypes (a Python scalar's type) and static arguments, nothing else
+        # redone (_remember says when that holds); then the same recording and wrapping,
+        # inlined for one operand (with static arguments: reductions) and two (without).
         T = _Tensor
         if len(args) == 1:
             a = args[0]
             if isinstance(a, T) and a._viewinfo is None and type(v0 := a._cell.value) is _Array \
-                    and (e := op._fast.get(v0.aval.dtype)) is not None:
+                    and (e := op._fast.get((v0.aval.dtype, skey := tuple(static.items())) if static
+                                           else v0.aval.dtype)) is not None:
                 out = e[0](v0)
                 if op.grad_name is not None and _state.enabled:
                     if a._requires_grad and e[2]:
-                        return _record(op, args, out, (), e[1], (True,) if e[3] is None else e[3],
-                                       (v0,), True)
+                        return _record(op, args, out, skey if static else (), e[1],
+                                       (True,) if e[3] is None else e[3], (v0,), True)
                 elif _state.inference:
-                    return _inference_result(op, args, out, ())
+                    return _inference_result(op, args, out, skey if static else ())
                 t = _new(T)  # Tensor._wrap(out), inlined
                 c = t._cell = _new(_Cell)
                 c.value, c.gen = out, 0
                 t._viewinfo, t._ver, t._requires_grad, t._grad_fn = None, [0], False, None
                 return t
+        elif static:
+            pass
         elif len(args) == 2:
             a, b = args
             if isinstance(a, T):
@@ -354,8 +358,8 @@ def apply(op: Op, *args, **static):
         except (ValueError, TypeError) as e:  # jax's broadcasting error -> PyTorch's
             _raise_broadcast_error(vals, e)
             raise
-        if op._fast is not None and direct and not static:
-            _remember(op, args, vals, cast, k, out)
+        if op._fast is not None and direct and (nargs == 1 or not static):
+            _remember(op, args, vals, cast, k, out, skey)
     if op.grad_name is not None and _state.enabled:
         for a in args:  # cheap scan first: most calls have no input that requires grad
             if isinstance(a, T) and a._requires_grad:
@@ -449,6 +453,8 @@ def scalar_array(v):
     a = _SCALAR_ARRAYS.get((t, v))
     if a is not None:
         return a
+    if not _cache.trace_clean():  # made inside a trace it would be a tracer: a number stays
+        return v
     if t is float:
         if not v or v != v:  # 0.0 and -0.0 are one key, nans none: made each time
             return _put(v)
@@ -473,10 +479,10 @@ def scalar_arrays(vals):
     return [scalar_array(v) for v in vals]
 
 
-def _remember(op, args, vals, cast, k, out) -> None:
-    """Let ``apply``'s fast path run calls like this one (no static arguments, no binding
-    frame) from now on, where its operands' dtypes (a Python scalar's type) decide all that the
-    full path decided: the kernel (a plain one: a per-shape kernel keys on shapes), the cast
+def _remember(op, args, vals, cast, k, out, skey=()) -> None:
+    """Let ``apply``'s fast path run calls like this one (no binding frame; static arguments
+    ``skey`` only with one operand) from now on, where its operands' dtypes (a Python scalar's
+    type) and the static arguments decide all that the full path decided: the kernel (a plain one: a per-shape kernel keys on shapes), the cast
     (none, or the one dtype of the Tensor operands, whatever the default dtype and their
     dimensions), no dtype refusal (nor a check of values), and whether the result can carry a
     gradient. A kernel made per-shape later drops them (``Op.forward``).
@@ -503,7 +509,8 @@ def _remember(op, args, vals, cast, k, out) -> None:
             return
     diff = None if op.diff is None else tuple(i in op.diff for i in range(len(args)))
     out_dt = out.aval.dtype if type(out) is _Array else out.dtype
-    op._fast[keys[0] if len(keys) == 1 else tuple(keys)] = (k, cast, out_dt in _INEXACT, diff)
+    key = (keys[0] if len(keys) == 1 else tuple(keys)) if not skey else (keys[0], skey)
+    op._fast[key] = (k, cast, out_dt in _INEXACT, diff)
 
 
 # The first uses of an op with a NumPy twin per (static arguments, avals) run the twin

@@ -71,8 +71,11 @@ def sum(input, dim=None, keepdim=False, *, dtype=None) -> Tensor:
     >>> funcgrad.tensor([[1, 2], [3, 4]]).sum(dim=1)
     tensor([3, 7])
     """
-    if dim is None and dtype is None and isinstance(input, Tensor):  # `loss = x.sum()`: hot
-        return apply(_sum0, input, dim=None, keepdim=False, dtype=None)
+    if dtype is None and isinstance(input, Tensor):  # `loss = x.sum()`, `x.sum(1)`: hot
+        if dim is None:
+            return apply(_sum0, input, dim=None, keepdim=False, dtype=None)
+        if type(dim) is int and (dims := _INT_DIMS.get((dim, input.dim()))) is not None:
+            return apply(_sum1, input, dim=dims, keepdim=bool(keepdim), dtype=None)
     dims = _dims(dim, input.ndim)
     dt = None if dtype is None else to_dtype(dtype).np
     if dims is None and dim is None:
