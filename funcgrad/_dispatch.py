@@ -278,8 +278,9 @@ def apply(op: Op, *args, **static):
                 return t
         elif static:
             pass
-        elif len(args) == 2:
-            a, b = args
+        elif (n := len(args)) == 2 or n == 3 and type(args[2]) in _NUMBERS:
+            # (a third operand only as a Python number: add/sub's alpha)
+            a, b = args[0], args[1]
             if isinstance(a, T):
                 v0 = a._cell.value if a._viewinfo is None else None
                 k0 = v0.aval.dtype if type(v0) is _Array else None
@@ -294,18 +295,19 @@ def apply(op: Op, *args, **static):
             else:
                 k1, g1 = type(b), False
                 v1 = scalar_array(b)
-            if (e := op._fast.get((k0, k1))) is not None:
+            if (e := op._fast.get((k0, k1) if n == 2 else (k0, k1, type(args[2])))) is not None:
+                vals = (v0, v1) if n == 2 else (v0, v1, scalar_array(args[2]))
                 try:
-                    out = e[0](v0, v1)
+                    out = e[0](*vals)
                 except (ValueError, TypeError) as exc:  # jax's broadcasting error -> PyTorch's
-                    _raise_broadcast_error((v0, v1), exc)
+                    _raise_broadcast_error(vals, exc)
                     raise
                 if op.grad_name is not None and _state.enabled:
                     if (g0 or g1) and e[2]:
                         d = e[3]
-                        return _record(op, args, out, (), e[1],
-                                       (g0, g1) if d is None else (g0 and d[0], g1 and d[1]),
-                                       (v0, v1), True)
+                        mask = (g0, g1) if d is None else (g0 and d[0], g1 and d[1])
+                        return _record(op, args, out, (), e[1], mask if n == 2 else mask + (False,),
+                                       vals, True)
                 elif _state.inference:
                     return _inference_result(op, args, out, ())
                 t = _new(T)  # Tensor._wrap(out), inlined
@@ -313,8 +315,6 @@ def apply(op: Op, *args, **static):
                 c.value, c.gen = out, 0
                 t._viewinfo, t._ver, t._requires_grad, t._grad_fn = None, [0], False, None
                 return t
-        elif len(args) == 3 and (r := _fast3(op, args)) is not None:
-            return r
     if _amp_hook[0] is not None:
         args = _amp_hook[0](op, args)
     T = _Tensor
@@ -397,36 +397,7 @@ def apply(op: Op, *args, **static):
     return T._wrap(out)
 
 
-def _fast3(op, args):
-    """``apply``'s fast path for three operands (``add``'s alpha): None if not remembered."""
-    T = _Tensor
-    keys = []
-    for a in args:
-        if isinstance(a, T):
-            v = a._cell.value if a._viewinfo is None else None
-            keys.append(v.aval.dtype if type(v) is _Array else None)
-        else:
-            keys.append(type(a))
-    e = op._fast.get(tuple(keys))
-    if e is None:
-        return None
-    vals = [a._cell.value if type(k) is not type else scalar_array(a) for a, k in zip(args, keys)]
-    try:
-        out = e[0](*vals)
-    except (ValueError, TypeError) as exc:  # jax's broadcasting error -> PyTorch's
-        _raise_broadcast_error(vals, exc)
-        raise
-    if op.grad_name is not None and _state.enabled:
-        mask = [isinstance(a, T) and a._requires_grad for a in args]
-        if any(mask) and e[2]:
-            d = e[3]
-            return _record(op, args, out, (), e[1],
-                           tuple(mask if d is None else [m and di for m, di in zip(mask, d)]), vals, True)
-    elif _state.inference:
-        return _inference_result(op, args, out, ())
-    return T._wrap(out)
-
-
+_NUMBERS = frozenset((int, float, bool))
 _SCALARS = (int, float, bool, type(None))
 
 
@@ -488,8 +459,8 @@ def _remember(op, args, vals, cast, k, out, skey=()) -> None:
     gradient. A kernel made per-shape later drops them (``Op.forward``).
     """
     if type(out) is tuple or type(k) is _cache.ShapeKernel or _amp_hook[0] is not None \
-            or len(args) > 3:
-        return
+            or len(args) > 3 or len(args) == 3 and type(args[2]) not in _NUMBERS:
+        return  # (a third operand only as a number: the fast path looks no further)
     keys = []
     for a, v in zip(args, vals):
         if isinstance(a, _Tensor):
@@ -685,7 +656,7 @@ def _record(op, args, out, skey, cast, mask, vals=None, direct=False):
     diff = op.diff
     T = _Tensor
     if diff is None and not op.linear:  # the common case: every input saved as it is
-        saved, avals, versions = list(args), (), []
+        saved, avals, versions = args, (), []  # (never changed in place: the tuple itself)
         for a in args:
             if isinstance(a, T):
                 ver = a._ver

@@ -252,8 +252,8 @@ def sub(input, other, *, alpha=1, out=None) -> Tensor:
 
 def _no_bool_sub(a, b) -> None:
     """PyTorch refuses subtraction with a bool tensor operand (its message names the fix)."""
-    ab = isinstance(a, Tensor) and a.dtype is _dtype.bool_
-    bb = isinstance(b, Tensor) and b.dtype is _dtype.bool_
+    ab = isinstance(a, Tensor) and a._value.dtype == np.bool_  # (the array's: no dtype object)
+    bb = isinstance(b, Tensor) and b._value.dtype == np.bool_
     if ab and bb:
         raise RuntimeError("Subtraction, the `-` operator, with two bool tensors is not supported. "
                            "Use the `^` or `logical_xor()` operator instead.")
@@ -287,9 +287,9 @@ def div(input, other, *, rounding_mode=None, out=None) -> Tensor:
     if rounding_mode is None:
         # bool operands are made float first: inside one kernel XLA folds bool-to-float into the
         # division as a select, which gives 0 for False / False (PyTorch: nan)
-        if input.dtype is _dtype.bool_:
+        if input._value.dtype == np.bool_:  # (the array's dtype: no dtype object made)
             input = input.to(_dtype.get_default_dtype())
-        if isinstance(other, Tensor) and other.dtype is _dtype.bool_:
+        if isinstance(other, Tensor) and other._value.dtype == np.bool_:
             other = other.to(_dtype.get_default_dtype())
         r = apply(_div, input, other)
     elif rounding_mode == "floor":

@@ -86,6 +86,9 @@ def sum(input, dim=None, keepdim=False, *, dtype=None) -> Tensor:
 @export("mean")
 def mean(input, dim=None, keepdim=False, *, dtype=None) -> Tensor:
     """Mean of all elements (``MeanBackward0``) or over ``dim`` (``MeanBackward1``)."""
+    if dim is None and dtype is None and isinstance(input, Tensor) \
+            and input._value.dtype.kind in "fc":  # `loss = x.mean()`: hot
+        return apply(_mean0, input, dim=None, keepdim=False, dtype=None)
     if dtype is None and not (input.dtype.is_floating_point or input.dtype.is_complex):
         raise RuntimeError(
             f"mean(): could not infer output dtype. Input dtype must be either a floating point or "
