@@ -11,6 +11,8 @@ derivative is ``jax.vjp`` of the vjp and higher orders need nothing more.
 
 from __future__ import annotations
 
+import struct as _struct
+
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -427,8 +429,14 @@ def scalar_array(v):
     if not _cache.trace_clean():  # made inside a trace it would be a tracer: a number stays
         return v
     if t is float:
-        if not v or v != v:  # 0.0 and -0.0 are one key, nans none: made each time
-            return _put(v)
+        if not v or v != v:  # 0.0 == -0.0 and nan != nan as keys: these go by their bits
+            key = (float, _struct.pack("<d", v))
+            a = _SCALAR_ARRAYS.get(key)
+            if a is None:
+                if len(_SCALAR_ARRAYS) >= SCALAR_ARRAYS_MAX:
+                    _SCALAR_ARRAYS.clear()
+                a = _SCALAR_ARRAYS[key] = _put(v)
+            return a
     elif t is int and not -_INT64 <= v < _INT64:
         return v  # (out of int64's range: jax's own error, as before)
     if len(_SCALAR_ARRAYS) >= SCALAR_ARRAYS_MAX:

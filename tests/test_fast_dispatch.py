@@ -214,7 +214,10 @@ def test_scalar_arrays_are_reused_and_keep_signed_zero_apart():
     assert _dispatch.scalar_array(True).dtype == np.bool_
     neg, pos = _dispatch.scalar_array(-0.0), _dispatch.scalar_array(0.0)
     assert math.copysign(1, float(neg)) == -1 and math.copysign(1, float(pos)) == 1
-    assert math.isnan(float(_dispatch.scalar_array(float("nan"))))
+    assert _dispatch.scalar_array(-0.0) is neg and _dispatch.scalar_array(0.0) is pos
+    nan, mnan = _dispatch.scalar_array(float("nan")), _dispatch.scalar_array(-float("nan"))
+    assert math.isnan(float(nan)) and math.copysign(1, float(nan)) == 1
+    assert math.copysign(1, float(mnan)) == -1 and _dispatch.scalar_array(float("nan")) is nan
     big = 2 ** 70
     assert _dispatch.scalar_array(big) is big  # jax's own overflow error follows, as before
     with pytest.raises(OverflowError):
