@@ -359,8 +359,19 @@ def _rdiv_fn(self, other):
     return apply(_rdiv, self, other)
 
 
-for _n, _f in [("__add__", add), ("__radd__", add), ("__sub__", sub), ("__rsub__", _swap(sub)),
-               ("__mul__", mul), ("__rmul__", mul), ("__truediv__", div),
+def _add_dunder(self, other):
+    """``x + y``: ``add(self, other)`` without its keywords (self is a Tensor, alpha 1)."""
+    return apply(_add, self, other, 1)
+
+
+def _mul_dunder(self, other):
+    """``x * y``: ``mul(self, other)`` (self is a Tensor)."""
+    return apply(_mul, self, other)
+
+
+for _n, _f in [("__add__", _add_dunder), ("__radd__", _add_dunder), ("__sub__", sub),
+               ("__rsub__", _swap(sub)), ("__mul__", _mul_dunder), ("__rmul__", _mul_dunder),
+               ("__truediv__", div),
                ("__rtruediv__", _rdiv_fn), ("__floordiv__", floor_divide),
                ("__rfloordiv__", _swap(floor_divide)), ("__mod__", remainder),
                ("__rmod__", _swap(remainder)), ("__pow__", pow), ("__rpow__", _swap(pow))]:

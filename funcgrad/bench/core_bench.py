@@ -93,7 +93,10 @@ def tiny_backward(n: int = 200) -> list[dict]:
 
 def per_op_overhead(n: int = 300) -> list[dict]:
     """Eager dispatch cost of a unary, binary and reduction op on 4×4 vs a bare jitted call
-    (target ≤ 1.3×), with and without an input that requires grad (recording a node)."""
+    (target ≤ 1.3×), with and without an input that requires grad (recording a node); ``x + y``
+    (PyTorch's add has alpha=1, a third operand) and ``x * 2.5`` against the same jitted call a
+    JAX user writes (``jax.jit(jnp.multiply)(x, 2.5)``, which converts the Python float on
+    every call; funcgrad passes a reused 0-d array)."""
     import funcgrad as fg
     x = fg.randn(4, 4)
     y = fg.randn(4, 4)
@@ -103,7 +106,9 @@ def per_op_overhead(n: int = 300) -> list[dict]:
     cases = [("unary exp", lambda: fg.exp(x), jax.jit(jnp.exp), (xv,)),
              ("binary mul", lambda: x * y, jax.jit(jnp.multiply), (xv, yv)),
              ("reduction sum(dim=1)", lambda: x.sum(1), jax.jit(lambda v: v.sum(1)), (xv,)),
-             ("binary mul, records a node", lambda: xg * y, jax.jit(jnp.multiply), (xv, yv))]
+             ("binary mul, records a node", lambda: xg * y, jax.jit(jnp.multiply), (xv, yv)),
+             ("binary add x + y", lambda: x + y, jax.jit(jnp.add), (xv, yv)),
+             ("mul by a Python float x * 2.5", lambda: x * 2.5, jax.jit(jnp.multiply), (xv, 2.5))]
     for name, fgf, jf, args in cases:
         t = _side_by_side({"funcgrad": fgf, "bare jax.jit": lambda: jf(*args)}, n)
         rows += [dict(bench=f"per-op {name} 4x4", impl=k, us=v * 1e6) for k, v in t.items()]
