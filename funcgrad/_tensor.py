@@ -243,8 +243,8 @@ class Tensor:
 
     @staticmethod
     def _make_view(base: "Tensor", value, op, skey, dyn=()) -> "Tensor":
-        t = object.__new__(Tensor)
-        t._init(None)
+        t = object.__new__(Tensor)  # (_init's cell and counter would be replaced: the base's)
+        t._requires_grad, t._grad_fn = False, None
         vi = base._viewinfo
         root = base if vi is None else vi.base
         step = (op, skey, tuple(dyn))

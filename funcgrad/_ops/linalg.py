@@ -9,7 +9,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from .. import _cache, _dispatch
-from .._tensor import _dtype_cname, _scalar_type_name, _wrap_dim
+from .._tensor import _Array, _dtype_cname, _scalar_type_name, _wrap_dim
 from ._registry import FUNCTIONS, Tensor, apply, defop, export, inplace_method
 from .shape import _t
 
@@ -192,7 +192,18 @@ def _add_product(kind, input, a, b, beta, alpha, out):
 
 
 _ADDMM_KEY = (("beta", 1), ("alpha", 1), ("kind", "addmm"))
+# (op, cast) -> kernel; (op, *operand dtypes, default dtype) -> (cast, plain kernel)
 _linear_kernels: dict = {}
+
+
+def _forget_linear_hits():
+    """A linear kernel went per-shape: the remembered plain one must not be called again."""
+    for key in [k for k, v in _linear_kernels.items() if type(v) is tuple]:
+        del _linear_kernels[key]
+
+
+def _aval(v):
+    return v.aval if type(v) is _Array else v  # (a tracer or NumPy array: shape and dtype as is)
 
 
 def linear_2d(input, weight, bias):
@@ -206,35 +217,52 @@ def linear_2d(input, weight, bias):
     weight on every forward cost as much as the matmul itself. The fused backward applies the
     lazy view inside its program, where XLA folds the transpose into the matmuls.
     """
-    if _dispatch._amp_hook[0] is not None:  # autocast: the general path casts the operands
-        return None
-    if not (input.ndim == 2 and weight.ndim == 2 and weight._viewinfo is None
-            and input.shape[1] == weight.shape[1]):
+    if _dispatch._amp_hook[0] is not None or weight._viewinfo is not None:
+        return None  # (autocast: the general path casts the operands)
+    iv, wv = input._value, weight._value
+    ia, wa = _aval(iv), _aval(wv)  # shapes and dtypes without the Tensor properties
+    if not (len(ia.shape) == 2 and len(wa.shape) == 2 and ia.shape[1] == wa.shape[1]):
         return None
     if bias is None:  # mm: PyTorch does not promote (the general path raises its error)
-        if input.dtype is not weight.dtype:
+        if ia.dtype != wa.dtype:
             return None
         op, skey = _mm, ()
         args = (input, weight)
-        vals = [input._value, weight._value]
+        vals = [iv, wv]
+        mask = (input._requires_grad, weight._requires_grad)
+        kkey = (op, ia.dtype, wa.dtype)
     else:
-        if not (isinstance(bias, Tensor) and bias.ndim == 1 and bias.shape[0] == weight.shape[0]):
+        if not isinstance(bias, Tensor):
             return None
+        bv = bias._value
+        ba = _aval(bv)
+        if not (len(ba.shape) == 1 and ba.shape[0] == wa.shape[0] and ba.dtype == ia.dtype == wa.dtype):
+            return None  # (mixed dtypes: the caller raises PyTorch's error)
         op, skey = _ADD_PRODUCTS["addmm"], _ADDMM_KEY
         args = (bias, input, weight)
-        vals = [bias._value, input._value, weight._value]
-    cast = _dispatch.result_dtype(op, args, vals)
-    k = _linear_kernels.get((op, cast))
-    if k is None:
-        def make(op=op, skey=skey, cast=cast):  # (no operand in the closure: it would stay alive)
-            f = op.traced(skey, cast, 2 if op is _mm else 3)
-            if op is _mm:
-                return lambda x, w: f(x, w.T)
-            return lambda b, x, w: f(b, x, w.T)
+        vals = [bv, iv, wv]
+        mask = (bias._requires_grad, input._requires_grad, weight._requires_grad)
+        kkey = (op, ba.dtype, ia.dtype, wa.dtype)
+    # the cast and kernel by the operands' dtypes (none is 0-dim: result_dtype's answer is theirs,
+    # but for integers the default dtype's, in the key too)
+    hit = _linear_kernels.get(kkey + (_dispatch._dtype._default[0],))
+    if hit is None:
+        cast = _dispatch.result_dtype(op, args, vals)
         key = (op, cast)
-        k = _linear_kernels[key] = _cache.kernel(make, "linear", swap=(_linear_kernels, key))
+        k = _linear_kernels.get(key)
+        if k is None:
+            def make(op=op, skey=skey, cast=cast):  # (no operand in the closure: it would stay alive)
+                f = op.traced(skey, cast, 2 if op is _mm else 3)
+                if op is _mm:
+                    return lambda x, w: f(x, w.T)
+                return lambda b, x, w: f(b, x, w.T)
+            k = _linear_kernels[key] = _cache.kernel(
+                make, "linear", swap=(_linear_kernels, key, _forget_linear_hits))
+        if type(k) is not _cache.ShapeKernel:
+            _linear_kernels[kkey + (_dispatch._dtype._default[0],)] = (cast, k)
+    else:
+        cast, k = hit
     out = k(*vals)
-    mask = tuple(a._requires_grad for a in args)
     if not (_dispatch._state.enabled and True in mask and _dispatch._inexact(out, None)):
         r = Tensor._wrap(out)
         if _dispatch._state.inference:

@@ -219,30 +219,33 @@ def binary_cross_entropy_with_logits(input: Tensor, target: Tensor, weight: Tens
 
 # ---- nll / cross entropy ------------------------------------------------------------------------------
 def _check_class_target(input, target, weight, ignore_index, fname):
-    if target.dtype.name not in ("int64", "uint8"):
+    # (shapes read once: every Tensor property call is a Python call on this per-step path)
+    tv = target._value
+    if tv.dtype.name not in ("int64", "uint8"):
         raise RuntimeError(f"expected target dtype to be Long or Byte, but got "
                            f"{_scalar_type_name(target.dtype)}")
-    if input.ndim < 1:
-        raise ValueError(f"Expected 1 or more dimensions (got {input.ndim})")
-    if input.ndim == 1:
-        if target.ndim > 1:
+    ish, tsh = tuple(input.shape), tuple(tv.shape)
+    if len(ish) < 1:
+        raise ValueError(f"Expected 1 or more dimensions (got {len(ish)})")
+    if len(ish) == 1:
+        if len(tsh) > 1:
             raise RuntimeError("0D or 1D target tensor expected, multi-target not supported")
-        n_classes = input.shape[0]
+        n_classes = ish[0]
     else:
-        if input.ndim == 2 and target.ndim > 1:
-            if target.shape[0] != input.shape[0]:
-                raise ValueError(f"Expected input batch_size ({input.shape[0]}) to match target "
-                                 f"batch_size ({target.shape[0]}).")
+        if len(ish) == 2 and len(tsh) > 1:
+            if tsh[0] != ish[0]:
+                raise ValueError(f"Expected input batch_size ({ish[0]}) to match target "
+                                 f"batch_size ({tsh[0]}).")
             raise RuntimeError("0D or 1D target tensor expected, multi-target not supported")
-        if target.ndim == 0 or input.shape[0] != target.shape[0]:
-            tb = target.shape[0] if target.ndim else 1
-            raise ValueError(f"Expected input batch_size ({input.shape[0]}) to match target "
+        if len(tsh) == 0 or ish[0] != tsh[0]:
+            tb = tsh[0] if tsh else 1
+            raise ValueError(f"Expected input batch_size ({ish[0]}) to match target "
                              f"batch_size ({tb}).")
-        want = (input.shape[0],) + tuple(input.shape[2:])
-        if tuple(target.shape) != want:
+        want = (ish[0],) + ish[2:]
+        if tsh != want:
             raise RuntimeError(f"Expected target size [{', '.join(map(str, want))}], got "
-                               f"[{', '.join(map(str, target.shape))}]")
-        n_classes = input.shape[1]
+                               f"[{', '.join(map(str, tsh))}]")
+        n_classes = ish[1]
     if weight is not None and (weight.ndim != 1 or weight.shape[0] != n_classes):
         raise RuntimeError(f"weight tensor should be defined either for all {n_classes} classes or no "
                            f"classes but got weight tensor of shape: "
@@ -250,11 +253,12 @@ def _check_class_target(input, target, weight, ignore_index, fname):
     if weight is not None and weight.requires_grad:
         raise RuntimeError(f"The function '{fname}' is not differentiable with respect to argument "
                            f"'weight'. This input cannot have requires_grad True.")
-    if _concrete(target) and target.numel():
-        t = np.asarray(target._value)
-        bad = (t != ignore_index) & ((t < 0) | (t >= n_classes))
-        if bad.any():
-            raise IndexError(f"Target {int(t[bad].flat[0])} is out of bounds.")
+    if _concrete(target) and math.prod(tsh):
+        t = np.asarray(tv)
+        if t.min() < 0 or t.max() >= n_classes:  # (all in range: nothing more to look at)
+            bad = (t != ignore_index) & ((t < 0) | (t >= n_classes))
+            if bad.any():
+                raise IndexError(f"Target {int(t[bad].flat[0])} is out of bounds.")
 
 
 def _batched(input, target):

@@ -46,11 +46,11 @@ def linear(input: Tensor, weight: Tensor, bias: Tensor | None = None) -> Tensor:
     >>> F.linear(funcgrad.ones(2, 1, 2, requires_grad=True), funcgrad.ones(3, 2)).grad_fn
     <UnsafeViewBackward0 object at ...>
     """
-    if bias is not None:  # addmm's dtype checks (PyTorch does not promote); without bias, mm's
-        _check_addmm_dtypes(bias, input, weight)
     nd = input.ndim
     if nd == 2 and (out := _linear_2d(input, weight, bias)) is not None:
-        return out  # the same graph, no transposed weight copy
+        return out  # the same graph, no transposed weight copy (operands of one dtype only)
+    if bias is not None:  # addmm's dtype checks (PyTorch does not promote); without bias, mm's
+        _check_addmm_dtypes(bias, input, weight)
     if nd == 0 and bias is not None:
         raise RuntimeError("both arguments to linear need to be at least 1D, but they are 0D and 2D")
     if nd < 3 or weight.ndim != 2 or input.shape[-1] != weight.shape[1]:
