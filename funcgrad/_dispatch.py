@@ -11,16 +11,14 @@ derivative is ``jax.vjp`` of the vjp and higher orders need nothing more.
 
 from __future__ import annotations
 
-import struct as _struct
-
 import jax
 import jax.numpy as jnp
 import numpy as np
-from jax.core import Tracer as _Tracer
 
 from . import _cache, _dtype, _factories, _grad_mode as grad_mode, _tensor
 from ._device import put as _put
 from ._graph import FREED_MSG, AccumulateGrad, Node, node_class  # noqa: F401
+from ._scalars import scalar_array, scalar_arrays
 from ._storage import ACTIVE as _active, _Cell
 from ._tensor import Tensor as _Tensor, _Array
 
@@ -278,9 +276,7 @@ def apply(op: Op, *args, **static):
                 c.value, c.gen = out, 0
                 t._viewinfo, t._ver, t._requires_grad, t._grad_fn = None, [0], False, None
                 return t
-        elif static:
-            pass
-        elif (n := len(args)) == 2 or n == 3 and type(args[2]) in _NUMBERS:
+        elif not static and ((n := len(args)) == 2 or n == 3 and type(args[2]) in _NUMBERS):
             # (a third operand only as a Python number: add/sub's alpha)
             a, b = args[0], args[1]
             if isinstance(a, T):
@@ -403,68 +399,14 @@ _NUMBERS = frozenset((int, float, bool))
 _SCALARS = (int, float, bool, type(None))
 
 
-# ---- Python scalars as kernel operands --------------------------------------------------------
-# jit turns a Python scalar argument into a device buffer on every call (~3 µs here, as much as a
-# small kernel: every `x + y` passes alpha=1, `x * 2.0` its 2.0). The 0-d array of a value is
-# made once and reused: the same aval (weakly typed int64/float64, or bool), so the same program
-# and bits, and kernels only ever see the array form (nothing compiles twice). Only where every
-# operand is concrete: inside a trace a scalar stays a Python number.
-_SCALAR_ARRAYS: dict = {}
-SCALAR_ARRAYS_MAX = 4096  # distinct values kept (a value that changes every step: cleared)
-_INT64 = 1 << 63
-
-
-def scalar_array(v):
-    """The reused 0-d array of a Python int, float or bool ``v``; anything else unchanged.
-
-    >>> scalar_array(2.0) is scalar_array(2.0), scalar_array(2.0).dtype, scalar_array(None)
-    (True, dtype('float64'), None)
-    """
-    t = type(v)
-    if t is not float and t is not int and t is not bool:
-        return v
-    a = _SCALAR_ARRAYS.get((t, v))
-    if a is not None:
-        return a
-    if not _cache.trace_clean():  # made inside a trace it would be a tracer: a number stays
-        return v
-    if t is float:
-        if not v or v != v:  # 0.0 == -0.0 and nan != nan as keys: these go by their bits
-            key = (float, _struct.pack("<d", v))
-            a = _SCALAR_ARRAYS.get(key)
-            if a is None:
-                if len(_SCALAR_ARRAYS) >= SCALAR_ARRAYS_MAX:
-                    _SCALAR_ARRAYS.clear()
-                a = _SCALAR_ARRAYS[key] = _put(v)
-            return a
-    elif t is int and not -_INT64 <= v < _INT64:
-        return v  # (out of int64's range: jax's own error, as before)
-    if len(_SCALAR_ARRAYS) >= SCALAR_ARRAYS_MAX:
-        _SCALAR_ARRAYS.clear()
-    a = _SCALAR_ARRAYS[(t, v)] = _put(v)
-    return a
-
-
-def scalar_arrays(vals):
-    """``vals`` with its Python scalars as ``scalar_array``s, where every array is concrete."""
-    for v in vals:
-        t = type(v)
-        if t is int or t is float or t is bool:
-            break
-    else:
-        return vals
-    if any(isinstance(v, _Tracer) for v in vals):
-        return vals
-    return [scalar_array(v) for v in vals]
-
-
 def _remember(op, args, vals, cast, k, out, skey=()) -> None:
     """Let ``apply``'s fast path run calls like this one (no binding frame; static arguments
     ``skey`` only with one operand) from now on, where its operands' dtypes (a Python scalar's
-    type) and the static arguments decide all that the full path decided: the kernel (a plain one: a per-shape kernel keys on shapes), the cast
-    (none, or the one dtype of the Tensor operands, whatever the default dtype and their
-    dimensions), no dtype refusal (nor a check of values), and whether the result can carry a
-    gradient. A kernel made per-shape later drops them (``Op.forward``).
+    type) and the static arguments decide all that the full path decided: the kernel (a plain
+    one: a per-shape kernel keys on shapes), the cast (none, or the one dtype of the Tensor
+    operands, whatever the default dtype and their dimensions), no dtype refusal (nor a check
+    of values), and whether the result can carry a gradient. A kernel made per-shape later
+    drops them (``Op.forward``).
     """
     if type(out) is tuple or type(k) is _cache.ShapeKernel or _amp_hook[0] is not None \
             or len(args) > 3 or len(args) == 3 and type(args[2]) not in _NUMBERS:

@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 
 import funcgrad
-from funcgrad import _cache, _dispatch
+from funcgrad import _cache, _dispatch, _scalars
 
 from .test_caches import _COMPILES
 
@@ -208,30 +208,30 @@ def test_churning_shapes_drop_the_remembered_plain_kernel(monkeypatch):
 
 
 def test_scalar_arrays_are_reused_and_keep_signed_zero_apart():
-    a = _dispatch.scalar_array(2.5)
-    assert _dispatch.scalar_array(2.5) is a and a.dtype == np.float64 and a.weak_type
-    assert _dispatch.scalar_array(2) is not _dispatch.scalar_array(2.0)  # 2 == 2.0, other types
-    assert _dispatch.scalar_array(True).dtype == np.bool_
-    neg, pos = _dispatch.scalar_array(-0.0), _dispatch.scalar_array(0.0)
+    a = _scalars.scalar_array(2.5)
+    assert _scalars.scalar_array(2.5) is a and a.dtype == np.float64 and a.weak_type
+    assert _scalars.scalar_array(2) is not _scalars.scalar_array(2.0)  # 2 == 2.0, other types
+    assert _scalars.scalar_array(True).dtype == np.bool_
+    neg, pos = _scalars.scalar_array(-0.0), _scalars.scalar_array(0.0)
     assert math.copysign(1, float(neg)) == -1 and math.copysign(1, float(pos)) == 1
-    assert _dispatch.scalar_array(-0.0) is neg and _dispatch.scalar_array(0.0) is pos
-    nan, mnan = _dispatch.scalar_array(float("nan")), _dispatch.scalar_array(-float("nan"))
+    assert _scalars.scalar_array(-0.0) is neg and _scalars.scalar_array(0.0) is pos
+    nan, mnan = _scalars.scalar_array(float("nan")), _scalars.scalar_array(-float("nan"))
     assert math.isnan(float(nan)) and math.copysign(1, float(nan)) == 1
-    assert math.copysign(1, float(mnan)) == -1 and _dispatch.scalar_array(float("nan")) is nan
+    assert math.copysign(1, float(mnan)) == -1 and _scalars.scalar_array(float("nan")) is nan
     big = 2 ** 70
-    assert _dispatch.scalar_array(big) is big  # jax's own overflow error follows, as before
+    assert _scalars.scalar_array(big) is big  # jax's own overflow error follows, as before
     with pytest.raises(OverflowError):
         funcgrad.ones(2) + big
-    assert _dispatch.scalar_array(None) is None and _dispatch.scalar_array("s") == "s"
+    assert _scalars.scalar_array(None) is None and _scalars.scalar_array("s") == "s"
 
 
 def test_scalar_arrays_are_bounded(monkeypatch):
-    monkeypatch.setattr(_dispatch, "_SCALAR_ARRAYS", {})
-    monkeypatch.setattr(_dispatch, "SCALAR_ARRAYS_MAX", 8)
+    monkeypatch.setattr(_scalars, "_SCALAR_ARRAYS", {})
+    monkeypatch.setattr(_scalars, "SCALAR_ARRAYS_MAX", 8)
     x = funcgrad.ones(2)
     for i in range(1, 30):  # a scalar that changes every step (a schedule)
         assert (x * float(i)).tolist() == [float(i)] * 2
-    assert len(_dispatch._SCALAR_ARRAYS) <= 8
+    assert len(_scalars._SCALAR_ARRAYS) <= 8
 
 
 def test_scalar_operands_compile_once():

@@ -25,7 +25,8 @@ PKG = Path(__file__).resolve().parent.parent / "funcgrad"
 # The longest matching prefix decides; "" is the package's __init__ (the public namespace, on top).
 LAYERS = [
     (0, ["_atomic", "_dtype", "_device", "_storage", "_graph", "_grad_mode", "_structure", "_errors", "_cache",
-         "_compile_cache", "_ahead", "_lift", "_strides", "_tensor_str", "_runtime", "_version", "_random._engine",
+         "_compile_cache", "_ahead", "_lift", "_strides", "_tensor_str", "_runtime", "_version", "_scalars",
+         "_random._engine",
          "_random._jax_mt", "_random._jax_scalar", "backends", "accelerator"]),
     (1, ["_tensor", "_numpy_share", "_random"]),   # the Generator and samplers hand out Tensors
     (2, ["_factories", "_legacy"]),

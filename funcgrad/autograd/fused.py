@@ -36,7 +36,8 @@ import jax.numpy as jnp
 from jax.core import Tracer
 
 from .. import _cache, _grad_mode as grad_mode
-from .._dispatch import OpNode, scalar_array
+from .._dispatch import OpNode
+from .._scalars import scalar_array
 from .._tensor import Tensor, _apply_chain
 from .engine import _accumulate, _no_leak, register_fast_path
 from .graph import AccumulateGrad
