@@ -18,7 +18,7 @@ import numpy as np
 from . import _cache, _dtype, _factories, _grad_mode as grad_mode, _tensor
 from ._device import put as _put
 from ._graph import FREED_MSG, AccumulateGrad, Node, node_class  # noqa: F401
-from ._scalars import scalar_array, scalar_arrays
+from ._scalars import NUMBERS as _NUMBERS, scalar_array, scalar_arrays
 from ._storage import ACTIVE as _active, _Cell
 from ._tensor import Tensor as _Tensor, _Array
 
@@ -395,8 +395,7 @@ def apply(op: Op, *args, **static):
     return T._wrap(out)
 
 
-_NUMBERS = frozenset((int, float, bool))
-_SCALARS = (int, float, bool, type(None))
+_SCALARS = (*_NUMBERS, type(None))
 
 
 def _remember(op, args, vals, cast, k, out, skey=()) -> None:

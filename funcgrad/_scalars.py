@@ -17,6 +17,7 @@ from jax.core import Tracer
 from . import _cache
 from ._device import put
 
+NUMBERS = frozenset((int, float, bool))  # the Python scalar types given an array
 _SCALAR_ARRAYS: dict = {}
 SCALAR_ARRAYS_MAX = 4096  # distinct values kept (a value that changes every step: cleared)
 _INT64 = 1 << 63
@@ -29,7 +30,7 @@ def scalar_array(v):
     (True, dtype('float64'), None)
     """
     t = type(v)
-    if t is not float and t is not int and t is not bool:
+    if t not in NUMBERS:
         return v
     a = _SCALAR_ARRAYS.get((t, v))
     if a is not None:
@@ -54,8 +55,7 @@ def scalar_array(v):
 def scalar_arrays(vals):
     """``vals`` with its Python scalars as ``scalar_array``s, where every array is concrete."""
     for v in vals:
-        t = type(v)
-        if t is int or t is float or t is bool:
+        if type(v) in NUMBERS:
             break
     else:
         return vals
@@ -64,4 +64,4 @@ def scalar_arrays(vals):
     return [scalar_array(v) for v in vals]
 
 
-__all__ = ["scalar_array", "scalar_arrays", "SCALAR_ARRAYS_MAX"]
+__all__ = ["NUMBERS", "scalar_array", "scalar_arrays", "SCALAR_ARRAYS_MAX"]

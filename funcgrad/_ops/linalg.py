@@ -192,14 +192,9 @@ def _add_product(kind, input, a, b, beta, alpha, out):
 
 
 _ADDMM_KEY = (("beta", 1), ("alpha", 1), ("kind", "addmm"))
-# (op, cast) -> kernel; (op, *operand dtypes, default dtype) -> (cast, plain kernel)
-_linear_kernels: dict = {}
-
-
-def _forget_linear_hits():
-    """A linear kernel went per-shape: the remembered plain one must not be called again."""
-    for key in [k for k, v in _linear_kernels.items() if type(v) is tuple]:
-        del _linear_kernels[key]
+_linear_kernels: dict = {}  # (op, cast) -> kernel
+# (op, *operand dtypes, default dtype) -> (cast, plain kernel); emptied when a kernel goes per-shape
+_linear_hits: dict = {}
 
 
 def _aval(v):
@@ -245,7 +240,7 @@ def linear_2d(input, weight, bias):
         kkey = (op, ba.dtype, ia.dtype, wa.dtype)
     # the cast and kernel by the operands' dtypes (none is 0-dim: result_dtype's answer is theirs,
     # but for integers the default dtype's, in the key too)
-    hit = _linear_kernels.get(kkey + (_dispatch._dtype._default[0],))
+    hit = _linear_hits.get(kkey + (_dispatch._dtype._default[0],))
     if hit is None:
         cast = _dispatch.result_dtype(op, args, vals)
         key = (op, cast)
@@ -257,9 +252,9 @@ def linear_2d(input, weight, bias):
                     return lambda x, w: f(x, w.T)
                 return lambda b, x, w: f(b, x, w.T)
             k = _linear_kernels[key] = _cache.kernel(
-                make, "linear", swap=(_linear_kernels, key, _forget_linear_hits))
+                make, "linear", swap=(_linear_kernels, key, _linear_hits.clear))
         if type(k) is not _cache.ShapeKernel:
-            _linear_kernels[kkey + (_dispatch._dtype._default[0],)] = (cast, k)
+            _linear_hits[kkey + (_dispatch._dtype._default[0],)] = (cast, k)
     else:
         cast, k = hit
     out = k(*vals)

@@ -37,12 +37,11 @@ from jax.core import Tracer
 
 from .. import _cache, _grad_mode as grad_mode
 from .._dispatch import OpNode
-from .._scalars import scalar_array
+from .._scalars import NUMBERS, scalar_array
 from .._tensor import Tensor, _apply_chain
 from .engine import _accumulate, _no_leak, register_fast_path
 from .graph import AccumulateGrad
 
-_PY_SCALARS = (int, float, bool)
 MAX_NODES = 512          # beyond this, compile time outweighs the saved dispatch
 _SEEN: collections.OrderedDict = collections.OrderedDict()  # structure key -> program, LRU order
 # a structure holds the shapes of linear ops' inputs: a new batch size is a new program (each of
@@ -126,12 +125,12 @@ def _plan(root):
 def _saved_arrays(node, flat, lazy, T=Tensor):
     """Append ``node``'s saved inputs to ``flat`` as arrays, after their version checks; a saved
     view whose value is not computed goes in as its base's array, its (static) chain in ``lazy``;
-    a saved Python scalar as its reused 0-d array (``_dispatch.scalar_array``) outside a trace."""
+    a saved Python scalar as its reused 0-d array (``_scalars.scalar_array``) outside a trace."""
     for t, v in node._versions:
         if t._ver[0] != v:
             node._check_saved()  # raises PyTorch's message
     for s in node._saved:
-        if type(s) in _PY_SCALARS and _cache.trace_clean():
+        if type(s) in NUMBERS and _cache.trace_clean():
             s = scalar_array(s)
         elif isinstance(s, T):
             vi = s._viewinfo
