@@ -323,7 +323,19 @@ def equal(input: Tensor, other: Tensor) -> bool:
 
 
 # ================================ binary math ====================================================
-_atan2 = defop("atan2", jnp.arctan2, "Atan2Backward0", promote="binary_float")
+
+
+def _atan2_jvp(primals, tangents, out):
+    # PyTorch's atan2_backward: grad * other * r and grad * -self * r, r the reciprocal of
+    # self ** 2 + other ** 2 and 0 where that sum is 0 (jax.vjp: nan at (0, 0)); its derivative
+    # there is nan, as PyTorch's (the zero cotangent of the branch not taken times 1 / 0 ** 2)
+    (y, x), (ty, tx) = primals, tangents
+    d = y * y + x * x
+    r = jnp.where(d == 0, 0, 1 / d)
+    return ty * x * r + tx * -y * r
+
+
+_atan2 = defop("atan2", jnp.arctan2, "Atan2Backward0", promote="binary_float", jvp=_atan2_jvp)
 
 
 def _hypot_jvp(primals, tangents, out):
@@ -339,10 +351,24 @@ _fmod_s = defop("fmod", jnp.fmod, "FmodBackward0", promote="binary", **int_divis
 _fmod_t = defop("fmod_tensor", jnp.fmod, "FmodBackward1", promote="binary", **int_division("fmod_cpu"))
 # the common dtype is checked, so integer-only operands never reach the kernel ("binary" is
 # "binary_float" here)
+# PyTorch: grad / (1 + exp(other - self)) and grad / (1 + exp(self - other)) (base 2: pow(2, ·)):
+# 0 for the operand an infinite other one dominates, nan at (inf, inf) (jax.vjp: the softmax
+# weights, 1 and 0.5 there)
+def _logaddexp_jvp(primals, tangents, out):
+    (x, y), (tx, ty) = primals, tangents
+    return tx / (1 + jnp.exp(y - x)) + ty / (1 + jnp.exp(x - y))
+
+
+def _logaddexp2_jvp(primals, tangents, out):
+    (x, y), (tx, ty) = primals, tangents
+    two = jnp.asarray(2, out.dtype)
+    return tx / (1 + jnp.power(two, y - x)) + ty / (1 + jnp.power(two, x - y))
+
+
 _logaddexp = defop("logaddexp", jnp.logaddexp, "LogaddexpBackward0", promote="binary", accepts="fc",
-                   kernel="logaddexp_cpu")
+                   kernel="logaddexp_cpu", jvp=_logaddexp_jvp)
 _logaddexp2 = defop("logaddexp2", jnp.logaddexp2, "Logaddexp2Backward0", promote="binary", accepts="f",
-                    kernel="logaddexp2_cpu")
+                    kernel="logaddexp2_cpu", jvp=_logaddexp2_jvp)
 
 
 def _xlogy_jvp(primals, tangents, out):

@@ -33,12 +33,18 @@ def _elu(x, *, alpha, scale, input_scale):
 
 
 def _elu_jvp(primals, tangents, out, *, alpha, scale, input_scale):
-    # PyTorch's elu_backward: x <= 0 takes the exponential branch (x == 0 included; nan not).
-    # Its second derivative (elu_double_backward) is masked by x < 0: 0 at x == 0 and at nan,
-    # hence the exponent's input is x only where x < 0.
+    # PyTorch's elu_backward as its vectorized CPU loop computes it (contiguous tensors, every CPU;
+    # its scalar remainder loop differs at nan only): x > 0 takes the linear branch, anything else
+    # the exponential one (x == 0 included; nan too, giving nan). Its second derivative
+    # (elu_double_backward) is masked by x < 0: 0 at x == 0, hence the exponent's input is x only
+    # where x < 0 (or nan).
     (x,), (t,) = primals, tangents
-    neg = (input_scale * alpha * scale) * jnp.exp(jnp.where(x < 0, x, 0) * input_scale)
-    return t * jnp.where(x <= 0, neg, scale).astype(x.dtype)
+    neg = (input_scale * alpha * scale) * jnp.exp(jnp.where(_neg_or_nan(x), x, 0) * input_scale)
+    return t * jnp.where(x > 0, scale, neg).astype(x.dtype)
+
+
+def _neg_or_nan(x):
+    return (x < 0) | jnp.isnan(x)
 
 
 def _celu(x, *, alpha):
@@ -49,9 +55,10 @@ def _celu_jvp(primals, tangents, out, *, alpha):
     return _elu_jvp(primals, tangents, out, alpha=alpha, scale=1.0, input_scale=_celu_inv(alpha))
 
 
-# PyTorch's elu_backward (elu, selu, celu and their in-place forms), as its kernel computes it:
-# the coefficients in the computing type (float for half types), ``((g * negiptcoef) * negcoef) *
-# exp(x * negiptcoef)`` where x <= 0 and ``g * poscoef`` elsewhere. The in-place forms' formula
+# PyTorch's elu_backward (elu, selu, celu and their in-place forms), as its vectorized kernel
+# computes it: the coefficients in the computing type (float for half types), ``g * poscoef`` where
+# x > 0 and ``((g * negiptcoef) * negcoef) * exp(x * negiptcoef)`` elsewhere (nan at nan; the
+# scalar loop PyTorch runs on a short tail passes ``g * poscoef`` there). The in-place forms' formula
 # reads the result instead (derivatives.yaml's ``is_result``; nodes ``*Backward1``), and refuses a
 # negative slope at backward. As a ``vjp`` the formula is exact at every order (its derivative,
 # PyTorch's elu_double_backward, is masked by x < 0: the exponent's input is x only there).
@@ -70,15 +77,16 @@ def _elu_grad(x, g, alpha, scale, input_scale, result=None):
     neg_coef = jnp.asarray(alpha, ct) * jnp.asarray(scale, ct)
     pos, nip = go * jnp.asarray(scale, ct), go * jnp.asarray(input_scale, ct)
     if result is None:
-        neg = nip * neg_coef * jnp.exp(jnp.where(xo < 0, xo, 0) * jnp.asarray(input_scale, ct))
-        mask = xo <= 0
-    else:  # r <= 0 takes the result's branch; its derivative in r is masked by r < 0, as
-        # PyTorch's elu_double_backward with is_result (at r == 0 the same value, held constant)
+        neg = nip * neg_coef * jnp.exp(jnp.where(_neg_or_nan(xo), xo, 0) * jnp.asarray(input_scale, ct))
+        linear = xo > 0
+    else:  # r > 0 is linear, the rest takes the result's branch; its derivative in r is masked by
+        # r < 0, as PyTorch's elu_double_backward with is_result (at r == 0 the same value, held
+        # constant)
         r = result.astype(ct)
-        neg_r = r < 0  # (the other branches' r is 0 here: an inf or nan result gives no nan derivative)
+        neg_r = _neg_or_nan(r)  # (elsewhere r is 0 here: an inf result gives no nan derivative)
         neg = jnp.where(neg_r, nip * (jnp.where(neg_r, r, 0) + neg_coef), nip * neg_coef)
-        mask = r <= 0
-    return (jnp.where(mask, neg, pos).astype(x.dtype),)
+        linear = r > 0
+    return (jnp.where(linear, pos, neg).astype(x.dtype),)
 
 
 def _result(fwd, alpha, scale, input_scale):
@@ -157,9 +165,12 @@ def _hardswish(x):
 
 
 def _hardswish_jvp(primals, tangents, out):
-    # PyTorch: 0 up to -3, x / 3 + 0.5 inside (-3, 3), 1 from 3 (nan: 1)
+    # PyTorch's vectorized hardswish_backward: 0 up to -3, 1 from 3, x / 3 + 0.5 elsewhere (nan at
+    # nan; the scalar loop PyTorch runs on a short tail gives the gradient itself there). Its
+    # derivative in x is masked by -3 < x < 3 (derivatives.yaml): 0 at nan.
     (x,), (t,) = primals, tangents
-    return t * jnp.where(x <= -3, 0, jnp.where(x < 3, x / 3 + 0.5, 1)).astype(x.dtype)
+    xs = jnp.where((x > -3) & (x < 3), x, jax.lax.stop_gradient(x))
+    return t * jnp.where(x <= -3, 0, jnp.where(x >= 3, 1, xs / 3 + 0.5)).astype(x.dtype)
 
 
 def _hardsigmoid(x):

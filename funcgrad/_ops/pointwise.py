@@ -99,7 +99,30 @@ _sub = defop("sub", lambda x, y, alpha: x - alpha * y if not _is_one(alpha) else
 _rsub = defop("rsub", lambda x, y, alpha: y - alpha * x if not _is_one(alpha) else y - x,
               "RsubBackward1", promote="binary", diff=(0, 1), linear=True)
 _mul = defop("mul", jnp.multiply, "MulBackward0", promote="binary")
-_div = defop("div", jnp.true_divide, "DivBackward0", promote="binary_float")
+
+
+@jax.custom_jvp
+def torch_div(x, y):
+    """``x / y`` whose derivatives, at every order, are PyTorch's div formulas: self:
+    ``grad / other``, other: ``-grad * ((self / other) / other)``. jax's divides by ``other ** 2``,
+    which overflows or underflows (nan at 0 / 1e-300 and at inf / 1e300). Stated derivatives divide
+    with it, so that double backward differentiates their division as PyTorch does."""
+    return x / y
+
+
+def _div_jvp(primals, tangents, out):
+    # (the barrier: XLA would rewrite (x / y) / y as x / (y * y))
+    (x, y), (tx, ty) = primals, tangents
+    return torch_div(tx, y) - ty * torch_div(jax.lax.optimization_barrier(out), y)
+
+
+@torch_div.defjvp
+def _torch_div_jvp(primals, tangents):
+    out = torch_div(*primals)
+    return out, _div_jvp(primals, tangents, out)
+
+
+_div = defop("div", jnp.true_divide, "DivBackward0", promote="binary_float", jvp=_div_jvp)
 
 
 def _int_divisor_zero(vals):
@@ -138,8 +161,15 @@ _div_trunc = defop("div_trunc", _div_trunc_fn, "DivBackward2", promote="binary",
                    **int_division("div_trunc_cpu"))
 # scalar / tensor: PyTorch computes reciprocal * scalar, hence its node name
 _rdiv = defop("rdiv", lambda x, y: y / x, "MulBackward0", promote="binary_float")
+def _remainder_jvp(primals, tangents, out):
+    # PyTorch: self: grad; other: -grad * self.div(other, rounding_mode="floor"), whose floor
+    # division gives nan for an infinite self (jax.vjp: ∓inf) and has a zero derivative
+    (x, y), (tx, ty) = primals, tangents
+    return tx - ty * jax.lax.stop_gradient(jnp.floor_divide(x, y))
+
+
 _remainder = defop("remainder", jnp.remainder, "RemainderBackward1", promote="binary",
-                   **int_division("remainder_cpu"))
+                   jvp=_remainder_jvp, **int_division("remainder_cpu"))
 _remainder_s = defop("remainder_scalar", jnp.remainder, "RemainderBackward0", promote="binary",
                      **int_division("remainder_cpu"))
 
@@ -162,8 +192,10 @@ def _pow_self(x, e, t, safe=False):
     # PyTorch: where(exponent == 0, 0, grad * exponent * self ** (exponent - 1)) (the gradient
     # masked, so a nan cotangent there gives 0, as in double backward through ``result``).
     # ``safe``: the scalar overload returns zeros without touching self at exponent 0, so its
-    # second derivative is 0 there (the tensor overload's where gives 0 * inf = nan at self 0).
-    k = e * _power(jnp.where(e == 0, 1, x) if safe else x, e - 1)
+    # second derivative is 0 there (the tensor overload's where gives 0 * inf = nan at self 0);
+    # its self.pow(exponent - 1) is pow.Tensor_Scalar (sqrt / rsqrt at ±0.5), the tensor
+    # overload's pow.Tensor_Tensor (IEEE pow: (-0) ** -0.5 = inf, (-inf) ** -0.5 = 0).
+    k = e * (_power(jnp.where(e == 0, 1, x), e - 1) if safe else torch_pow(x, e - 1))
     return jnp.where(e == 0, 0, t * jnp.where(e == 0, 0, k))
 
 
@@ -178,6 +210,20 @@ def _pow_scalar_jvp(primals, tangents, out):
 def _pow_tensor_jvp(primals, tangents, out):
     (x, e), (tx, te) = primals, tangents
     return _pow_self(x, e, tx) + _pow_exp(x, e, out, _tan(te, out))
+
+
+@jax.custom_jvp
+def torch_pow(x, e):
+    """``x ** e`` (IEEE pow) whose derivatives, at every order, are PyTorch's pow.Tensor_Tensor
+    formulas: the tensor overload's stated derivative raises with it, so that double backward
+    differentiates that power as PyTorch does (jax's exponent derivative is 0 at x == 0)."""
+    return jnp.power(x, e)
+
+
+@torch_pow.defjvp
+def _torch_pow_jvp(primals, tangents):
+    out = torch_pow(*primals)
+    return out, _pow_tensor_jvp(primals, tangents, out)
 
 
 def _rpow_jvp(primals, tangents, out):

@@ -35,14 +35,13 @@ def _logit_fn(x, eps=None):
 
 def _logit_jvp(primals, tangents, out, eps=None):
     (x,), (t,) = primals, tangents
-    # the factor multiplies the tangent (a constant picked by ``where`` would vanish in the vjp)
-    g = 1 / (x * (1 - x))
-    if eps is None:  # PyTorch: nan outside [0, 1], grad * inf at 0 and 1 (+inf at -0.0 too)
-        g = jnp.where((x == 0) | (x == 1), jnp.inf, g)
-        g = jnp.where((x < 0) | (x > 1), jnp.nan, g)
-    else:  # zero where clamped (the bounds themselves pass the gradient)
-        g = jnp.where((x < eps) | (x > 1 - eps), 0, g)
-    return t * g
+    # the tangent is divided by (or multiplied with) a factor: a constant picked by ``where``
+    # would vanish in the vjp
+    if eps is None:  # PyTorch's vectorized logit_backward (and its formula under grad mode):
+        # grad / (x * (1 - x)) inside [0, 1] (±inf at ±0 and 1), nan outside
+        return t / jnp.where((x < 0) | (x > 1), jnp.nan, x * (1 - x))
+    # zero where clamped (the bounds themselves pass the gradient)
+    return t * jnp.where((x < eps) | (x > 1 - eps), 0, 1 / (x * (1 - x)))
 
 
 def _i0_jvp(primals, tangents, out):

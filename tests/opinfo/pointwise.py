@@ -6,13 +6,14 @@ from __future__ import annotations
 
 import numpy as np
 
-from . import EDGE, Py, Sample, View, bools, ints, rand
+from . import EDGE, VEC, Py, Sample, View, bools, ints, rand
 
 _E44 = EDGE.reshape(4, 4)
 # float32's huge/tiny: near its max and near its smallest normal (XLA's CPU kernels flush
-# subnormals to zero, PyTorch's do not: a platform difference, see the README)
-_E44_32 = np.where(np.abs(_E44) == 1e300, np.sign(_E44) * 3e38,
-                   np.where(_E44 == 1e-300, 2e-38, _E44)).astype(np.float32)
+# subnormals to zero, PyTorch's do not: a platform difference, see the README); the 16 values
+# tiled to VEC elements (4x16), so PyTorch's vectorized loop computes every one on any CPU
+_E44_32 = np.tile(np.where(np.abs(_E44) == 1e300, np.sign(_E44) * 3e38,
+                           np.where(_E44 == 1e-300, 2e-38, _E44)).astype(np.float32), (1, VEC // 16))
 
 
 def _unary(op, f, domain=None, skip=()):
@@ -71,8 +72,12 @@ _DOMAIN = {"acos": _UNIT, "asin": _UNIT, "atanh": _UNIT, "erfinv": _UNIT, "acosh
            "log": _POS, "log10": _POS, "log2": _POS, "log1p": _POS, "sqrt": _POS, "rsqrt": _POS,
            "digamma": _POS, "lgamma": _POS, "logit": _POS / 3.1, "special_ndtri": _POS / 3.1}
 
-_GRID_X = EDGE[:, None].copy()          # (16, 1) against (16,): every pair, broadcasting
-_GRID_Y = EDGE.copy()
+# every pair of edge values, element by element (256 contiguous pairs, a multiple of VEC): each
+# pair's own gradient is compared (a broadcast operand's gradient would sum 16 pairs, where one nan
+# hides the others); broadcasting has its samples below (f32-f64, 0d-T)
+_GRID_X = np.repeat(EDGE, 16).reshape(16, 16)
+_GRID_Y = np.tile(EDGE, 16).reshape(16, 16)
+assert _GRID_X.size % VEC == 0
 
 
 def _binary(op, f, skip=()):
@@ -138,8 +143,8 @@ SAMPLES += [
     Sample("lerp", lambda lib, x, y: lib.lerp(x, y, 0.5), [_GRID_X, _GRID_Y], id="edge-grid"),
     Sample("lerp_tensor", lambda lib, x, y, w: lib.lerp(x, y, w), [_GRID_X, _GRID_Y, np.array(0.3)],
            id="edge-grid"),
-    Sample("addcmul", lambda lib, a, x, y: lib.addcmul(a, x, y, value=0.5), [rand(4), _GRID_X, _GRID_Y],
+    Sample("addcmul", lambda lib, a, x, y: lib.addcmul(a, x, y, value=0.5), [rand(16), _GRID_X, _GRID_Y],
            id="edge-grid"),
-    Sample("addcdiv", lambda lib, a, x, y: lib.addcdiv(a, x, y, value=0.5), [rand(4), _GRID_X, _GRID_Y],
+    Sample("addcdiv", lambda lib, a, x, y: lib.addcdiv(a, x, y, value=0.5), [rand(16), _GRID_X, _GRID_Y],
            id="edge-grid"),
 ]
