@@ -137,6 +137,9 @@ class Op:
         cast_all = (lambda a: a) if cast is None else self._cast(cast, nargs)
 
         def bwd(args, cots):
+            # a None cotangent: an output nothing used. It is left out of the vjp, as PyTorch's
+            # undefined gradient (zeros would meet an infinite derivative there: 0 * inf = nan)
+            keep = None if all(c is not None for c in cots) else [j for j, c in enumerate(cots) if c is not None]
             full = list(args)
             for i, (shape, dt) in avals:
                 full[i] = jnp.zeros(shape, dt)
@@ -150,8 +153,11 @@ class Op:
                 for i, v in zip(idx, d):
                     a[i] = v
                 out = f(*a)
-                return out if douts is None else tuple(out[j] for j in douts)
+                out = out if douts is None else tuple(out[j] for j in douts)
+                return out if keep is None else tuple(out[j] for j in keep)
             out, pull = jax.vjp(g, *[full[i] for i in idx])
+            if keep is not None:
+                cots = tuple(cots[j] for j in keep)
             # cotangents take the output's dtype (a float64 grad_output for a float32 output)
             cots = jax.tree.map(lambda c, o: c.astype(o.dtype), tuple(cots) if
                                 douts is not None or type(out) is tuple else cots[0], out)
@@ -736,9 +742,11 @@ class OpNode(Node):
         op = self._op
         if self._out_avals is None:
             cots = (grads[0],)
-        else:
+        elif _state.enabled:  # (a recorded backward takes every cotangent as an operand)
             cots = tuple(g if g is not None else _Tensor._wrap(jnp.zeros(s, d))
                          for g, (s, d) in zip(grads, self._out_avals))
+        else:  # an output nothing used gets no cotangent (see Op.vjp_fn)
+            cots = tuple(grads)
         mask = self._key[3]
         if _state.enabled:  # create_graph: the backward kernel is itself a recorded op
             bop = op.backward_op(*self._key)
@@ -751,7 +759,7 @@ class OpNode(Node):
                 k = op.backward(*self._key)
             T = _Tensor
             vals = scalar_arrays([s._value if isinstance(s, T) else s for s in self._saved])
-            res = [T._wrap(r) for r in k(vals, tuple([c._value for c in cots]))]
+            res = [T._wrap(r) for r in k(vals, tuple([None if c is None else c._value for c in cots]))]
         if len(res) == len(self._mask_pos):
             return res
         it = iter(res)

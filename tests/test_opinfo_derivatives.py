@@ -243,3 +243,23 @@ def test_logcumsumexp_backward_is_nonlinear_in_grad_as_torch(jit):
     got = (funcgrad.jit(fg) if jit else fg)(funcgrad.tensor(cot, dtype=funcgrad.float64))
     want = grads(torch, torch.tensor(cot, dtype=torch.float64))
     np.testing.assert_allclose(np.asarray(got.tolist()), want.numpy(), rtol=1e-12, equal_nan=True)
+
+
+@pytest.mark.parametrize("jit", [False, True])
+def test_first_order_gradient_nothing_uses_adds_no_nan(jit):
+    # create_graph's backward is one node with an output per input; differentiating only b's
+    # gradient leaves a's gradient without a cotangent. PyTorch never differentiates it; zeros
+    # there would meet its infinite derivative at b = 1e-300 (0 * inf = nan in b's gradient)
+    def second(L, a, b):
+        ga, gb = L.autograd.grad(a / b, (a, b), L.ones_like(a), create_graph=True)
+        return L.autograd.grad((gb * gb).sum(), (a, b))
+
+    def run(L):
+        a = L.tensor([0.0, 1.0, -2.0, 3.0], dtype=L.float64, requires_grad=True)
+        b = L.tensor([1e-300, 2.0, 1e-200, -1.5], dtype=L.float64, requires_grad=True)
+        f = (lambda a, b: second(L, a, b))
+        out = (funcgrad.jit(f) if jit and L is funcgrad else f)(a, b)
+        return [np.asarray(g.detach().tolist()) for g in out]
+    for got, want in zip(run(funcgrad), run(torch)):
+        np.testing.assert_allclose(got, want, rtol=1e-12, equal_nan=True)
+        assert np.array_equal(np.isnan(got), np.isnan(want))

@@ -32,7 +32,6 @@ from __future__ import annotations
 import collections
 import threading
 
-import jax.numpy as jnp
 from jax.core import Tracer
 
 from .. import _cache, _grad_mode as grad_mode
@@ -176,8 +175,8 @@ def _replay(struct):
     fns = [(n, op.vjp_fn(*key), edges, avals) for n, op, key, edges, avals in rows]
     counts = [key[2] for _, _, key, _, _ in rows]  # saved entries per node: one per operand
     n_nodes = len(rows) + len(leaf_ids)
-    # nodes with several outputs (``_out_avals``): one gradient slot per output, and zeros for
-    # the outputs nothing used, as the engine's OpNode._apply
+    # nodes with several outputs (``_out_avals``): one gradient slot per output, None for the
+    # outputs nothing used (left out of the vjp, as the engine's OpNode._apply)
     multi = {n: len(avals) for n, _, _, _, avals in rows if avals is not None}
 
     def run(*args):
@@ -200,7 +199,7 @@ def _replay(struct):
             if avals is None:
                 cots = (bufs[n],)
             else:
-                cots = tuple(g if g is not None else jnp.zeros(s, d) for g, (s, d) in zip(bufs[n], avals))
+                cots = tuple(bufs[n])
             res = iter(bwd(saved[i], cots))
             for j, nr in edges:
                 g = next(res)
