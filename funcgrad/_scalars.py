@@ -35,6 +35,8 @@ def scalar_array(v):
     a = _SCALAR_ARRAYS.get((t, v))
     if a is not None:
         return a
+    if t is int and not -_INT64 <= v < _INT64:
+        return _out_of_int64(v)
     if not _cache.trace_clean():  # made inside a trace it would be a tracer: a number stays
         return v
     key = (t, v)
@@ -44,12 +46,19 @@ def scalar_array(v):
             a = _SCALAR_ARRAYS.get(key)
             if a is not None:
                 return a
-    elif t is int and not -_INT64 <= v < _INT64:
-        return v  # (out of int64's range: jax's own error, as before)
     if len(_SCALAR_ARRAYS) >= SCALAR_ARRAYS_MAX:
         _SCALAR_ARRAYS.clear()
     a = _SCALAR_ARRAYS[key] = put(v)
     return a
+
+
+def _out_of_int64(v):
+    """PyTorch's Scalar takes int64 and uint64: its errors past both (between them, jax's own)."""
+    if v < 0:
+        raise OverflowError("can't convert negative int to unsigned")
+    if v >= _INT64 << 1:
+        raise OverflowError("int too big to convert")
+    return v
 
 
 def scalar_arrays(vals):
@@ -60,6 +69,9 @@ def scalar_arrays(vals):
     else:
         return vals
     if any(isinstance(v, Tracer) for v in vals):
+        for v in vals:  # (inside a trace too)
+            if type(v) is int and not -_INT64 <= v < _INT64:
+                _out_of_int64(v)
         return vals
     return [scalar_array(v) for v in vals]
 

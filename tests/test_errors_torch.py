@@ -129,6 +129,10 @@ def _inference_setitem(o, lib):
     o["i"][0] = 2.0
 
 
+def _iadd(t, v):
+    t += v
+
+
 ROWS = [
     # ---- dtype mismatches in products (PyTorch does not promote them)
     ("mm float32 @ float64", lambda lib: {}, lambda o, lib: lib.mm(_t(lib, 2, 3), _f64(lib, 3, 2))),
@@ -245,6 +249,24 @@ ROWS = [
     ("TensorDataset sizes", _ds, lambda o, lib: lib.utils.data.TensorDataset(o["a"], o["b"])),
     ("DataLoader batch_size 0", _ds,
      lambda o, lib: lib.utils.data.DataLoader(lib.utils.data.TensorDataset(o["a"]), batch_size=0)),
+    # ---- an operand the operator does not take: the dunder declines (Python's TypeError, with
+    # the other operand's reflected method tried), an int past int64/uint64 is PyTorch's OverflowError
+    ("x + str", _x, lambda o, lib: o["x"] + "a"),
+    ("x + None", _x, lambda o, lib: o["x"] + None),
+    ("None - x", _x, lambda o, lib: None - o["x"]),
+    ("x * list", _x, lambda o, lib: o["x"] * [1.0, 2.0]),
+    ("x / str", _x, lambda o, lib: o["x"] / "a"),
+    ("x // dict", _x, lambda o, lib: o["x"] // {}),
+    ("x % None", _x, lambda o, lib: o["x"] % None),
+    ("x ** str", _x, lambda o, lib: o["x"] ** "a"),
+    ("str ** x", _x, lambda o, lib: "a" ** o["x"]),
+    ("x @ str", _x, lambda o, lib: o["x"] @ "a"),
+    ("x @ int", _x, lambda o, lib: o["x"] @ 2),
+    ("w += str", _x, lambda o, lib: _iadd(o["w"], "a")),
+    ("x + 2**70", _x, lambda o, lib: o["x"] + 2 ** 70),
+    ("x * -2**64", _x, lambda o, lib: o["x"] * -2 ** 64),
+    ("w.add_(2**70)", _x, lambda o, lib: o["w"].add_(2 ** 70)),
+    ("clamp(min=2**70)", _x, lambda o, lib: o["w"].clamp(min=2 ** 70)),
 ]
 IDS = [r[0] for r in ROWS]
 

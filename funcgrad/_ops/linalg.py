@@ -11,6 +11,7 @@ import numpy as np
 from .. import _cache, _dispatch
 from .._tensor import _Array, _dtype_cname, _scalar_type_name, _wrap_dim
 from ._registry import FUNCTIONS, Tensor, apply, defop, export, inplace_method
+from .pointwise import dunder_operand
 from .shape import _t
 
 _mm = defop("mm", jnp.matmul, "MmBackward0", promote="binary")
@@ -25,7 +26,7 @@ def _shape_str(t):
     return "x".join(map(str, t.shape))
 
 
-@export("matmul", "__matmul__")
+@export("matmul")
 def matmul(input, other, *, out=None) -> Tensor:
     """Matrix product with NumPy broadcasting: 2-D@2-D is ``MmBackward0``, 1-D@1-D ``DotBackward0``,
     2-D@1-D ``MvBackward0``.
@@ -90,8 +91,17 @@ def check_addmm_dtypes(input, mat1, mat2):
                            f"{_scalar_name(mat2)}")
 
 
+@export("__matmul__", function=False)
+def _matmul_dunder(self, other):
+    if (other := dunder_operand(other, numbers_too=False)) is NotImplemented:
+        return NotImplemented  # (Python's "unsupported operand type(s) for @", as PyTorch's)
+    return matmul(self, other)
+
+
 @export("__rmatmul__", function=False)
 def _rmatmul(self, other):
+    if (other := dunder_operand(other, numbers_too=False)) is NotImplemented:
+        return NotImplemented
     return matmul(other, self)
 
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import numbers
+
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -401,32 +403,67 @@ def _swap(f):
     return r
 
 
+# ---- the arithmetic dunders' other operand ----------------------------------------------------
+_PLAIN = frozenset((Tensor, int, float, bool))  # taken as they are, checked by one set lookup
+
+
+def dunder_operand(other, numbers_too=True):
+    """A binary dunder's other operand as PyTorch's argument parser takes it: a Tensor or a Python
+    number as it is, a NumPy number as its Python number; anything else ``NotImplemented``, which
+    the dunder returns: Python then tries the other operand's reflected method (an ndarray's: NumPy
+    computes it, as with PyTorch), or raises its ``unsupported operand type(s) for +: 'Tensor' and
+    'str'``. ``numbers_too=False``: a Tensor only (``@``)."""
+    if isinstance(other, Tensor):
+        return other
+    if isinstance(other, np.generic):
+        if other.dtype.kind not in "biufc":
+            return NotImplemented
+        other = other.item()
+    if numbers_too and isinstance(other, numbers.Number):
+        return other
+    return NotImplemented
+
+
+def _dunder(f):
+    def d(self, other):
+        if type(other) not in _PLAIN and (other := dunder_operand(other)) is NotImplemented:
+            return NotImplemented
+        return f(self, other)
+    d.__name__ = d.__qualname__ = f.__name__
+    return d
+
+
 def _rdiv_fn(self, other):
     return apply(_rdiv, self, other)
 
 
 def _add_dunder(self, other):
     """``x + y``: ``add(self, other)`` without its keywords (self is a Tensor, alpha 1)."""
+    if type(other) not in _PLAIN and (other := dunder_operand(other)) is NotImplemented:
+        return NotImplemented
     return apply(_add, self, other, 1)
 
 
 def _mul_dunder(self, other):
     """``x * y``: ``mul(self, other)`` (self is a Tensor)."""
+    if type(other) not in _PLAIN and (other := dunder_operand(other)) is NotImplemented:
+        return NotImplemented
     return apply(_mul, self, other)
 
 
-for _n, _f in [("__add__", _add_dunder), ("__radd__", _add_dunder), ("__sub__", sub),
-               ("__rsub__", _swap(sub)), ("__mul__", _mul_dunder), ("__rmul__", _mul_dunder),
-               ("__truediv__", div),
-               ("__rtruediv__", _rdiv_fn), ("__floordiv__", floor_divide),
-               ("__rfloordiv__", _swap(floor_divide)), ("__mod__", remainder),
-               ("__rmod__", _swap(remainder)), ("__pow__", pow), ("__rpow__", _swap(pow))]:
+for _n, _f in [("__add__", _add_dunder), ("__radd__", _add_dunder), ("__sub__", _dunder(sub)),
+               ("__rsub__", _dunder(_swap(sub))), ("__mul__", _mul_dunder), ("__rmul__", _mul_dunder),
+               ("__truediv__", _dunder(div)), ("__rtruediv__", _dunder(_rdiv_fn)),
+               ("__floordiv__", _dunder(floor_divide)), ("__rfloordiv__", _dunder(_swap(floor_divide))),
+               ("__mod__", _dunder(remainder)), ("__rmod__", _dunder(_swap(remainder))),
+               ("__pow__", _dunder(pow)), ("__rpow__", _dunder(_swap(pow)))]:
     export(_n, function=False)(_f)
 for _n, _m in [("__iadd__", "add_"), ("__isub__", "sub_"), ("__imul__", "mul_"),
                ("__itruediv__", "div_"), ("__ifloordiv__", "floor_divide_"),
                ("__imod__", "remainder_"), ("__ipow__", "pow_")]:
     from ._registry import METHODS as _M
-    export(_n, function=False)(_M[_m])
+    # (NotImplemented: Python's ``unsupported operand type(s) for +=``, self unchanged)
+    export(_n, function=False)(_dunder(_M[_m]))
 
 # ================================ comparisons and logic (never differentiable) ===================
 _CMP = [("eq", jnp.equal, "__eq__"), ("ne", jnp.not_equal, "__ne__"), ("lt", jnp.less, "__lt__"),
