@@ -267,6 +267,15 @@ ROWS = [
     ("x * -2**64", _x, lambda o, lib: o["x"] * -2 ** 64),
     ("w.add_(2**70)", _x, lambda o, lib: o["w"].add_(2 ** 70)),
     ("clamp(min=2**70)", _x, lambda o, lib: o["w"].clamp(min=2 ** 70)),
+    ("add(str, x)", _x, lambda o, lib: lib.add("a", o["x"])),
+    ("add(x, other=str)", _x, lambda o, lib: lib.add(o["x"], other="a")),
+    ("w.add_(str)", _x, lambda o, lib: o["w"].add_("a")),
+    ("sub(x, None)", _x, lambda o, lib: lib.sub(o["x"], None)),
+    ("w.sub_(None)", _x, lambda o, lib: o["w"].sub_(None)),
+    ("mul(x, list)", _x, lambda o, lib: lib.mul(o["x"], [1.0, 2.0])),
+    ("w.mul_(dict)", _x, lambda o, lib: o["w"].mul_({})),
+    ("x.div(str)", _x, lambda o, lib: o["x"].div("a")),
+    ("w.div_(None)", _x, lambda o, lib: o["w"].div_(None)),
 ]
 IDS = [r[0] for r in ROWS]
 

@@ -34,6 +34,22 @@ def test_numpy_operands_as_torch(op, name):
     np.testing.assert_array_equal(got.numpy(), want.numpy())
 
 
+@pytest.mark.torch
+@pytest.mark.parametrize("name", list(_OPERANDS))
+@pytest.mark.parametrize("form", ["add", "sub", "mul", "div", "add_", "sub_", "mul_", "div_"])
+def test_numpy_numbers_in_the_function_and_method_forms_as_torch(form, name):
+    torch = pytest.importorskip("torch")
+    other = _OPERANDS[name]
+
+    def run(lib):
+        x = lib.tensor([1.0, 4.0, -3.0])
+        r = getattr(x, form)(other) if form.endswith("_") else getattr(lib, form)(x, other)
+        return r.numpy(), str(r.dtype).split(".")[-1]
+    got, want = run(funcgrad), run(torch)
+    assert got[1] == want[1]
+    np.testing.assert_array_equal(got[0], want[0])
+
+
 def test_an_ndarray_operand_is_numpys_to_compute():
     # PyTorch's dunder declines an ndarray too: NumPy's reflected method computes with the tensor's
     # values (its own promotion: float32 and int32 give float64)

@@ -5,6 +5,9 @@ from __future__ import annotations
 
 import functools
 import inspect
+import numbers
+
+import numpy as np
 
 from .. import _dtype
 from .._dispatch import Op, apply
@@ -68,6 +71,43 @@ def _require_tensors(f, name: str, params: tuple, method: bool):
     return g
 
 
+def _take_operands(f, name: str, params: tuple, method: bool):
+    """``f`` whose named parameters take what PyTorch's ``Tensor other`` with a Scalar overload
+    takes: a Tensor or a number, a NumPy number as its Python number; anything else is its
+    argument parser's TypeError (``add(): argument 'other' (position 2) must be Tensor, not str``).
+    Checked only once ``f`` has raised a TypeError (nothing changed by then), so a call that
+    works pays no check."""
+    names = list(inspect.signature(f).parameters)
+    where = [(names.index(p), p) for p in params]
+
+    @functools.wraps(f)
+    def g(*args, **kwargs):
+        try:
+            return f(*args, **kwargs)
+        except TypeError:
+            args, kwargs, fixed = list(args), dict(kwargs), False
+            for i, p in where:
+                if i < len(args):
+                    v, at = args[i], f" (position {i + 1 - method})"
+                elif p in kwargs:
+                    v, at = kwargs[p], ""
+                else:
+                    continue
+                if isinstance(v, np.generic) and v.dtype.kind in "biufc":
+                    v, fixed = v.item(), True
+                    if i < len(args):
+                        args[i] = v
+                    else:
+                        kwargs[p] = v
+                elif not isinstance(v, (Tensor, numbers.Number)):
+                    raise TypeError(f"{name}(): argument '{p}'{at} must be Tensor, not "
+                                    f"{type(v).__name__}") from None
+            if not fixed:
+                raise
+        return f(*args, **kwargs)
+    return g
+
+
 # PyTorch's argument parser takes NumPy's ``keepdims=`` for every native op with ``keepdim``;
 # ``norm`` is Python-level in PyTorch and refuses it.
 _NO_KEEPDIMS = frozenset({"norm"})
@@ -86,11 +126,14 @@ def _accept_keepdims(f, name: str):
     return g
 
 
-def export(*names: str, method: bool = True, function: bool = True, tensors: tuple = ()):
+def export(*names: str, method: bool = True, function: bool = True, tensors: tuple = (),
+           operands: dict | None = None):
     """Register a frontend under ``names`` as ``funcgrad.<name>`` and/or ``Tensor.<name>``.
 
     ``tensors``: parameters that must be Tensors (PyTorch's ``Tensor other`` in the schema: a
     Python number there is its argument parser's TypeError, not a scalar overload).
+    ``operands``: name -> parameters taking a Tensor or a number (see ``_take_operands``), for
+    the names whose PyTorch error is the single-overload one.
     """
     def deco(f):
         if "keepdim" in inspect.signature(f).parameters and names[0] not in _NO_KEEPDIMS:
@@ -98,16 +141,20 @@ def export(*names: str, method: bool = True, function: bool = True, tensors: tup
         first = None
         for n in names:
             ff = _require_tensors(f, n, tensors, False) if tensors else f
+            mf = _require_tensors(f, n, tensors, True) if tensors else f
+            if operands and n in operands:
+                ff, mf = _take_operands(ff, n, operands[n], False), _take_operands(mf, n, operands[n], True)
             first = ff if first is None else first
             if function:
                 FUNCTIONS[n] = ff
             if method:
-                METHODS[n] = _require_tensors(f, n, tensors, True) if tensors else f
+                METHODS[n] = mf
         return first  # funcgrad.<name> is re-exported from the module's global
     return deco
 
 
-def inplace_method(name: str, fn, *, tensors: tuple = (), c_type_cast: bool = False) -> None:
+def inplace_method(name: str, fn, *, tensors: tuple = (), c_type_cast: bool = False,
+                   operands: tuple = ()) -> None:
     """``Tensor.<name>_``: the out-of-place ``fn`` committed into self (version bump, rebase).
 
     ``tensors``: parameters that must be Tensors (as ``export``'s, in the in-place method's name
@@ -122,6 +169,9 @@ def inplace_method(name: str, fn, *, tensors: tuple = (), c_type_cast: bool = Fa
     if tensors:  # checked against fn's parameters (self is fn's first)
         m.__wrapped__ = fn
         m = _require_tensors(m, name, tensors, True)
+    if operands:  # (likewise: see _take_operands)
+        m.__wrapped__ = fn
+        m = _take_operands(m, name, operands, True)
     METHODS[name] = m
 
 

@@ -276,7 +276,7 @@ def _out(r, out):
     return r if out is None else out.copy_(r)
 
 
-@export("add")
+@export("add", operands={"add": ("input", "other")})
 def add(input, other, *, alpha=1, out=None) -> Tensor:
     """``input + alpha * other`` with broadcasting and PyTorch's type promotion.
 
@@ -289,7 +289,7 @@ def add(input, other, *, alpha=1, out=None) -> Tensor:
     return _out(apply(_add, input, other, alpha), out)
 
 
-@export("sub", "subtract")
+@export("sub", "subtract", operands={"sub": ("input", "other")})
 def sub(input, other, *, alpha=1, out=None) -> Tensor:
     """``input - alpha * other``."""
     _no_bool_sub(input, other)
@@ -318,7 +318,7 @@ def rsub(input, other, *, alpha=1) -> Tensor:
     return apply(_rsub, input, other, alpha)
 
 
-@export("mul", "multiply")
+@export("mul", "multiply", operands={"mul": ("input", "other")})
 def mul(input, other, *, out=None) -> Tensor:
     """Elementwise product."""
     if not isinstance(input, Tensor):
@@ -327,7 +327,7 @@ def mul(input, other, *, out=None) -> Tensor:
     return r if out is None else out.copy_(r)  # _out, inlined: `a * b` is a hot path
 
 
-@export("div", "divide", "true_divide")
+@export("div", "divide", "true_divide", operands={"div": ("input", "other")})
 def div(input, other, *, rounding_mode=None, out=None) -> Tensor:
     """Division; ``rounding_mode`` None (true division), ``'trunc'`` or ``'floor'``."""
     if not isinstance(input, Tensor):
@@ -391,10 +391,17 @@ def minimum(input, other, *, out=None) -> Tensor:
     return _out(apply(_minimum, input, other), out)
 
 
+def _raw(f):
+    """A frontend without its argument-checking wrapper (``export``'s ``operands``): the dunders
+    decide their operand themselves."""
+    return getattr(f, "__wrapped__", f)
+
+
 for _n, _f in [("add_", add), ("sub_", sub), ("subtract_", sub), ("mul_", mul),
                ("multiply_", mul), ("div_", div), ("divide_", div), ("true_divide_", div),
                ("floor_divide_", floor_divide), ("remainder_", remainder), ("pow_", pow)]:
-    inplace_method(_n, _f)
+    # (add_/sub_/mul_/div_: PyTorch's one-overload parser error for a non-operand, as add's)
+    inplace_method(_n, _raw(_f), operands=("other",) if _n in ("add_", "sub_", "mul_", "div_") else ())
 
 
 def _swap(f):
@@ -451,9 +458,9 @@ def _mul_dunder(self, other):
     return apply(_mul, self, other)
 
 
-for _n, _f in [("__add__", _add_dunder), ("__radd__", _add_dunder), ("__sub__", _dunder(sub)),
-               ("__rsub__", _dunder(_swap(sub))), ("__mul__", _mul_dunder), ("__rmul__", _mul_dunder),
-               ("__truediv__", _dunder(div)), ("__rtruediv__", _dunder(_rdiv_fn)),
+for _n, _f in [("__add__", _add_dunder), ("__radd__", _add_dunder), ("__sub__", _dunder(_raw(sub))),
+               ("__rsub__", _dunder(_swap(_raw(sub)))), ("__mul__", _mul_dunder), ("__rmul__", _mul_dunder),
+               ("__truediv__", _dunder(_raw(div))), ("__rtruediv__", _dunder(_rdiv_fn)),
                ("__floordiv__", _dunder(floor_divide)), ("__rfloordiv__", _dunder(_swap(floor_divide))),
                ("__mod__", _dunder(remainder)), ("__rmod__", _dunder(_swap(remainder))),
                ("__pow__", _dunder(pow)), ("__rpow__", _dunder(_swap(pow)))]:
