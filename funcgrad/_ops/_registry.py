@@ -50,23 +50,40 @@ def _reject_table(accepts, kernel, errors):
     return table
 
 
+_MISSING = object()
+
+
+def _where(f, params):
+    """``(position, name)`` of ``f``'s parameters ``params``."""
+    names = list(inspect.signature(f).parameters)
+    return [(names.index(p), p) for p in params]
+
+
+def _at(i, args, method):
+    """PyTorch's " (position n)" for a parameter given positionally (a method counts its
+    positions after ``self``), "" for one given by keyword."""
+    return f" (position {i + 1 - method})" if i < len(args) else ""
+
+
+def _given(where, args, kwargs, method):
+    """``(position, name, value, _at(...))`` of each parameter of ``where`` the call gave."""
+    for i, p in where:
+        if i < len(args) or p in kwargs:
+            yield i, p, args[i] if i < len(args) else kwargs[p], _at(i, args, method)
+
+
 def _require_tensors(f, name: str, params: tuple, method: bool):
     """``f`` refusing a non-Tensor for the named parameters, with PyTorch's argument-parser
     TypeError (a method counts its positions after ``self``)."""
-    names = list(inspect.signature(f).parameters)
-    where = [(names.index(p), p) for p in params]
+    where = _where(f, params)
 
     @functools.wraps(f)
     def g(*args, **kwargs):
-        for i, p in where:
-            if i < len(args):
-                v, at = args[i], f" (position {i + 1 - method})"
-            elif p in kwargs:
-                v, at = kwargs[p], ""
-            else:
-                continue
-            if not isinstance(v, Tensor):
-                raise TypeError(f"{name}(): argument '{p}'{at} must be Tensor, not {type(v).__name__}")
+        for i, p in where:  # (_given's loop inlined: this check runs on every call)
+            v = args[i] if i < len(args) else kwargs.get(p, _MISSING)
+            if not isinstance(v, Tensor) and v is not _MISSING:
+                raise TypeError(f"{name}(): argument '{p}'{_at(i, args, method)} must be Tensor, not "
+                                f"{type(v).__name__}")
         return f(*args, **kwargs)
     return g
 
@@ -77,8 +94,7 @@ def _take_operands(f, name: str, params: tuple, method: bool):
     argument parser's TypeError (``add(): argument 'other' (position 2) must be Tensor, not str``).
     Checked only once ``f`` has raised a TypeError (nothing changed by then), so a call that
     works pays no check."""
-    names = list(inspect.signature(f).parameters)
-    where = [(names.index(p), p) for p in params]
+    where = _where(f, params)
 
     @functools.wraps(f)
     def g(*args, **kwargs):
@@ -86,13 +102,7 @@ def _take_operands(f, name: str, params: tuple, method: bool):
             return f(*args, **kwargs)
         except TypeError:
             args, kwargs, fixed = list(args), dict(kwargs), False
-            for i, p in where:
-                if i < len(args):
-                    v, at = args[i], f" (position {i + 1 - method})"
-                elif p in kwargs:
-                    v, at = kwargs[p], ""
-                else:
-                    continue
+            for i, p, v, at in _given(where, tuple(args), kwargs, method):
                 if isinstance(v, np.generic) and v.dtype.kind in "biufc":
                     v, fixed = v.item(), True
                     if i < len(args):
@@ -111,7 +121,6 @@ def _take_operands(f, name: str, params: tuple, method: bool):
 # PyTorch's argument parser takes NumPy's ``keepdims=`` for every native op with ``keepdim``;
 # ``norm`` is Python-level in PyTorch and refuses it.
 _NO_KEEPDIMS = frozenset({"norm"})
-_MISSING = object()
 
 
 def _accept_keepdims(f, name: str):
