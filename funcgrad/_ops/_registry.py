@@ -88,10 +88,25 @@ def _require_tensors(f, name: str, params: tuple, method: bool):
     return g
 
 
+def operand(v, numbers_too: bool = True):
+    """``v`` as PyTorch's argument parser takes a ``Tensor other`` with a Scalar overload: a
+    Tensor or a Python number as it is, a NumPy number as its Python number; anything else
+    ``NotImplemented`` (an operator returns it; a function raises the parser's TypeError).
+    ``numbers_too=False``: a Tensor only (``@``)."""
+    if isinstance(v, Tensor):
+        return v
+    if isinstance(v, np.generic):
+        if v.dtype.kind not in "biufc":
+            return NotImplemented
+        v = v.item()
+    if numbers_too and isinstance(v, numbers.Number):
+        return v
+    return NotImplemented
+
+
 def _take_operands(f, name: str, params: tuple, method: bool):
-    """``f`` whose named parameters take what PyTorch's ``Tensor other`` with a Scalar overload
-    takes: a Tensor or a number, a NumPy number as its Python number; anything else is its
-    argument parser's TypeError (``add(): argument 'other' (position 2) must be Tensor, not str``).
+    """``f`` whose named parameters take an ``operand``; anything else is PyTorch's argument
+    parser's TypeError (``add(): argument 'other' (position 2) must be Tensor, not str``).
     Checked only once ``f`` has raised a TypeError (nothing changed by then), so a call that
     works pays no check."""
     where = _where(f, params)
@@ -102,16 +117,17 @@ def _take_operands(f, name: str, params: tuple, method: bool):
             return f(*args, **kwargs)
         except TypeError:
             args, kwargs, fixed = list(args), dict(kwargs), False
-            for i, p, v, at in _given(where, tuple(args), kwargs, method):
-                if isinstance(v, np.generic) and v.dtype.kind in "biufc":
-                    v, fixed = v.item(), True
-                    if i < len(args):
-                        args[i] = v
-                    else:
-                        kwargs[p] = v
-                elif not isinstance(v, (Tensor, numbers.Number)):
+            for i, p, v, at in _given(where, args, kwargs, method):
+                w = operand(v)
+                if w is NotImplemented:
                     raise TypeError(f"{name}(): argument '{p}'{at} must be Tensor, not "
                                     f"{type(v).__name__}") from None
+                if w is not v:  # a NumPy number: the call again with its Python number
+                    fixed = True
+                    if i < len(args):
+                        args[i] = w
+                    else:
+                        kwargs[p] = w
             if not fixed:
                 raise
         return f(*args, **kwargs)
@@ -136,13 +152,13 @@ def _accept_keepdims(f, name: str):
 
 
 def export(*names: str, method: bool = True, function: bool = True, tensors: tuple = (),
-           operands: dict | None = None):
+           operands: tuple = ()):
     """Register a frontend under ``names`` as ``funcgrad.<name>`` and/or ``Tensor.<name>``.
 
     ``tensors``: parameters that must be Tensors (PyTorch's ``Tensor other`` in the schema: a
     Python number there is its argument parser's TypeError, not a scalar overload).
-    ``operands``: name -> parameters taking a Tensor or a number (see ``_take_operands``), for
-    the names whose PyTorch error is the single-overload one.
+    ``operands``: parameters taking a Tensor or a number (``_take_operands``), under the first
+    name only (PyTorch's aliases raise its several-overloads error instead).
     """
     def deco(f):
         if "keepdim" in inspect.signature(f).parameters and names[0] not in _NO_KEEPDIMS:
@@ -151,8 +167,8 @@ def export(*names: str, method: bool = True, function: bool = True, tensors: tup
         for n in names:
             ff = _require_tensors(f, n, tensors, False) if tensors else f
             mf = _require_tensors(f, n, tensors, True) if tensors else f
-            if operands and n in operands:
-                ff, mf = _take_operands(ff, n, operands[n], False), _take_operands(mf, n, operands[n], True)
+            if operands and n == names[0]:
+                ff, mf = _take_operands(ff, n, operands, False), _take_operands(mf, n, operands, True)
             first = ff if first is None else first
             if function:
                 FUNCTIONS[n] = ff
@@ -191,4 +207,4 @@ def install() -> None:
 
 
 __all__ = ["OPS", "FUNCTIONS", "METHODS", "defop", "export", "inplace_method", "install", "apply",
-           "Tensor", "kernel_error"]
+           "Tensor", "kernel_error", "operand"]

@@ -10,8 +10,7 @@ import numpy as np
 
 from .. import _cache, _dispatch
 from .._tensor import _Array, _dtype_cname, _scalar_type_name, _wrap_dim
-from ._registry import FUNCTIONS, Tensor, apply, defop, export, inplace_method
-from .pointwise import dunder_operand
+from ._registry import FUNCTIONS, Tensor, apply, defop, export, inplace_method, operand
 from .shape import _t
 
 _mm = defop("mm", jnp.matmul, "MmBackward0", promote="binary")
@@ -93,14 +92,14 @@ def check_addmm_dtypes(input, mat1, mat2):
 
 @export("__matmul__", function=False)
 def _matmul_dunder(self, other):
-    if (other := dunder_operand(other, numbers_too=False)) is NotImplemented:
+    if (other := operand(other, numbers_too=False)) is NotImplemented:
         return NotImplemented  # (Python's "unsupported operand type(s) for @", as PyTorch's)
     return matmul(self, other)
 
 
 @export("__rmatmul__", function=False)
 def _rmatmul(self, other):
-    if (other := dunder_operand(other, numbers_too=False)) is NotImplemented:
+    if (other := operand(other, numbers_too=False)) is NotImplemented:
         return NotImplemented
     return matmul(other, self)
 

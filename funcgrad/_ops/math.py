@@ -349,8 +349,6 @@ _hypot = defop("hypot", jnp.hypot, "HypotBackward0", promote="binary", jvp=_hypo
 # scalar operands stay in ``diff`` so that they take part in the dtype promotion
 _fmod_s = defop("fmod", jnp.fmod, "FmodBackward0", promote="binary", **int_division("fmod_cpu"))
 _fmod_t = defop("fmod_tensor", jnp.fmod, "FmodBackward1", promote="binary", **int_division("fmod_cpu"))
-# the common dtype is checked, so integer-only operands never reach the kernel ("binary" is
-# "binary_float" here)
 # PyTorch: grad / (1 + exp(other - self)) and grad / (1 + exp(self - other)) (base 2: pow(2, ·)):
 # 0 for the operand an infinite other one dominates, nan at (inf, inf) (jax.vjp: the softmax
 # weights, 1 and 0.5 there)
@@ -365,6 +363,8 @@ def _logaddexp2_jvp(primals, tangents, out):
     return tx / (1 + jnp.power(two, y - x)) + ty / (1 + jnp.power(two, x - y))
 
 
+# the common dtype is checked, so integer-only operands never reach the kernel ("binary" is
+# "binary_float" here)
 _logaddexp = defop("logaddexp", jnp.logaddexp, "LogaddexpBackward0", promote="binary", accepts="fc",
                    kernel="logaddexp_cpu", jvp=_logaddexp_jvp)
 _logaddexp2 = defop("logaddexp2", jnp.logaddexp2, "Logaddexp2Backward0", promote="binary", accepts="f",

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import numbers
-
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -13,7 +11,7 @@ from .._dispatch import host_exact
 from .._dtype import float64
 from .._factories import tensor
 from .._tensor import _scalar_type_name
-from ._registry import Tensor, apply, defop, export, inplace_method
+from ._registry import Tensor, apply, defop, export, inplace_method, operand
 from .shape import nonzero
 
 # ================================ unary ==========================================================
@@ -114,7 +112,7 @@ def torch_div(x, y):
 
 def _div_jvp(primals, tangents, out):
     # (the barrier: XLA would rewrite (x / y) / y as x / (y * y))
-    (x, y), (tx, ty) = primals, tangents
+    (_, y), (tx, ty) = primals, tangents
     return torch_div(tx, y) - ty * torch_div(jax.lax.optimization_barrier(out), y)
 
 
@@ -163,6 +161,8 @@ _div_trunc = defop("div_trunc", _div_trunc_fn, "DivBackward2", promote="binary",
                    **int_division("div_trunc_cpu"))
 # scalar / tensor: PyTorch computes reciprocal * scalar, hence its node name
 _rdiv = defop("rdiv", lambda x, y: y / x, "MulBackward0", promote="binary_float")
+
+
 def _remainder_jvp(primals, tangents, out):
     # PyTorch: self: grad; other: -grad * self.div(other, rounding_mode="floor"), whose floor
     # division gives nan for an infinite self (jax.vjp: ∓inf) and has a zero derivative
@@ -276,7 +276,7 @@ def _out(r, out):
     return r if out is None else out.copy_(r)
 
 
-@export("add", operands={"add": ("input", "other")})
+@export("add", operands=("input", "other"))
 def add(input, other, *, alpha=1, out=None) -> Tensor:
     """``input + alpha * other`` with broadcasting and PyTorch's type promotion.
 
@@ -289,7 +289,7 @@ def add(input, other, *, alpha=1, out=None) -> Tensor:
     return _out(apply(_add, input, other, alpha), out)
 
 
-@export("sub", "subtract", operands={"sub": ("input", "other")})
+@export("sub", "subtract", operands=("input", "other"))
 def sub(input, other, *, alpha=1, out=None) -> Tensor:
     """``input - alpha * other``."""
     _no_bool_sub(input, other)
@@ -318,7 +318,7 @@ def rsub(input, other, *, alpha=1) -> Tensor:
     return apply(_rsub, input, other, alpha)
 
 
-@export("mul", "multiply", operands={"mul": ("input", "other")})
+@export("mul", "multiply", operands=("input", "other"))
 def mul(input, other, *, out=None) -> Tensor:
     """Elementwise product."""
     if not isinstance(input, Tensor):
@@ -327,7 +327,7 @@ def mul(input, other, *, out=None) -> Tensor:
     return r if out is None else out.copy_(r)  # _out, inlined: `a * b` is a hot path
 
 
-@export("div", "divide", "true_divide", operands={"div": ("input", "other")})
+@export("div", "divide", "true_divide", operands=("input", "other"))
 def div(input, other, *, rounding_mode=None, out=None) -> Tensor:
     """Division; ``rounding_mode`` None (true division), ``'trunc'`` or ``'floor'``."""
     if not isinstance(input, Tensor):
@@ -411,29 +411,16 @@ def _swap(f):
 
 
 # ---- the arithmetic dunders' other operand ----------------------------------------------------
+# anything else is ``_registry.operand``'s: a NumPy number as its Python number, the rest
+# ``NotImplemented``, which the dunder returns. Python then tries the other operand's reflected
+# method (an ndarray's: NumPy computes it, as with PyTorch), or raises its ``unsupported operand
+# type(s) for +: 'Tensor' and 'str'``
 _PLAIN = frozenset((Tensor, int, float, bool))  # taken as they are, checked by one set lookup
-
-
-def dunder_operand(other, numbers_too=True):
-    """A binary dunder's other operand as PyTorch's argument parser takes it: a Tensor or a Python
-    number as it is, a NumPy number as its Python number; anything else ``NotImplemented``, which
-    the dunder returns: Python then tries the other operand's reflected method (an ndarray's: NumPy
-    computes it, as with PyTorch), or raises its ``unsupported operand type(s) for +: 'Tensor' and
-    'str'``. ``numbers_too=False``: a Tensor only (``@``)."""
-    if isinstance(other, Tensor):
-        return other
-    if isinstance(other, np.generic):
-        if other.dtype.kind not in "biufc":
-            return NotImplemented
-        other = other.item()
-    if numbers_too and isinstance(other, numbers.Number):
-        return other
-    return NotImplemented
 
 
 def _dunder(f):
     def d(self, other):
-        if type(other) not in _PLAIN and (other := dunder_operand(other)) is NotImplemented:
+        if type(other) not in _PLAIN and (other := operand(other)) is NotImplemented:
             return NotImplemented
         return f(self, other)
     d.__name__ = d.__qualname__ = f.__name__
@@ -446,14 +433,14 @@ def _rdiv_fn(self, other):
 
 def _add_dunder(self, other):
     """``x + y``: ``add(self, other)`` without its keywords (self is a Tensor, alpha 1)."""
-    if type(other) not in _PLAIN and (other := dunder_operand(other)) is NotImplemented:
+    if type(other) not in _PLAIN and (other := operand(other)) is NotImplemented:
         return NotImplemented
     return apply(_add, self, other, 1)
 
 
 def _mul_dunder(self, other):
     """``x * y``: ``mul(self, other)`` (self is a Tensor)."""
-    if type(other) not in _PLAIN and (other := dunder_operand(other)) is NotImplemented:
+    if type(other) not in _PLAIN and (other := operand(other)) is NotImplemented:
         return NotImplemented
     return apply(_mul, self, other)
 
