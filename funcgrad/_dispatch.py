@@ -74,7 +74,8 @@ class Op:
 
     __slots__ = ("name", "fn", "grad_name", "promote", "diff", "linear", "diff_outputs",
                  "view", "saves_result", "jvp", "vjp", "reject", "_fwd", "_bwd", "_bwd_ops",
-                 "_node_cls", "doc", "_same_ok", "host", "_host_seen", "_fast")
+                 "_node_cls", "doc", "_same_ok", "host", "_host_seen", "_fast", "_call1", "_call2",
+                 "_static_calls")
 
     def __init__(self, name, fn, grad_name=None, promote="none", diff=None, linear=False,
                  diff_outputs=None, view=False, doc=None, saves_result=False, jvp=None,
@@ -93,6 +94,10 @@ class Op:
         # (one operand) or a tuple of them -> (kernel, cast, result inexact, diff mask) (see
         # _remember). None where more decides a call's path (a NumPy twin's count, a view)
         self._fast = {} if host is None and not view else None
+        # apply(op, a) and apply(op, a, b[, alpha]) (_callers), which frontends may call directly
+        self._call1, self._call2 = _callers(self) if self._fast is not None else (
+            lambda a: _apply(self, (a,), {}), lambda *a: _apply(self, a, {}))
+        self._static_calls = {}  # static arguments -> (call1 with them, its dtype table)
 
     def __repr__(self):
         return f"Op({self.name})"
@@ -124,8 +129,24 @@ class Op:
             # a plain jax.jit until its shapes keep changing, then per-shape LRU (_cache.py)
             # (one per static arguments: past a few, per-shape as well, _cache.static_kernel)
             k = _cache.static_kernel(self._fwd, key, lambda: self.traced(static, cast, nargs),
-                                     self.name, None if self._fast is None else self._fast.clear)
+                                     self.name, None if self._fast is None else self._forget)
         return k
+
+    def _forget(self):
+        """Drop the remembered fast-path decisions (a kernel became per-shape)."""
+        self._fast.clear()
+        for _, table in self._static_calls.values():
+            table.clear()
+
+    def call_with(self, **static):
+        """``call(a)``: ``apply(self, a, **static)`` for these static arguments, made once per
+        their values (a frontend keeps it for a hot call: ``x.sum(1)``), whose fast path looks
+        up the remembered decision by ``a``'s dtype alone (see ``_callers``)."""
+        skey = tuple(static.items())
+        c = self._static_calls.get(skey)
+        if c is None:
+            c = self._static_calls[skey] = _static_caller(self, skey, static)
+        return c[0]
 
     def vjp_fn(self, static, cast, nargs, mask, avals, graph=False):
         """``bwd(args, cots) -> grads`` for the masked positions (unjitted, traceable); ``graph``:
@@ -259,66 +280,157 @@ _amp_hook = [None]  # funcgrad.amp's autocast cast, installed only while some th
 
 def apply(op: Op, *args, **static):
     """Run ``op`` on Tensors/scalars/arrays; record a graph node when needed."""
-    if op._fast is not None and _amp_hook[0] is None and not _active[0]:
-        # A call whose path the full one below decided before: its kernel and dtype cast by
-        # the operands' dtypes (a Python scalar's type) and static arguments, nothing else
-        # redone (_remember says when that holds); then the same recording and wrapping,
-        # inlined for one operand (with static arguments: reductions) and two (without).
-        T = _Tensor
-        if len(args) == 1:
+    if op._fast is not None:
+        if not static:
+            n = len(args)
+            if n == 2 or n == 3 and type(args[2]) in _NUMBERS:  # (a third only as a number: alpha)
+                return op._call2(*args)
+            if n == 1:
+                return op._call1(args[0])
+        elif len(args) == 1 and _amp_hook[0] is None and not _active[0]:
+            # one operand with static arguments (reductions): as _callers' call1, keyed by both
             a = args[0]
-            if isinstance(a, T) and a._viewinfo is None and type(v0 := a._cell.value) is _Array \
-                    and (e := op._fast.get((v0.aval.dtype, skey := tuple(static.items())) if static
-                                           else v0.aval.dtype)) is not None:
+            if isinstance(a, _Tensor) and a._viewinfo is None and type(v0 := a._cell.value) is _Array \
+                    and (e := op._fast.get((v0.aval.dtype, skey := tuple(static.items())))) is not None:
                 out = e[0](v0)
-                if op.grad_name is not None and _state.enabled:
-                    if a._requires_grad and e[2]:
-                        return _record(op, args, out, skey if static else (), e[1],
-                                       (True,) if e[3] is None else e[3], (v0,), True)
+                if a._requires_grad and e[2]:
+                    if _state.enabled:
+                        return _record(op, args, out, skey, e[1], (True,) if e[3] is None else e[3],
+                                       (v0,), True)
+                    if _state.inference:
+                        return _inference_result(op, args, out, skey)
                 elif _state.inference:
-                    return _inference_result(op, args, out, skey if static else ())
-                t = _new(T)  # Tensor._wrap(out), inlined
+                    return _inference_result(op, args, out, skey)
+                t = _new(_Tensor)  # Tensor._wrap(out), inlined
                 c = t._cell = _new(_Cell)
-                c.value, c.gen = out, 0
-                t._viewinfo, t._ver, t._requires_grad, t._grad_fn = None, [0], False, None
+                c.value = out
+                c.gen = 0
+                t._viewinfo = None
+                t._ver = [0]
+                t._requires_grad = False
+                t._grad_fn = None
                 return t
-        elif not static and ((n := len(args)) == 2 or n == 3 and type(args[2]) in _NUMBERS):
-            # (a third operand only as a Python number: add/sub's alpha)
-            a, b = args[0], args[1]
+    return _apply(op, args, static)
+
+
+def _callers(op: Op):
+    """``(call1, call2)``: ``call1(a)`` is ``apply(op, a)`` and ``call2(a, b[, alpha])`` is
+    ``apply(op, a, b[, alpha])`` (a third operand only as a Python number), with apply's fast
+    path unrolled for them, frontends that call them directly (the arithmetic operators,
+    elementwise functions) paying no packing of arguments either.
+
+    The fast path runs a call whose decisions are remembered (``_remember``): its kernel and
+    dtype cast by the operands' dtypes (a Python scalar's type, its reused 0-d array the
+    operand), nothing else redone; then the same recording and wrapping as the full path. Not
+    while autocast or a binding frame is active, nor for views, traced values or a key not
+    remembered: those take the full path (``_apply``).
+    """
+    fast = op._fast
+    T = _Tensor
+
+    def call1(a):
+        if _amp_hook[0] is None and not _active[0] and isinstance(a, T) and a._viewinfo is None \
+                and type(v0 := a._cell.value) is _Array and (e := fast.get(v0.aval.dtype)) is not None:
+            out = e[0](v0)
+            if a._requires_grad and e[2]:  # (e[2]: a differentiable op with an inexact result)
+                if _state.enabled:
+                    return _record(op, (a,), out, (), e[1], (True,) if e[3] is None else e[3], (v0,), True)
+                if _state.inference:
+                    return _inference_result(op, (a,), out, ())
+            elif _state.inference:
+                return _inference_result(op, (a,), out, ())
+            t = _new(T)  # Tensor._wrap(out), inlined
+            c = t._cell = _new(_Cell)
+            c.value = out
+            c.gen = 0
+            t._viewinfo = None
+            t._ver = [0]
+            t._requires_grad = False
+            t._grad_fn = None
+            return t
+        return _apply(op, (a,), {})
+
+    def call2(a, b, *alpha):
+        if _amp_hook[0] is None and not _active[0]:
             if isinstance(a, T):
-                v0 = a._cell.value if a._viewinfo is None else None
-                k0 = v0.aval.dtype if type(v0) is _Array else None
-                g0 = a._requires_grad
+                if a._viewinfo is not None or type(v0 := a._cell.value) is not _Array:
+                    return _apply(op, (a, b, *alpha), {})
+                k0, g0 = v0.aval.dtype, a._requires_grad
             else:  # a Python scalar: its type is the key, its reused 0-d array the operand
-                k0, g0 = type(a), False
-                v0 = scalar_array(a)
+                k0, g0, v0 = type(a), False, scalar_array(a)
             if isinstance(b, T):
-                v1 = b._cell.value if b._viewinfo is None else None
-                k1 = v1.aval.dtype if type(v1) is _Array else None
-                g1 = b._requires_grad
+                if b._viewinfo is not None or type(v1 := b._cell.value) is not _Array:
+                    return _apply(op, (a, b, *alpha), {})
+                k1, g1 = v1.aval.dtype, b._requires_grad
             else:
-                k1, g1 = type(b), False
-                v1 = scalar_array(b)
-            if (e := op._fast.get((k0, k1) if n == 2 else (k0, k1, type(args[2])))) is not None:
-                vals = (v0, v1) if n == 2 else (v0, v1, scalar_array(args[2]))
+                k1, g1, v1 = type(b), False, scalar_array(b)
+            if (e := fast.get((k0, k1, type(alpha[0])) if alpha else (k0, k1))) is not None:
                 try:
-                    out = e[0](*vals)
+                    out = e[0](v0, v1, scalar_array(alpha[0])) if alpha else e[0](v0, v1)
                 except (ValueError, TypeError) as exc:  # jax's broadcasting error -> PyTorch's
-                    _raise_broadcast_error(vals, exc)
+                    _raise_broadcast_error((v0, v1), exc)
                     raise
-                if op.grad_name is not None and _state.enabled:
-                    if (g0 or g1) and e[2]:
+                if (g0 or g1) and e[2]:
+                    if _state.enabled:
                         d = e[3]
                         mask = (g0, g1) if d is None else (g0 and d[0], g1 and d[1])
-                        return _record(op, args, out, (), e[1], mask if n == 2 else mask + (False,),
-                                       vals, True)
+                        if alpha:
+                            return _record(op, (a, b, *alpha), out, (), e[1], mask + (False,),
+                                           (v0, v1, scalar_array(alpha[0])), True)
+                        return _record(op, (a, b), out, (), e[1], mask, (v0, v1), True)
+                    if _state.inference:
+                        return _inference_result(op, (a, b, *alpha), out, ())
                 elif _state.inference:
-                    return _inference_result(op, args, out, ())
+                    return _inference_result(op, (a, b, *alpha), out, ())
                 t = _new(T)  # Tensor._wrap(out), inlined
                 c = t._cell = _new(_Cell)
-                c.value, c.gen = out, 0
-                t._viewinfo, t._ver, t._requires_grad, t._grad_fn = None, [0], False, None
+                c.value = out
+                c.gen = 0
+                t._viewinfo = None
+                t._ver = [0]
+                t._requires_grad = False
+                t._grad_fn = None
                 return t
+        return _apply(op, (a, b, *alpha), {})
+    return call1, call2
+
+
+def _static_caller(op: Op, skey: tuple, static: dict):
+    """``(call, table)`` for ``Op.call_with``: ``table`` keeps ``op._fast``'s entries for
+    ``skey`` by dtype (``Op._forget`` clears it with them)."""
+    fast, table, T = op._fast, {}, _Tensor
+
+    def call(a):
+        if fast is not None and _amp_hook[0] is None and not _active[0] and isinstance(a, T) \
+                and a._viewinfo is None and type(v0 := a._cell.value) is _Array:
+            e = table.get(dt := v0.aval.dtype)
+            if e is None and (e := fast.get((dt, skey))) is not None:
+                table[dt] = e
+            if e is not None:
+                out = e[0](v0)
+                if a._requires_grad and e[2]:
+                    if _state.enabled:
+                        return _record(op, (a,), out, skey, e[1], (True,) if e[3] is None else e[3],
+                                       (v0,), True)
+                    if _state.inference:
+                        return _inference_result(op, (a,), out, skey)
+                elif _state.inference:
+                    return _inference_result(op, (a,), out, skey)
+                t = _new(T)  # Tensor._wrap(out), inlined
+                c = t._cell = _new(_Cell)
+                c.value = out
+                c.gen = 0
+                t._viewinfo = None
+                t._ver = [0]
+                t._requires_grad = False
+                t._grad_fn = None
+                return t
+        return _apply(op, (a,), static)
+    return call, table
+
+
+def _apply(op: Op, args: tuple, static: dict):
+    """``apply``'s full path: every decision made for this call."""
     if _amp_hook[0] is not None:
         args = _amp_hook[0](op, args)
     T = _Tensor
@@ -395,8 +507,12 @@ def apply(op: Op, *args, **static):
     if direct:  # Tensor._wrap(out), inlined
         t = _new(T)
         c = t._cell = _new(_Cell)
-        c.value, c.gen = out, 0
-        t._viewinfo, t._ver, t._requires_grad, t._grad_fn = None, [0], False, None
+        c.value = out
+        c.gen = 0
+        t._viewinfo = None
+        t._ver = [0]
+        t._requires_grad = False
+        t._grad_fn = None
         return t
     return T._wrap(out)
 
@@ -436,7 +552,8 @@ def _remember(op, args, vals, cast, k, out, skey=()) -> None:
     diff = None if op.diff is None else tuple(i in op.diff for i in range(len(args)))
     out_dt = out.aval.dtype if type(out) is _Array else out.dtype
     key = (keys[0] if len(keys) == 1 else tuple(keys)) if not skey else (keys[0], skey)
-    op._fast[key] = (k, cast, out_dt in _INEXACT, diff)
+    # (whether a node may be recorded: a differentiable op with an inexact result)
+    op._fast[key] = (k, cast, op.grad_name is not None and out_dt in _INEXACT, diff)
 
 
 # The first uses of an op with a NumPy twin per (static arguments, avals) run the twin
@@ -692,8 +809,12 @@ def _record(op, args, out, skey, cast, mask, vals=None, direct=False):
     elif direct:  # Tensor._wrap(out) inlined, with _set_grad_fn(node, 0) of a fresh tensor
         t = _new(T)
         c = t._cell = _new(_Cell)
-        c.value, c.gen = out, 0
-        t._viewinfo, t._ver, t._requires_grad, t._grad_fn = None, [0], True, node
+        c.value = out
+        c.gen = 0
+        t._viewinfo = None
+        t._ver = [0]
+        t._requires_grad = True
+        t._grad_fn = node
     else:
         t = T._wrap(out)
         t._grad_fn, t._requires_grad = node, True

@@ -34,6 +34,12 @@ CASES = [
     ("constant only", lambda m, a, b: b * b + 0.5),
     ("clamp", lambda m, a, b: m.clamp(a, min=-0.5)),
     ("mul -0.0", lambda m, a, b: a * -0.0),
+    ("add method", lambda m, a, b: a.add(b)),
+    ("sum", lambda m, a, b: a.sum()),
+    ("sum dim", lambda m, a, b: a.sum(1)),
+    ("sum dim keepdim", lambda m, a, b: a.sum(-1, keepdim=True)),
+    ("sum function", lambda m, a, b: m.sum(a, 0, True)),
+    ("mean", lambda m, a, b: a.mean()),
 ]
 
 
@@ -205,6 +211,39 @@ def test_churning_shapes_drop_the_remembered_plain_kernel(monkeypatch):
     assert type(next(iter(op._fwd.values()))) is _cache.ShapeKernel
     assert traced.count((1,)) == 2  # traced again per-shape: the plain kernel is not used
     assert not op._fast  # a per-shape kernel is never remembered
+
+
+def test_static_callers_follow_the_fast_table(monkeypatch):
+    """``Op.call_with``: the call for fixed static arguments (``x.sum(1)``) remembers through the
+    op's table, keeps nothing once the kernel is per-shape, and differs by static arguments."""
+    monkeypatch.setattr(_cache, "CHURN", 2)
+    traced = []
+
+    def fn(x, *, dim):
+        traced.append((x.shape, dim))
+        return x.sum(dim)
+    op = _dispatch.Op("fast_static", fn, "FastStaticBackward0")
+    s0, s1 = op.call_with(dim=0), op.call_with(dim=1)
+    assert op.call_with(dim=0) is s0  # made once per static arguments
+    x = funcgrad.ones(2, 3)
+    assert s0(x).tolist() == [2.0] * 3 and s1(x).tolist() == [3.0] * 2
+    assert s0(x).tolist() == [2.0] * 3 and s1(x).tolist() == [3.0] * 2
+    assert len(op._static_calls[(("dim", 0),)][1]) == 1  # remembered by dtype
+    assert traced == [((2, 3), 0), ((2, 3), 1)]
+
+    def refuse(*args, **kw):
+        raise AssertionError("the full path ran")
+    with monkeypatch.context() as m:
+        m.setattr(_dispatch, "_apply", refuse)
+        r = s0(funcgrad.ones(2, 3, requires_grad=True))
+        assert type(r.grad_fn).__name__ == "FastStaticBackward0"
+    s0(funcgrad.ones(4, 3)), s0(funcgrad.ones(5, 3))  # per-shape from the third shape on
+    assert not op._fast and not op._static_calls[(("dim", 0),)][1]
+    assert s0(x).tolist() == [2.0] * 3
+    assert not op._static_calls[(("dim", 0),)][1]  # a per-shape kernel is never remembered
+    with pytest.raises(IndexError, match="Dimension out of range"):
+        x.sum(2)
+    assert x.sum(1, keepdim=True).shape == (2, 1) and x.sum(1).shape == (2,)
 
 
 def test_scalar_arrays_are_reused_and_keep_signed_zero_apart():

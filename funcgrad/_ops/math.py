@@ -183,8 +183,11 @@ _JVP = {
 
 
 def _make_unary(name, op):
+    call = op._call1  # apply(op, input), unrolled
+
     def f(input: Tensor, *, out=None) -> Tensor:
-        return _out(apply(op, input), out)
+        r = call(input)
+        return r if out is None else out.copy_(r)
     f.__name__ = f.__qualname__ = name
     f.__doc__ = f"Elementwise ``{name}`` (PyTorch's ``torch.{name}``); differentiable."
     return f

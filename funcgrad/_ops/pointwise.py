@@ -58,8 +58,10 @@ _DTYPES = {
 
 
 def _make_unary(name, op):
+    call = op._call1  # apply(op, input), unrolled
+
     def f(input: Tensor, *, out=None) -> Tensor:
-        r = apply(op, input)
+        r = call(input)
         return r if out is None else out.copy_(r)
     f.__name__ = f.__qualname__ = name
     f.__doc__ = f"Elementwise ``{name}`` (PyTorch's ``torch.{name}``); differentiable."
@@ -286,7 +288,8 @@ def add(input, other, *, alpha=1, out=None) -> Tensor:
     """
     if not isinstance(input, Tensor):  # add(2, t)
         input, other = other, input
-    return _out(apply(_add, input, other, alpha), out)
+    r = _add._call2(input, other, alpha)
+    return r if out is None else out.copy_(r)
 
 
 @export("sub", "subtract", operands=("input", "other"))
@@ -323,7 +326,7 @@ def mul(input, other, *, out=None) -> Tensor:
     """Elementwise product."""
     if not isinstance(input, Tensor):
         input, other = other, input
-    r = apply(_mul, input, other)
+    r = _mul._call2(input, other)
     return r if out is None else out.copy_(r)  # _out, inlined: `a * b` is a hot path
 
 
@@ -435,14 +438,14 @@ def _add_dunder(self, other):
     """``x + y``: ``add(self, other)`` without its keywords (self is a Tensor, alpha 1)."""
     if type(other) not in _PLAIN and (other := operand(other)) is NotImplemented:
         return NotImplemented
-    return apply(_add, self, other, 1)
+    return _add._call2(self, other, 1)
 
 
 def _mul_dunder(self, other):
     """``x * y``: ``mul(self, other)`` (self is a Tensor)."""
     if type(other) not in _PLAIN and (other := operand(other)) is NotImplemented:
         return NotImplemented
-    return apply(_mul, self, other)
+    return _mul._call2(self, other)
 
 
 for _n, _f in [("__add__", _add_dunder), ("__radd__", _add_dunder), ("__sub__", _dunder(_raw(sub))),

@@ -61,6 +61,10 @@ _sum0 = defop("sum", _sum, "SumBackward0", linear=True)
 _sum1 = defop("sum_dim", _sum, "SumBackward1", linear=True)
 _mean0 = defop("mean", _mean, "MeanBackward0", linear=True)
 _mean1 = defop("mean_dim", _mean, "MeanBackward1", linear=True)
+# the hot calls `x.sum()`, `x.sum(1)` and `x.mean()`, made once (Op.call_with)
+_SUM0 = _sum0.call_with(dim=None, keepdim=False, dtype=None)
+_MEAN0 = _mean0.call_with(dim=None, keepdim=False, dtype=None)
+_SUM_DIM: dict = {}  # (int dim, ndim, keepdim) -> x.sum(dim, keepdim) (a few entries per rank)
 
 
 @export("sum")
@@ -73,9 +77,12 @@ def sum(input, dim=None, keepdim=False, *, dtype=None) -> Tensor:
     """
     if dtype is None and isinstance(input, Tensor):  # `loss = x.sum()`, `x.sum(1)`: hot
         if dim is None:
-            return apply(_sum0, input, dim=None, keepdim=False, dtype=None)
-        if type(dim) is int and (dims := _INT_DIMS.get((dim, input.dim()))) is not None:
-            return apply(_sum1, input, dim=dims, keepdim=bool(keepdim), dtype=None)
+            return _SUM0(input)
+        if type(dim) is int and type(keepdim) is bool:
+            call = _SUM_DIM.get(key := (dim, input.dim(), keepdim))
+            if call is None:  # (_dims raises PyTorch's IndexError for a dim out of range)
+                call = _SUM_DIM[key] = _sum1.call_with(dim=_dims(dim, key[1]), keepdim=keepdim, dtype=None)
+            return call(input)
     dims = _dims(dim, input.ndim)
     dt = None if dtype is None else to_dtype(dtype).np
     if dims is None and dim is None:
@@ -88,7 +95,7 @@ def mean(input, dim=None, keepdim=False, *, dtype=None) -> Tensor:
     """Mean of all elements (``MeanBackward0``) or over ``dim`` (``MeanBackward1``)."""
     if dim is None and dtype is None and isinstance(input, Tensor) \
             and input._value.dtype.kind in "fc":  # `loss = x.mean()`: hot
-        return apply(_mean0, input, dim=None, keepdim=False, dtype=None)
+        return _MEAN0(input)
     if dtype is None and not (input.dtype.is_floating_point or input.dtype.is_complex):
         raise RuntimeError(
             f"mean(): could not infer output dtype. Input dtype must be either a floating point or "
