@@ -10,7 +10,6 @@ backward here, in its own dtype, and checks each gradient's shape and dtype.
 
 from __future__ import annotations
 
-import fnmatch
 import importlib
 import pkgutil
 
@@ -23,7 +22,7 @@ import funcgrad
 from funcgrad._ops import OPS
 
 from . import op_specs
-from .opinfo import allowlist
+from .opinfo.mirror import gradient_checked_by_torch
 
 
 def _all_specs():
@@ -47,32 +46,13 @@ def test_every_op_has_a_spec():
     assert not unknown, f"spec rows naming ops that are not in the op table: {unknown}"
 
 
-def _torch_importable() -> bool:
-    try:
-        import torch  # noqa: F401
-    except Exception:  # (the mirror sweep is skipped then: pytest.importorskip)
-        return False
-    return True
-
-
-_TORCH = _torch_importable()
-# ops some of whose gradients differ from PyTorch's on purpose (allowlisted): jax.grad keeps watching
-_GRAD_ALLOWED = [k.split("/")[0] for k in allowlist.ALLOWED if k.endswith(":grad")]
-
-
-def _gradient_checked_by_torch(spec) -> bool:
-    """Whether the mirror sweep compares this row's gradient with PyTorch's in this run."""
-    return _TORCH and spec.op not in allowlist.EXCLUDED and not any(
-        fnmatch.fnmatchcase(spec.op, g) for g in _GRAD_ALLOWED)
-
-
 def test_rows_whose_gradient_torch_checks_are_mirrored():
     """The premise of skipping jax.grad: every such row is a mirror-sweep sample with the same
     differentiated inputs."""
     from .opinfo import mirror
     mirrored = {(s.op, tuple(s.grad)) for g in mirror.GROUPS.values() for s in g}
     for spec in SPECS:
-        if _gradient_checked_by_torch(spec) and not spec.nondiff:
+        if gradient_checked_by_torch(spec) and not spec.nondiff:
             floats = [i for i, a in enumerate(spec.make_inputs()) if np.issubdtype(a.dtype, np.floating)]
             gidx = tuple(spec.grad if spec.grad is not None else floats)
             assert (spec.op, gidx) in mirrored, (spec.op, gidx)
@@ -114,7 +94,7 @@ def test_op(spec):
         assert got.grad_fn.name() == spec.grad_fn
     cot = np.random.default_rng(1).standard_normal(got.shape)
     gs = funcgrad.autograd.grad(got, [ts[i] for i in gidx], funcgrad.tensor(cot), allow_unused=True)
-    if _gradient_checked_by_torch(spec):  # (values: the mirror sweep's, against PyTorch)
+    if gradient_checked_by_torch(spec):  # (values: the mirror sweep's, against PyTorch)
         for i, g in zip(gidx, gs):
             if g is not None:
                 assert g.shape == ts[i].shape and g.dtype == ts[i].dtype, (i, g.shape, g.dtype)
