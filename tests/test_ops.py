@@ -95,7 +95,7 @@ def test_op(spec):
     cot = np.random.default_rng(1).standard_normal(got.shape)
     gs = funcgrad.autograd.grad(got, [ts[i] for i in gidx], funcgrad.tensor(cot), allow_unused=True)
     if gradient_checked_by_torch(spec):  # (values: the mirror sweep's, against PyTorch)
-        for i, g in zip(gidx, gs):
+        for i, g in zip(gidx, gs, strict=True):
             if g is not None:
                 assert g.shape == ts[i].shape and g.dtype == ts[i].dtype, (i, g.shape, g.dtype)
         return
