@@ -308,3 +308,26 @@ def test_no_warnings_and_repeatable():
         a, b = _inputs(funcgrad)
         outs = [((a * b + 1) ** 2 / 3.0 - a).detach().numpy().tobytes() for _ in range(4)]
     assert len(set(outs)) == 1
+
+
+def test_default_alpha_is_a_two_operand_kernel_with_the_same_bits():
+    """``x + y``, ``x - y``, ``1 - x`` (alpha 1) run a kernel without the alpha operand: the same
+    bits as alpha given as 1.0 (the three-operand kernel), and a complex operand keeps PyTorch's
+    product ``1 * y`` (``inf * (1+0j)`` has a nan imaginary part), eager and compiled alike."""
+    from funcgrad._ops import OPS
+    add, sub = OPS["add"], OPS["sub"]
+    rng = np.random.default_rng(0)
+    x = funcgrad.tensor(rng.standard_normal(64).astype(np.float32))
+    y = funcgrad.tensor(rng.standard_normal(64).astype(np.float32))
+    for _ in range(3):
+        assert (x + y).numpy().tobytes() == funcgrad.add(x, y, alpha=1.0).numpy().tobytes()
+        assert (x - y).numpy().tobytes() == funcgrad.sub(x, y, alpha=1.0).numpy().tobytes()
+        assert (1.5 - x).numpy().tobytes() == funcgrad.sub(1.5, x, alpha=1.0).numpy().tobytes()
+    f32 = x.dtype.np
+    assert (f32, f32) in add._fast and (f32, f32) in sub._fast  # two operands, remembered
+    inf, one = funcgrad.tensor([complex(np.inf, 0)] * 16), funcgrad.tensor([complex(1, 0)] * 16)
+    want = [complex(np.inf, np.nan), complex(np.inf, 0), complex(-np.inf, np.nan)]  # PyTorch 2.13's
+    step = funcgrad.jit(lambda a, b: (b + a, a - b, b - a))
+    for got in [(one + inf, inf - one, one - inf), step(inf, one), step(inf, one)]:
+        for g, w in zip(got, want, strict=True):
+            np.testing.assert_array_equal(g.numpy(), np.full(16, w))

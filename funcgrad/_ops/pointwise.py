@@ -93,13 +93,28 @@ def _pos(x):
 export("positive", "__pos__")(_pos)
 
 # ================================ binary arithmetic ==============================================
-# (alpha arrives traced, so the sum is cast back: bool + bool is bool, a logical or, as PyTorch)
-_add = defop("add", lambda x, y, alpha: (x + alpha * y if not _is_one(alpha) else x + y).astype(
-    jnp.result_type(x, y)), "AddBackward0", promote="binary", diff=(0, 1), linear=True)
-_sub = defop("sub", lambda x, y, alpha: x - alpha * y if not _is_one(alpha) else x - y,
-             "SubBackward0", promote="binary", diff=(0, 1), linear=True)
-_rsub = defop("rsub", lambda x, y, alpha: y - alpha * x if not _is_one(alpha) else y - x,
-              "RsubBackward1", promote="binary", diff=(0, 1), linear=True)
+def _with_alpha(combine):
+    """PyTorch's ``combine(x, alpha * y)`` (add, sub). ``alpha`` left out is its default 1, and
+    the kernel has one operand fewer (each costs ~1 µs a call): a real result combines ``y`` as
+    it is (``1 * y`` is ``y``), a complex one keeps the product, as PyTorch's kernel does
+    (``inf * (1+0j)`` has a nan imaginary part), also where a trace sees a Python 1. A given
+    alpha arrives traced, so the result is cast back (bool + bool is bool, a logical or)."""
+    def fn(x, y, alpha=None):
+        rt = jnp.result_type(x, y)
+        if alpha is None or _is_one(alpha):
+            if not jnp.issubdtype(rt, jnp.complexfloating):
+                return combine(x, y).astype(rt)
+            alpha = jax.lax.optimization_barrier(jnp.ones((), rt))  # (XLA would fold 1 * y)
+        return combine(x, alpha * y).astype(rt)
+    return fn
+
+
+_sub_fn = _with_alpha(lambda x, y: x - y)
+_add = defop("add", _with_alpha(lambda x, y: x + y), "AddBackward0", promote="binary", diff=(0, 1),
+             linear=True)
+_sub = defop("sub", _sub_fn, "SubBackward0", promote="binary", diff=(0, 1), linear=True)
+_rsub = defop("rsub", lambda x, y, alpha=None: _sub_fn(y, x, alpha), "RsubBackward1", promote="binary",
+              diff=(0, 1), linear=True)
 _mul = defop("mul", jnp.multiply, "MulBackward0", promote="binary")
 
 
@@ -288,7 +303,7 @@ def add(input, other, *, alpha=1, out=None) -> Tensor:
     """
     if not isinstance(input, Tensor):  # add(2, t)
         input, other = other, input
-    r = _add._call2(input, other, alpha)
+    r = _add._call2(input, other) if type(alpha) is int and alpha == 1 else _add._call2(input, other, alpha)
     return r if out is None else out.copy_(r)
 
 
@@ -296,9 +311,9 @@ def add(input, other, *, alpha=1, out=None) -> Tensor:
 def sub(input, other, *, alpha=1, out=None) -> Tensor:
     """``input - alpha * other``."""
     _no_bool_sub(input, other)
-    if not isinstance(input, Tensor):
-        return _out(apply(_rsub, other, input, alpha), out)
-    return _out(apply(_sub, input, other, alpha), out)
+    op, x, y = (_sub, input, other) if isinstance(input, Tensor) else (_rsub, other, input)
+    r = op._call2(x, y) if type(alpha) is int and alpha == 1 else op._call2(x, y, alpha)
+    return r if out is None else out.copy_(r)
 
 
 def _no_bool_sub(a, b) -> None:
@@ -318,7 +333,7 @@ def _no_bool_sub(a, b) -> None:
 def rsub(input, other, *, alpha=1) -> Tensor:
     """``other - alpha * input``."""
     _no_bool_sub(input, other)
-    return apply(_rsub, input, other, alpha)
+    return _rsub._call2(input, other) if type(alpha) is int and alpha == 1 else _rsub._call2(input, other, alpha)
 
 
 @export("mul", "multiply", operands=("input", "other"))
@@ -438,7 +453,7 @@ def _add_dunder(self, other):
     """``x + y``: ``add(self, other)`` without its keywords (self is a Tensor, alpha 1)."""
     if type(other) not in _PLAIN and (other := operand(other)) is NotImplemented:
         return NotImplemented
-    return _add._call2(self, other, 1)
+    return _add._call2(self, other)
 
 
 def _mul_dunder(self, other):
