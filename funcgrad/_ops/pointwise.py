@@ -333,7 +333,9 @@ def _no_bool_sub(a, b) -> None:
 def rsub(input, other, *, alpha=1) -> Tensor:
     """``other - alpha * input``."""
     _no_bool_sub(input, other)
-    return _rsub._call2(input, other) if type(alpha) is int and alpha == 1 else _rsub._call2(input, other, alpha)
+    if type(alpha) is int and alpha == 1:  # (the two-operand kernel: see _with_alpha)
+        return _rsub._call2(input, other)
+    return _rsub._call2(input, other, alpha)
 
 
 @export("mul", "multiply", operands=("input", "other"))
