@@ -23,6 +23,7 @@ from ._storage import ACTIVE as _active, _Cell
 from ._tensor import Tensor as _Tensor, _Array
 
 _state = grad_mode._state
+_inference = grad_mode.INFERENCE  # threads in inference mode (none: no thread-local read)
 _new = object.__new__
 
 
@@ -299,7 +300,7 @@ def apply(op: Op, *args, **static):
                                        (v0,), True)
                     if _state.inference:
                         return _inference_result(op, args, out, skey)
-                elif _state.inference:
+                elif _inference[0] and _state.inference:
                     return _inference_result(op, args, out, skey)
                 t = _new(_Tensor)  # Tensor._wrap(out), inlined
                 c = t._cell = _new(_Cell)
@@ -314,10 +315,9 @@ def apply(op: Op, *args, **static):
 
 
 def _callers(op: Op):
-    """``(call1, call2)``: ``call1(a)`` is ``apply(op, a)`` and ``call2(a, b[, alpha])`` is
-    ``apply(op, a, b[, alpha])`` (a third operand only as a Python number), with apply's fast
-    path unrolled for them, frontends that call them directly (the arithmetic operators,
-    elementwise functions) paying no packing of arguments either.
+    """``(call1, call2)``: ``call1(a)`` is ``apply(op, a)`` and ``call2`` is
+    ``binary_caller(op)``, with apply's fast path unrolled for them, frontends that call them
+    directly (elementwise functions) paying no packing of arguments either.
 
     The fast path runs a call whose decisions are remembered (``_remember``): its kernel and
     dtype cast by the operands' dtypes (a Python scalar's type, its reused 0-d array the
@@ -337,7 +337,7 @@ def _callers(op: Op):
                     return _record(op, (a,), out, (), e[1], (True,) if e[3] is None else e[3], (v0,), True)
                 if _state.inference:
                     return _inference_result(op, (a,), out, ())
-            elif _state.inference:
+            elif _inference[0] and _state.inference:
                 return _inference_result(op, (a,), out, ())
             t = _new(T)  # Tensor._wrap(out), inlined
             c = t._cell = _new(_Cell)
@@ -350,17 +350,30 @@ def _callers(op: Op):
             return t
         return _apply(op, (a,), {})
 
-    def call2(a, b, *alpha):
+    return call1, binary_caller(op)
+
+
+def binary_caller(op: Op, slow=None):
+    """``call(a, b[, alpha])``: ``apply(op, a, b[, alpha])`` (a third operand only as a Python
+    number), with apply's fast path unrolled for it (see ``_callers``); where that path does not
+    apply, ``slow(a, b[, alpha])`` (default: the full path). An arithmetic operator is one of
+    these itself, whose ``slow`` declines what PyTorch's declines (``NotImplemented``)."""
+    fast, T = op._fast, _Tensor
+    if slow is None:
+        def slow(*args):
+            return _apply(op, args, {})
+
+    def call(a, b, *alpha):
         if _amp_hook[0] is None and not _active[0]:
             if isinstance(a, T):
                 if a._viewinfo is not None or type(v0 := a._cell.value) is not _Array:
-                    return _apply(op, (a, b, *alpha), {})
+                    return slow(a, b, *alpha)
                 k0, g0 = v0.aval.dtype, a._requires_grad
             else:  # a Python scalar: its type is the key, its reused 0-d array the operand
                 k0, g0, v0 = type(a), False, scalar_array(a)
             if isinstance(b, T):
                 if b._viewinfo is not None or type(v1 := b._cell.value) is not _Array:
-                    return _apply(op, (a, b, *alpha), {})
+                    return slow(a, b, *alpha)
                 k1, g1 = v1.aval.dtype, b._requires_grad
             else:
                 k1, g1, v1 = type(b), False, scalar_array(b)
@@ -380,7 +393,7 @@ def _callers(op: Op):
                         return _record(op, (a, b), out, (), e[1], mask, (v0, v1), True)
                     if _state.inference:
                         return _inference_result(op, (a, b, *alpha), out, ())
-                elif _state.inference:
+                elif _inference[0] and _state.inference:
                     return _inference_result(op, (a, b, *alpha), out, ())
                 t = _new(T)  # Tensor._wrap(out), inlined
                 c = t._cell = _new(_Cell)
@@ -391,8 +404,8 @@ def _callers(op: Op):
                 t._requires_grad = False
                 t._grad_fn = None
                 return t
-        return _apply(op, (a, b, *alpha), {})
-    return call1, call2
+        return slow(a, b, *alpha)
+    return call
 
 
 def _static_caller(op: Op, skey: tuple, static: dict):
@@ -414,7 +427,7 @@ def _static_caller(op: Op, skey: tuple, static: dict):
                                        (v0,), True)
                     if _state.inference:
                         return _inference_result(op, (a,), out, skey)
-                elif _state.inference:
+                elif _inference[0] and _state.inference:
                     return _inference_result(op, (a,), out, skey)
                 t = _new(T)  # Tensor._wrap(out), inlined
                 c = t._cell = _new(_Cell)

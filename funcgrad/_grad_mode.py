@@ -8,11 +8,27 @@ import threading
 
 
 class _State(threading.local):
+    """This thread's grad mode. Every change of ``inference`` (whoever makes it) is counted in
+    ``INFERENCE``: while no thread has it on, apply's fast path reads a global, not this thread's
+    state. A thread that ends in inference mode stays counted (the fast path then reads its own
+    state: only slower)."""
+
     def __init__(self):
-        self.enabled = True
-        self.inference = False
+        threading.local.__setattr__(self, "enabled", True)
+        threading.local.__setattr__(self, "inference", False)
+
+    def __setattr__(self, name, value):
+        if name != "inference":
+            return threading.local.__setattr__(self, name, value)
+        with _lock:
+            was = self.inference
+            threading.local.__setattr__(self, name, value)
+            if bool(value) != bool(was):
+                INFERENCE[0] += 1 if value else -1
 
 
+_lock = threading.Lock()
+INFERENCE = [0]  # threads whose inference mode is on (see _State)
 _state = _State()
 _anomaly = [False, False]  # [enabled, check_nan]: set by autograd.anomaly_mode
 

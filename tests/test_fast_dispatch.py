@@ -331,3 +331,43 @@ def test_default_alpha_is_a_two_operand_kernel_with_the_same_bits():
     for got in [(one + inf, inf - one, one - inf), step(inf, one), step(inf, one)]:
         for g, w in zip(got, want, strict=True):
             np.testing.assert_array_equal(g.numpy(), np.full(16, w))
+
+
+def test_inference_mode_of_any_thread_reaches_the_fast_path():
+    """The fast path reads a thread's inference mode only while some thread has it on (a global
+    count, kept by every change of the thread-local state, however made)."""
+    import threading
+
+    from funcgrad._grad_mode import INFERENCE, _state
+    x = funcgrad.ones(3)
+    calls = lambda: [x * 2.0, x + x, x.exp(), x.sum(0), x.sum()]  # noqa: E731
+    for _ in range(3):
+        calls()  # remembered
+    assert INFERENCE[0] == 0
+    got = {}
+
+    def worker():
+        with funcgrad.inference_mode():
+            got["in"] = calls()
+        got["out"] = calls()
+    t = threading.Thread(target=worker)
+    t.start()
+    t.join()
+    assert all(r.is_inference() for r in got["in"]) and not any(r.is_inference() for r in got["out"])
+    assert INFERENCE[0] == 0
+    on, go, late = threading.Event(), threading.Event(), []
+
+    def stays():
+        _state.inference = True  # set directly, as a DataLoader worker copies its parent's modes
+        on.set()
+        go.wait()
+        late.extend(calls())
+        _state.inference = False
+    t = threading.Thread(target=stays)
+    t.start()
+    on.wait()
+    assert INFERENCE[0] == 1
+    assert not any(r.is_inference() for r in calls())  # this thread's own mode
+    go.set()
+    t.join()
+    assert all(r.is_inference() for r in late) and INFERENCE[0] == 0

@@ -7,7 +7,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from .. import _dtype
-from .._dispatch import host_exact
+from .._dispatch import binary_caller, host_exact
 from .._dtype import float64
 from .._factories import tensor
 from .._tensor import _scalar_type_name
@@ -451,18 +451,15 @@ def _rdiv_fn(self, other):
     return apply(_rdiv, self, other)
 
 
-def _add_dunder(self, other):
-    """``x + y``: ``add(self, other)`` without its keywords (self is a Tensor, alpha 1)."""
-    if type(other) not in _PLAIN and (other := operand(other)) is NotImplemented:
-        return NotImplemented
-    return _add._call2(self, other)
+def _operator(op):
+    """``x + y``, ``x * y`` (and reflected: the ops commute): the op's binary caller itself, its
+    fast path first (no frame of an operator in between), declining what PyTorch's operator
+    declines once that path does not apply."""
+    return binary_caller(op, _dunder(lambda self, other: apply(op, self, other)))
 
 
-def _mul_dunder(self, other):
-    """``x * y``: ``mul(self, other)`` (self is a Tensor)."""
-    if type(other) not in _PLAIN and (other := operand(other)) is NotImplemented:
-        return NotImplemented
-    return _mul._call2(self, other)
+_add_dunder = _operator(_add)  # add(self, other) without its keywords (alpha 1)
+_mul_dunder = _operator(_mul)
 
 
 for _n, _f in [("__add__", _add_dunder), ("__radd__", _add_dunder), ("__sub__", _dunder(_raw(sub))),
