@@ -50,7 +50,7 @@ def _reject_table(accepts, kernel, errors):
     return table
 
 
-_MISSING = object()
+MISSING = _MISSING = object()  # (an argument not given)
 
 
 def _where(f, params):
@@ -140,7 +140,9 @@ _NO_KEEPDIMS = frozenset({"norm"})
 
 
 def _accept_keepdims(f, name: str):
-    """``f`` also taking ``keepdims=`` for ``keepdim=`` (both at once: PyTorch's TypeError)."""
+    """``f`` also taking ``keepdims=`` for ``keepdim=`` (both at once: PyTorch's TypeError). A hot
+    frontend takes both itself instead (``keepdim=KEEPDIM, keepdims=MISSING``, see ``keepdim``),
+    without this wrapper's frame."""
     @functools.wraps(f)
     def g(*args, keepdims=_MISSING, **kwargs):
         if keepdims is not _MISSING:
@@ -149,6 +151,33 @@ def _accept_keepdims(f, name: str):
             kwargs["keepdim"] = keepdims
         return f(*args, **kwargs)
     return g
+
+
+class _Default:
+    """A parameter's default that the frontend tells apart from the same value given; it shows
+    as the value (``keepdim=False`` in the signature)."""
+
+    __slots__ = ("value",)
+
+    def __init__(self, value):
+        self.value = value
+
+    def __repr__(self):
+        return repr(self.value)
+
+
+KEEPDIM = _Default(False)  # keepdim left out
+DIM = _Default(None)  # dim left out (a reduction over all: PyTorch's no-dim overload, SumBackward0)
+
+
+def keepdim(name: str, keepdim, keepdims):
+    """The ``keepdim`` of a frontend taking ``keepdim=KEEPDIM, keepdims=MISSING`` itself: as
+    ``_accept_keepdims`` (both given: PyTorch's TypeError)."""
+    if keepdims is _MISSING:
+        return False if keepdim is KEEPDIM else keepdim
+    if keepdim is not KEEPDIM:
+        raise TypeError(f"{name}() got an unexpected keyword argument 'keepdims'")
+    return keepdims
 
 
 def export(*names: str, method: bool = True, function: bool = True, tensors: tuple = (),
@@ -161,7 +190,8 @@ def export(*names: str, method: bool = True, function: bool = True, tensors: tup
     name only (PyTorch's aliases raise its several-overloads error instead).
     """
     def deco(f):
-        if "keepdim" in inspect.signature(f).parameters and names[0] not in _NO_KEEPDIMS:
+        params = inspect.signature(f).parameters
+        if "keepdim" in params and "keepdims" not in params and names[0] not in _NO_KEEPDIMS:
             f = _accept_keepdims(f, names[0])
         first = None
         for n in names:
@@ -207,4 +237,4 @@ def install() -> None:
 
 
 __all__ = ["OPS", "FUNCTIONS", "METHODS", "defop", "export", "inplace_method", "install", "apply",
-           "Tensor", "kernel_error", "operand"]
+           "Tensor", "kernel_error", "operand", "keepdim", "KEEPDIM", "DIM", "MISSING"]

@@ -15,7 +15,8 @@ import numpy as np
 from .._dispatch import host_exact
 from .._dtype import to_dtype
 from .._tensor import _scalar_type_name, _wrap_dim
-from ._registry import Tensor, apply, defop, export
+from ._registry import DIM, KEEPDIM, MISSING, Tensor, apply, defop, export
+from ._registry import keepdim as _keepdim
 from .math import isnan, logical_not
 from .pointwise import maximum, minimum
 
@@ -68,43 +69,51 @@ _SUM_DIM: dict = {}  # (int dim, ndim, keepdim) -> x.sum(dim, keepdim) (a few en
 
 
 @export("sum")
-def sum(input, dim=None, keepdim=False, *, dtype=None) -> Tensor:
-    """Sum of all elements (``SumBackward0``) or over ``dim`` (``SumBackward1``).
+def sum(input, dim=DIM, keepdim=KEEPDIM, *, dtype=None, keepdims=MISSING) -> Tensor:
+    """Sum of all elements (``SumBackward0``) or over ``dim`` (``SumBackward1``; ``dim=None``
+    given: over all, as PyTorch's dim overload).
 
     >>> import funcgrad
     >>> funcgrad.tensor([[1, 2], [3, 4]]).sum(dim=1)
     tensor([3, 7])
     """
+    if keepdim is KEEPDIM and keepdims is MISSING:
+        keepdim = False
+    else:  # (keepdims= taken here: the hot calls pay no wrapper of export's)
+        keepdim = _keepdim("sum", keepdim, keepdims)
     if dtype is None and isinstance(input, Tensor):  # `loss = x.sum()`, `x.sum(1)`: hot
-        if dim is None:
+        if dim is DIM:
             return _SUM0(input)
         if type(dim) is int and type(keepdim) is bool:
             call = _SUM_DIM.get(key := (dim, input.dim(), keepdim))
             if call is None:  # (_dims raises PyTorch's IndexError for a dim out of range)
                 call = _SUM_DIM[key] = _sum1.call_with(dim=_dims(dim, key[1]), keepdim=keepdim, dtype=None)
             return call(input)
-    dims = _dims(dim, input.ndim)
     dt = None if dtype is None else to_dtype(dtype).np
-    if dims is None and dim is None:
+    if dim is DIM:
         return apply(_sum0, input, dim=None, keepdim=False, dtype=dt)
-    return apply(_sum1, input, dim=dims, keepdim=bool(keepdim), dtype=dt)
+    return apply(_sum1, input, dim=_dims(dim, input.ndim), keepdim=bool(keepdim), dtype=dt)
 
 
 @export("mean")
-def mean(input, dim=None, keepdim=False, *, dtype=None) -> Tensor:
-    """Mean of all elements (``MeanBackward0``) or over ``dim`` (``MeanBackward1``)."""
-    if dim is None and dtype is None and isinstance(input, Tensor) \
+def mean(input, dim=DIM, keepdim=KEEPDIM, *, dtype=None, keepdims=MISSING) -> Tensor:
+    """Mean of all elements (``MeanBackward0``) or over ``dim`` (``MeanBackward1``; ``dim=None``
+    given: over all, as PyTorch's dim overload)."""
+    if keepdim is KEEPDIM and keepdims is MISSING:
+        keepdim = False
+    else:  # (as sum's)
+        keepdim = _keepdim("mean", keepdim, keepdims)
+    if dim is DIM and dtype is None and isinstance(input, Tensor) \
             and input._value.dtype.kind in "fc":  # `loss = x.mean()`: hot
         return _MEAN0(input)
     if dtype is None and not (input.dtype.is_floating_point or input.dtype.is_complex):
         raise RuntimeError(
             f"mean(): could not infer output dtype. Input dtype must be either a floating point or "
             f"complex dtype. Got: {_scalar_name(input.dtype)}")
-    dims = _dims(dim, input.ndim)
     dt = None if dtype is None else to_dtype(dtype).np
-    if dims is None and dim is None:
+    if dim is DIM:
         return apply(_mean0, input, dim=None, keepdim=False, dtype=dt)
-    return apply(_mean1, input, dim=dims, keepdim=bool(keepdim), dtype=dt)
+    return apply(_mean1, input, dim=_dims(dim, input.ndim), keepdim=bool(keepdim), dtype=dt)
 
 
 def _scalar_name(d):
