@@ -95,10 +95,11 @@ class Op:
         # (one operand) or a tuple of them -> (kernel, cast, result inexact, diff mask) (see
         # _remember). None where more decides a call's path (a NumPy twin's count, a view)
         self._fast = {} if host is None and not view else None
-        # apply(op, a) and apply(op, a, b[, alpha]) (_callers), which frontends may call directly
-        self._call1, self._call2 = _callers(self) if self._fast is not None else (
-            lambda a: _apply(self, (a,), {}), lambda *a: _apply(self, a, {}))
-        self._static_calls = {}  # static arguments -> (call1 with them, its dtype table)
+        # apply(op, a) and apply(op, a, b[, alpha]) with the fast path unrolled, which frontends
+        # may call directly (_static_caller, binary_caller)
+        self._static_calls = {}  # static arguments -> (the one-operand call with them, its table)
+        self._call1, self._call2 = (_static_caller(self, (), {})[0], binary_caller(self)) \
+            if self._fast is not None else (lambda a: _apply(self, (a,), {}), lambda *a: _apply(self, a, {}))
 
     def __repr__(self):
         return f"Op({self.name})"
@@ -142,7 +143,7 @@ class Op:
     def call_with(self, **static):
         """``call(a)``: ``apply(self, a, **static)`` for these static arguments, made once per
         their values (a frontend keeps it for a hot call: ``x.sum(1)``), whose fast path looks
-        up the remembered decision by ``a``'s dtype alone (see ``_callers``)."""
+        up the remembered decision by ``a``'s dtype alone (see ``_static_caller``)."""
         skey = tuple(static.items())
         c = self._static_calls.get(skey)
         if c is None:
@@ -289,7 +290,7 @@ def apply(op: Op, *args, **static):
             if n == 1:
                 return op._call1(args[0])
         elif len(args) == 1 and _amp_hook[0] is None and not _active[0]:
-            # one operand with static arguments (reductions): as _callers' call1, keyed by both
+            # one operand with static arguments (reductions): as _static_caller, keyed by both
             a = args[0]
             if isinstance(a, _Tensor) and a._viewinfo is None and type(v0 := a._cell.value) is _Array \
                     and (e := op._fast.get((v0.aval.dtype, skey := tuple(static.items())))) is not None:
@@ -304,60 +305,26 @@ def apply(op: Op, *args, **static):
                     return _inference_result(op, args, out, skey)
                 t = _new(_Tensor)  # Tensor._wrap(out), inlined
                 c = t._cell = _new(_Cell)
-                c.value = out
-                c.gen = 0
-                t._viewinfo = None
-                t._ver = [0]
-                t._requires_grad = False
-                t._grad_fn = None
+                c.value, c.gen = out, 0
+                t._viewinfo, t._ver, t._requires_grad, t._grad_fn = None, [0], False, None
                 return t
     return _apply(op, args, static)
 
 
-def _callers(op: Op):
-    """``(call1, call2)``: ``call1(a)`` is ``apply(op, a)`` and ``call2`` is
-    ``binary_caller(op)``, with apply's fast path unrolled for them, frontends that call them
-    directly (elementwise functions) paying no packing of arguments either.
+def binary_caller(op: Op, slow=None):
+    """``call(a, b[, alpha])``: ``apply(op, a, b[, alpha])`` (a third operand only as a Python
+    number) with apply's fast path unrolled, so a frontend that calls it directly pays no
+    packing of arguments either; where that path does not apply, ``slow(a, b[, alpha])``
+    (default: the full path). An arithmetic operator is one of these itself, whose ``slow``
+    declines what PyTorch's declines (``NotImplemented``).
 
     The fast path runs a call whose decisions are remembered (``_remember``): its kernel and
     dtype cast by the operands' dtypes (a Python scalar's type, its reused 0-d array the
     operand), nothing else redone; then the same recording and wrapping as the full path. Not
     while autocast or a binding frame is active, nor for views, traced values or a key not
-    remembered: those take the full path (``_apply``).
-    """
-    fast = op._fast
-    T = _Tensor
-
-    def call1(a):
-        if _amp_hook[0] is None and not _active[0] and isinstance(a, T) and a._viewinfo is None \
-                and type(v0 := a._cell.value) is _Array and (e := fast.get(v0.aval.dtype)) is not None:
-            out = e[0](v0)
-            if a._requires_grad and e[2]:  # (e[2]: a differentiable op with an inexact result)
-                if _state.enabled:
-                    return _record(op, (a,), out, (), e[1], (True,) if e[3] is None else e[3], (v0,), True)
-                if _state.inference:
-                    return _inference_result(op, (a,), out, ())
-            elif _inference[0] and _state.inference:
-                return _inference_result(op, (a,), out, ())
-            t = _new(T)  # Tensor._wrap(out), inlined
-            c = t._cell = _new(_Cell)
-            c.value = out
-            c.gen = 0
-            t._viewinfo = None
-            t._ver = [0]
-            t._requires_grad = False
-            t._grad_fn = None
-            return t
-        return _apply(op, (a,), {})
-
-    return call1, binary_caller(op)
-
-
-def binary_caller(op: Op, slow=None):
-    """``call(a, b[, alpha])``: ``apply(op, a, b[, alpha])`` (a third operand only as a Python
-    number), with apply's fast path unrolled for it (see ``_callers``); where that path does not
-    apply, ``slow(a, b[, alpha])`` (default: the full path). An arithmetic operator is one of
-    these itself, whose ``slow`` declines what PyTorch's declines (``NotImplemented``)."""
+    remembered: those take the full path (``_apply``). (It and ``_static_caller`` inline
+    ``Tensor._wrap`` and the recording choice as ``apply`` does: a helper's frame would cost
+    each call more than the rest of the path.)"""
     fast, T = op._fast, _Tensor
     if slow is None:
         def slow(*args):
@@ -397,21 +364,20 @@ def binary_caller(op: Op, slow=None):
                     return _inference_result(op, (a, b, *alpha), out, ())
                 t = _new(T)  # Tensor._wrap(out), inlined
                 c = t._cell = _new(_Cell)
-                c.value = out
-                c.gen = 0
-                t._viewinfo = None
-                t._ver = [0]
-                t._requires_grad = False
-                t._grad_fn = None
+                c.value, c.gen = out, 0
+                t._viewinfo, t._ver, t._requires_grad, t._grad_fn = None, [0], False, None
                 return t
         return slow(a, b, *alpha)
     return call
 
 
 def _static_caller(op: Op, skey: tuple, static: dict):
-    """``(call, table)`` for ``Op.call_with``: ``table`` keeps ``op._fast``'s entries for
-    ``skey`` by dtype (``Op._forget`` clears it with them)."""
-    fast, table, T = op._fast, {}, _Tensor
+    """``(call, table)``: ``call(a)`` is ``apply(op, a, **static)`` with the fast path unrolled
+    (see ``binary_caller``), ``table`` ``op._fast``'s entries for ``skey`` by dtype (``Op._forget``
+    clears it with them; without static arguments, ``op._fast`` itself). ``Op._call1`` and
+    ``Op.call_with``'s calls."""
+    fast, T = op._fast, _Tensor
+    table = fast if not skey else {}
 
     def call(a):
         if fast is not None and _amp_hook[0] is None and not _active[0] and isinstance(a, T) \
@@ -431,12 +397,8 @@ def _static_caller(op: Op, skey: tuple, static: dict):
                     return _inference_result(op, (a,), out, skey)
                 t = _new(T)  # Tensor._wrap(out), inlined
                 c = t._cell = _new(_Cell)
-                c.value = out
-                c.gen = 0
-                t._viewinfo = None
-                t._ver = [0]
-                t._requires_grad = False
-                t._grad_fn = None
+                c.value, c.gen = out, 0
+                t._viewinfo, t._ver, t._requires_grad, t._grad_fn = None, [0], False, None
                 return t
         return _apply(op, (a,), static)
     return call, table
@@ -520,12 +482,8 @@ def _apply(op: Op, args: tuple, static: dict):
     if direct:  # Tensor._wrap(out), inlined
         t = _new(T)
         c = t._cell = _new(_Cell)
-        c.value = out
-        c.gen = 0
-        t._viewinfo = None
-        t._ver = [0]
-        t._requires_grad = False
-        t._grad_fn = None
+        c.value, c.gen = out, 0
+        t._viewinfo, t._ver, t._requires_grad, t._grad_fn = None, [0], False, None
         return t
     return T._wrap(out)
 
@@ -822,12 +780,8 @@ def _record(op, args, out, skey, cast, mask, vals=None, direct=False):
     elif direct:  # Tensor._wrap(out) inlined, with _set_grad_fn(node, 0) of a fresh tensor
         t = _new(T)
         c = t._cell = _new(_Cell)
-        c.value = out
-        c.gen = 0
-        t._viewinfo = None
-        t._ver = [0]
-        t._requires_grad = True
-        t._grad_fn = node
+        c.value, c.gen = out, 0
+        t._viewinfo, t._ver, t._requires_grad, t._grad_fn = None, [0], True, node
     else:
         t = T._wrap(out)
         t._grad_fn, t._requires_grad = node, True
