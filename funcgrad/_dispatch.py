@@ -301,7 +301,7 @@ def apply(op: Op, *args, **static):
                                        (v0,), True)
                     if _state.inference:
                         return _inference_result(op, args, out, skey)
-                elif _inference[0] and _state.inference:
+                elif _inference[0] and _state.inference and not (op.grad_name is not None and _state.enabled):
                     return _inference_result(op, args, out, skey)
                 t = _new(_Tensor)  # Tensor._wrap(out), inlined
                 c = t._cell = _new(_Cell)
@@ -360,7 +360,7 @@ def binary_caller(op: Op, slow=None):
                         return _record(op, (a, b), out, (), e[1], mask, (v0, v1), True)
                     if _state.inference:
                         return _inference_result(op, (a, b, *alpha), out, ())
-                elif _inference[0] and _state.inference:
+                elif _inference[0] and _state.inference and not (op.grad_name is not None and _state.enabled):
                     return _inference_result(op, (a, b, *alpha), out, ())
                 t = _new(T)  # Tensor._wrap(out), inlined
                 c = t._cell = _new(_Cell)
@@ -393,7 +393,7 @@ def _static_caller(op: Op, skey: tuple, static: dict):
                                        (v0,), True)
                     if _state.inference:
                         return _inference_result(op, (a,), out, skey)
-                elif _inference[0] and _state.inference:
+                elif _inference[0] and _state.inference and not (op.grad_name is not None and _state.enabled):
                     return _inference_result(op, (a,), out, skey)
                 t = _new(T)  # Tensor._wrap(out), inlined
                 c = t._cell = _new(_Cell)
