@@ -22,7 +22,7 @@ import funcgrad
 from funcgrad._ops import OPS
 
 from . import op_specs
-from .opinfo.mirror import gradient_checked_by_torch
+from .opinfo.allowlist import TORCH, gradient_checked_by_torch
 
 
 def _all_specs():
@@ -49,6 +49,8 @@ def test_every_op_has_a_spec():
 def test_rows_whose_gradient_torch_checks_are_mirrored():
     """The premise of skipping jax.grad: every such row is a mirror-sweep sample with the same
     differentiated inputs."""
+    if not TORCH:
+        pytest.skip("PyTorch is not installed: every row's gradient is compared with jax.grad here")
     from .opinfo import mirror
     mirrored = {(s.op, tuple(s.grad)) for g in mirror.GROUPS.values() for s in g}
     for spec in SPECS:

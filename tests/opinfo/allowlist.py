@@ -111,3 +111,25 @@ def family_of(k, samples):
     pat, _ = _split(k)
     mirror = any(s.id.startswith("spec:") for s in samples)
     return ("/spec:" in pat) == mirror and any(fnmatch.fnmatchcase(s.key, pat) for s in samples)
+
+
+def _torch_importable() -> bool:
+    try:
+        import torch  # noqa: F401
+    except Exception:  # (the sweep is skipped then: pytest.importorskip)
+        return False
+    return True
+
+
+TORCH = _torch_importable()
+# ops some of whose gradients differ from PyTorch's on purpose (allowlisted)
+_GRAD_ALLOWED = [k.split("/")[0] for k in ALLOWED if k.endswith(":grad")]
+
+
+def gradient_checked_by_torch(spec) -> bool:
+    """Whether this run's mirror sweep (tests/opinfo/mirror.py) compares the spec row's float64
+    gradient with PyTorch's: torch imports, the op is not excluded, and none of its gradients is
+    an allowlisted difference. Where it does, a comparison of that gradient with ``jax.grad`` or
+    finite differences adds nothing (tests/test_ops.py, tests/test_gradcheck.py leave it out)."""
+    return TORCH and spec.op not in EXCLUDED and not any(
+        fnmatch.fnmatchcase(spec.op, g) for g in _GRAD_ALLOWED)

@@ -10,7 +10,6 @@ families live beside (pointwise.py, reduce.py).
 
 from __future__ import annotations
 
-import fnmatch
 import importlib
 import pkgutil
 import types
@@ -147,24 +146,3 @@ def build():
 GROUPS, UNTRANSLATED = build()
 SAMPLES = [s for g in GROUPS.values() for s in g]
 
-
-def _torch_importable() -> bool:
-    try:
-        import torch  # noqa: F401
-    except Exception:  # (the sweep is skipped then: pytest.importorskip)
-        return False
-    return True
-
-
-TORCH = _torch_importable()
-# ops some of whose gradients differ from PyTorch's on purpose (allowlisted)
-_GRAD_ALLOWED = [k.split("/")[0] for k in allowlist.ALLOWED if k.endswith(":grad")]
-
-
-def gradient_checked_by_torch(spec) -> bool:
-    """Whether this run's sweep compares the spec row's float64 gradient with PyTorch's: torch
-    imports, the op is not excluded, and none of its gradients is an allowlisted difference.
-    Where it does, a comparison of that gradient with ``jax.grad`` or finite differences adds
-    nothing (tests/test_ops.py, tests/test_gradcheck.py leave it out)."""
-    return TORCH and spec.op not in allowlist.EXCLUDED and not any(
-        fnmatch.fnmatchcase(spec.op, g) for g in _GRAD_ALLOWED)
