@@ -235,14 +235,10 @@ class Tensor:
         # (no frame in any thread: none in this one either, without the thread-local lookup)
         if not _storage_active[0] or _storage_local.frame is None:
             c = t._cell = _new(_Cell)
-            c.value = value
-            c.gen = 0
+            c.value, c.gen = value, 0
         else:
             t._cell = _new_cell(value)
-        t._viewinfo = None
-        t._ver = [0]
-        t._requires_grad = False
-        t._grad_fn = None
+        t._viewinfo, t._ver, t._requires_grad, t._grad_fn = None, [0], False, None
         return t
 
     @staticmethod

@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 import funcgrad
-from funcgrad import _dispatch, _factories, nn
+from funcgrad import _factories, _host, nn
 from funcgrad._random import _sample
 from funcgrad.amp import grad_scaler as _gs
 
@@ -245,7 +245,7 @@ def _special(rs, dtype, subnormal=True):
 def _host_runs(but_getitem=False) -> int:
     """How many results the twins made (a key left to the kernel counts HOST_USES: not one);
     ``but_getitem``: not counting indexing's."""
-    return sum(sum(n for n in op._host_seen.values() if n < _dispatch.HOST_USES)
+    return sum(sum(n for n in op._host_seen.values() if n < _host.HOST_USES)
                for op in funcgrad._ops._registry.OPS.values()
                if op.host is not None and not (but_getitem and op.name.startswith("getitem_")))
 
@@ -278,7 +278,7 @@ def test_host_twin_is_the_kernel(label, f, dtype, reads, monkeypatch):
     assert _host_runs() > before  # the twin ran (not a kernel compiled by an earlier test)
     assert c.n == 0, c.n
     monkeypatch.setattr(_factories, "HOST_FILLS", 0)  # every use a repeat: the kernels run
-    monkeypatch.setattr(_dispatch, "HOST_USES", 0)
+    monkeypatch.setattr(_host, "HOST_USES", 0)
     assert _results(f(x, y)) == _results(host)
 
 
@@ -317,7 +317,7 @@ def test_host_cast_at_the_integer_bounds(monkeypatch):
         host = x.to(dst)
         assert (_host_runs() > 0) == twin, v
         monkeypatch.setattr(_factories, "HOST_FILLS", 0)
-        monkeypatch.setattr(_dispatch, "HOST_USES", 0)
+        monkeypatch.setattr(_host, "HOST_USES", 0)
         assert _results(x.to(dst)) == _results(host)
         monkeypatch.undo()
 
@@ -340,7 +340,7 @@ def test_host_cast_is_the_kernels(src, dst, exact, monkeypatch):
     host = x.to(getattr(funcgrad, dst))
     assert (_host_runs() > 0) == exact
     monkeypatch.setattr(_factories, "HOST_FILLS", 0)
-    monkeypatch.setattr(_dispatch, "HOST_USES", 0)
+    monkeypatch.setattr(_host, "HOST_USES", 0)
     assert _results(x.to(getattr(funcgrad, dst))) == _results(host)
 
 
@@ -361,7 +361,7 @@ def test_host_twin_gradients_and_views_are_the_kernels(label, f, monkeypatch):
     _forget_host_uses()
     host = run()
     monkeypatch.setattr(_factories, "HOST_FILLS", 0)
-    monkeypatch.setattr(_dispatch, "HOST_USES", 0)
+    monkeypatch.setattr(_host, "HOST_USES", 0)
     assert run() == host
 
 
@@ -380,14 +380,14 @@ def test_a_large_operands_twin_leaves_to_the_kernel_sooner():
     from funcgrad._ops.shape import _view
     big = funcgrad.randn(300, 300)  # 90 000 elements
     small = funcgrad.randn(30, 30)
-    assert big.numel() > _dispatch._HOST_SMALL >= small.numel()
+    assert big.numel() > _host._HOST_SMALL >= small.numel()
     keys = [((("shape", (t.numel(),)),), None, t._value.aval) for t in (big, small)]
     for k in keys:
         _view._host_seen.pop(k, None)
     for _ in range(_factories.HOST_FILLS + 1):
         big.view(-1)
         small.view(-1)
-    assert _view._host_seen[keys[0]] == _dispatch.HOST_USES  # left to the kernel
+    assert _view._host_seen[keys[0]] == _host.HOST_USES  # left to the kernel
     assert _view._host_seen[keys[1]] == _factories.HOST_FILLS + 1  # still the twin's
 
 
@@ -396,9 +396,9 @@ def test_host_twin_leaves_repeats_traces_and_placed_arrays_to_the_kernel():
     x = funcgrad.randn(5, 7)
     key = ((("shape", (35,)),), None, x._value.aval)
     _view._host_seen.pop(key, None)
-    for _ in range(_dispatch.HOST_USES):  # a small operand: HOST_USES uses by the twin
+    for _ in range(_host.HOST_USES):  # a small operand: HOST_USES uses by the twin
         x.view(35)
-    assert _view._host_seen[key] == _dispatch.HOST_USES
+    assert _view._host_seen[key] == _host.HOST_USES
     with _COMPILES as c:  # a use that keeps coming back compiles its kernel (once)
         x.view(35)
         x.view(35)
@@ -412,4 +412,4 @@ def test_host_twin_leaves_repeats_traces_and_placed_arrays_to_the_kernel():
     committed = funcgrad.Tensor._wrap(jax.device_put(np.ones((5, 7), np.float32), jax.devices()[0]))
     r = committed.view(35)
     assert r._value.committed
-    assert list(_view._host_seen.values()) == [_dispatch.HOST_USES]
+    assert list(_view._host_seen.values()) == [_host.HOST_USES]

@@ -13,7 +13,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from .._dispatch import host_exact, host_scalar
+from .._host import host_exact, host_scalar
 from .._tensor import _is_tracer, _wrap_dim
 from ._registry import Tensor, apply, defop, export, inplace_method
 from .shape import nonzero

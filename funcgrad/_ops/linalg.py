@@ -8,7 +8,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from .. import _cache, _dispatch
+from .. import _cache, _dispatch, _host
 from .._tensor import _Array, _dtype_cname, _scalar_type_name, _wrap_dim
 from ._registry import FUNCTIONS, Tensor, apply, defop, export, inplace_method, operand
 from .shape import _t
@@ -408,9 +408,9 @@ def kron(input, other, *, out=None) -> Tensor:
 
 # ================================ triangles and diagonals ======================================
 _tril = defop("tril", lambda x, k: jnp.tril(x, k), "TrilBackward0", linear=True,
-              host=lambda x, k: _dispatch.host_exact(x) or np.tril(x, k))
+              host=lambda x, k: _host.host_exact(x) or np.tril(x, k))
 _triu = defop("triu", lambda x, k: jnp.triu(x, k), "TriuBackward0", linear=True,
-              host=lambda x, k: _dispatch.host_exact(x) or np.triu(x, k))
+              host=lambda x, k: _host.host_exact(x) or np.triu(x, k))
 
 
 @export("tril")

@@ -16,7 +16,7 @@ import jax.numpy as jnp
 import numpy as np
 from jax import lax
 
-from .._dispatch import host_exact
+from .._host import host_exact
 from .._tensor import _wrap_dim
 from ._registry import Tensor, apply, defop, export, kernel_error
 

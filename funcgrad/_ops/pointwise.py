@@ -7,10 +7,10 @@ import jax.numpy as jnp
 import numpy as np
 
 from .. import _dtype
-from .._dispatch import binary_caller, host_exact
+from .._dispatch import binary_caller
 from .._dtype import float64
 from .._factories import tensor
-from .._tensor import _scalar_type_name
+from .._host import host_exact
 from ._registry import Tensor, apply, defop, export, inplace_method, operand
 from .shape import nonzero
 

@@ -12,7 +12,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from .._dispatch import host_exact
+from .._host import host_exact
 from .._dtype import to_dtype
 from .._tensor import _scalar_type_name, _wrap_dim
 from ._registry import DIM, KEEPDIM, MISSING, Tensor, apply, defop, export

@@ -9,7 +9,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from .. import _factories, _grad_mode, _strides, _tensor
-from .._dispatch import has_subnormal, host_exact
+from .._host import has_subnormal, host_exact
 from .._errors import TracedValueError
 from .._tensor import Size, _is_tracer, _scatter_fn, _wrap_dim
 from ._fanin import FanInOp
