@@ -146,9 +146,7 @@ def _accept_keepdims(f, name: str):
     @functools.wraps(f)
     def g(*args, keepdims=_MISSING, **kwargs):
         if keepdims is not _MISSING:
-            if "keepdim" in kwargs:
-                raise TypeError(f"{name}() got an unexpected keyword argument 'keepdims'")
-            kwargs["keepdim"] = keepdims
+            kwargs["keepdim"] = keepdim(name, kwargs.get("keepdim", KEEPDIM), keepdims)
         return f(*args, **kwargs)
     return g
 

@@ -16,7 +16,7 @@ import jax.scipy.special as jsp
 from .._factories import tensor
 from .._tensor import _scalar_type_name
 from ._registry import Tensor, apply, defop, export, inplace_method
-from .pointwise import _clamp_max_s, _clamp_min_s, int_division, scalar_bounds_dtype
+from .pointwise import _clamp_max_s, _clamp_min_s, _make_unary, int_division, scalar_bounds_dtype
 
 
 def _out(r, out):
@@ -180,17 +180,6 @@ _JVP = {
     # grad * digamma(self), with PyTorch's digamma at 0
     "lgamma": lambda p, t, out: t[0] * _digamma(p[0]),
 }  # PyTorch has no integer kernel for these
-
-
-def _make_unary(name, op):
-    call = op._call1  # apply(op, input), unrolled
-
-    def f(input: Tensor, *, out=None) -> Tensor:
-        r = call(input)
-        return r if out is None else out.copy_(r)
-    f.__name__ = f.__qualname__ = name
-    f.__doc__ = f"Elementwise ``{name}`` (PyTorch's ``torch.{name}``); differentiable."
-    return f
 
 
 def _scalar_name(d):
