@@ -134,7 +134,8 @@ def vector_norm(x, ord=2, dim=None, keepdim=False, *, dtype=None, out=None) -> T
                            f"Got {_type_name(x)}")
     if isinstance(dim, int):
         dim = (dim,)
-    dims = None if dim is None else tuple(sorted(_wrap_dim(d, x.ndim) for d in dim))
+    # (dim=() is every dim, as PyTorch's IntArrayRef default)
+    dims = None if dim is None else tuple(sorted(_wrap_dim(d, x.ndim) for d in dim)) or None
     if dims is not None and x.ndim == 0:  # dim 0 / -1 of a 0-d tensor: no axis to reduce
         dims = ()
     if dims is None and keepdim:

@@ -556,6 +556,8 @@ def _quantile_frontend(name, ignore_nan):
         if isinstance(q, Tensor) and not bool(((qt >= 0) & (qt <= 1)).all()):
             raise RuntimeError("quantile() q values must be in the range [0, 1]")
         d = None if dim is None else _wrap_dim(dim, input.ndim)
+        if input.ndim == 0:  # (dim 0 / -1 of a 0-d tensor: its one element)
+            d = None
         r = apply(_quantile, input, qt, dim=d, keepdim=bool(keepdim), mode=interpolation,
                   ignore_nan=ignore_nan)
         return _out(r, out)

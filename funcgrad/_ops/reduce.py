@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import collections
 import functools
+import operator
 
 import jax
 import jax.numpy as jnp
@@ -239,7 +240,7 @@ def _argext_call(op, name, input, dim, keepdim):
     if dim is None and input.numel() == 0:
         raise IndexError(f"{name}(): Expected reduction dim to be specified for input.numel() == 0.")
     d = None if dim is None else _wrap_dim(dim, input.ndim)
-    return apply(op, input, dim=d, keepdim=bool(keepdim) and d is not None)
+    return apply(op, input, dim=d, keepdim=bool(keepdim))  # (no dim: every dim kept, as size 1)
 
 
 @export("argmax")
@@ -481,8 +482,7 @@ def nansum(input: Tensor, dim=None, keepdim: bool = False, *, dtype=None) -> Ten
     """Sum treating nan as 0 (their gradient is 0)."""
     dt = None if dtype is None else to_dtype(dtype).np
     dims = None if input.ndim == 0 else _dims(dim, input.ndim)
-    return apply(_nansum_op, input, dim=dims, keepdim=bool(keepdim) and dims is not None,
-                 dtype=dt)
+    return apply(_nansum_op, input, dim=dims, keepdim=bool(keepdim), dtype=dt)
 
 
 @export("nanmean")
@@ -518,18 +518,23 @@ _count_nonzero = defop("count_nonzero", lambda x, dim: jnp.count_nonzero(x, axis
     jnp.int64))
 
 
+def _truth_dims(dim, ndim):
+    """any/all's dims: PyTorch's any(dim=()) reduces over no dim (sum's ``()`` is every dim)."""
+    if ndim == 0:
+        return None
+    return () if isinstance(dim, (tuple, list)) and not dim else _dims(dim, ndim)
+
+
 @export("any")
 def any(input: Tensor, dim=None, keepdim: bool = False, *, out=None) -> Tensor:
     """True if any element (over ``dim``) is nonzero; bool result (uint8 for uint8 input)."""
-    dims = None if input.ndim == 0 else _dims(dim, input.ndim)
-    return _out(apply(_any, input, dim=dims, keepdim=bool(keepdim) and dims is not None), out)
+    return _out(apply(_any, input, dim=_truth_dims(dim, input.ndim), keepdim=bool(keepdim)), out)
 
 
 @export("all")
 def all(input: Tensor, dim=None, keepdim: bool = False, *, out=None) -> Tensor:
     """True if every element (over ``dim``) is nonzero."""
-    dims = None if input.ndim == 0 else _dims(dim, input.ndim)
-    return _out(apply(_all, input, dim=dims, keepdim=bool(keepdim) and dims is not None), out)
+    return _out(apply(_all, input, dim=_truth_dims(dim, input.ndim), keepdim=bool(keepdim)), out)
 
 
 @export("count_nonzero")
@@ -540,7 +545,14 @@ def count_nonzero(input: Tensor, dim=None) -> Tensor:
     >>> funcgrad.count_nonzero(funcgrad.tensor([[1, 0], [2, 0]]), dim=0)
     tensor([2, 0])
     """
-    dims = None if input.ndim == 0 else _dims(dim, input.ndim)
+    dims = None
+    if dim is not None:  # (a bool in a list of dims counts as its int, as PyTorch unpacks it)
+        dims = [_wrap_dim(operator.index(d), input.ndim) for d in (dim if isinstance(dim, (tuple, list))
+                                                                   else (dim,))]
+        for i, d in enumerate(dims):
+            if d in dims[:i]:
+                raise RuntimeError(f"dim {d} appears multiple times in the list of dims")
+        dims = tuple(sorted(dims)) if dims and input.ndim else None
     return apply(_count_nonzero, input, dim=dims)
 
 
@@ -562,7 +574,7 @@ def aminmax(input: Tensor, *, dim: int | None = None, keepdim: bool = False):
         d = None
     else:
         d = None if input.ndim == 0 else (_wrap_dim(dim, input.ndim),)
-    return aminmax_result(*apply(_aminmax, input, dim=d, keepdim=bool(keepdim) and d is not None))
+    return aminmax_result(*apply(_aminmax, input, dim=d, keepdim=bool(keepdim)))
 
 
 # ---- scans ----------------------------------------------------------------------------------------
