@@ -6,12 +6,14 @@ from __future__ import annotations
 import functools
 import inspect
 import numbers
+import types
 
 import numpy as np
 
 from .. import _dtype
 from .._dispatch import Op, apply
 from .._tensor import Tensor, _scalar_type_name
+from . import _parser
 
 OPS: dict[str, Op] = {}        # op table: key → Op (the spec-table test covers every key)
 FUNCTIONS: dict[str, object] = {}  # funcgrad.<name>
@@ -135,19 +137,17 @@ def _take_operands(f, name: str, params: tuple, method: bool):
 
 
 # PyTorch's argument parser takes NumPy's ``keepdims=`` for every native op with ``keepdim``;
-# ``norm`` is Python-level in PyTorch and refuses it.
-_NO_KEEPDIMS = frozenset({"norm"})
+# ``norm`` is Python-level in PyTorch (torch.functional.norm, Tensor.norm) and refuses it: Python's
+# own TypeError, naming the function ``norm()`` and the method ``Tensor.norm()``.
+_PYTHON_LEVEL = frozenset({"norm"})
 
 
-def _accept_keepdims(f, name: str):
-    """``f`` also taking ``keepdims=`` for ``keepdim=`` (both at once: PyTorch's TypeError). A hot
-    frontend takes both itself instead (``keepdim=KEEPDIM, keepdims=MISSING``, see ``keepdim``),
-    without this wrapper's frame."""
-    @functools.wraps(f)
-    def g(*args, keepdims=_MISSING, **kwargs):
-        if keepdims is not _MISSING:
-            kwargs["keepdim"] = keepdim(name, kwargs.get("keepdim", KEEPDIM), keepdims)
-        return f(*args, **kwargs)
+def _renamed(f, qualname: str):
+    """``f``'s code under another ``__qualname__`` (the name Python's own TypeErrors print), as
+    a function of its own: no wrapper frame."""
+    g = types.FunctionType(f.__code__, f.__globals__, f.__name__, f.__defaults__, f.__closure__)
+    functools.update_wrapper(g, f)
+    g.__kwdefaults__, g.__qualname__ = f.__kwdefaults__, qualname
     return g
 
 
@@ -168,14 +168,18 @@ KEEPDIM = _Default(False)  # keepdim left out
 DIM = _Default(None)  # dim left out (a reduction over all: PyTorch's no-dim overload, SumBackward0)
 
 
-def keepdim(name: str, keepdim, keepdims):
-    """The ``keepdim`` of a frontend taking ``keepdim=KEEPDIM, keepdims=MISSING`` itself: as
-    ``_accept_keepdims`` (both given: PyTorch's TypeError)."""
+def keepdim(f, dim, keepdim, keepdims):
+    """The ``keepdim`` of a frontend ``f`` taking ``dim=DIM, keepdim=KEEPDIM, keepdims=MISSING``
+    itself (``sum``, ``mean``: no wrapper on their hot calls), called when the call gave ``keepdim``
+    or ``keepdims=``: with a dim, the keepdim given (its type is checked off the fast path) or a bool
+    ``keepdims=``; anything else is what PyTorch's parser makes of the call (its TypeError, see
+    ``_parser.refuse``). As cheap as the plain check for ``x.sum(1, True)``."""
     if keepdims is _MISSING:
-        return False if keepdim is KEEPDIM else keepdim
-    if keepdim is not KEEPDIM:
-        raise TypeError(f"{name}() got an unexpected keyword argument 'keepdims'")
-    return keepdims
+        if dim is not DIM:
+            return keepdim
+    elif keepdim is KEEPDIM and dim is not DIM and type(keepdims) is bool:
+        return keepdims
+    return _parser.refuse(f, 2).get("keepdim", False)
 
 
 def export(*names: str, method: bool = True, function: bool = True, tensors: tuple = (),
@@ -188,13 +192,25 @@ def export(*names: str, method: bool = True, function: bool = True, tensors: tup
     name only (PyTorch's aliases raise its several-overloads error instead).
     """
     def deco(f):
-        params = inspect.signature(f).parameters
-        if "keepdim" in params and "keepdims" not in params and names[0] not in _NO_KEEPDIMS:
-            f = _accept_keepdims(f, names[0])
+        sig = inspect.signature(f)
+        params = sig.parameters
+        shown = [p for p in params.values() if p.default is not _MISSING]
+        if len(shown) < len(params):  # (help() and inspect.signature show no sentinel)
+            f.__signature__ = sig.replace(parameters=shown)
+        # PyTorch's parser checks an op's arguments (keepdim a bool, keepdims= its alias): the ops of
+        # _parser.SCHEMAS get its checks, but for a frontend taking keepdims= itself (sum, mean)
+        parsed = names[0] in _parser.SCHEMAS and "keepdims" not in params
+        if "keepdim" in params and "keepdims" not in params and not parsed \
+                and names[0] not in _PYTHON_LEVEL:
+            raise ValueError(f"{names[0]} takes keepdim: declare its PyTorch overloads in _parser.SCHEMAS")
         first = None
         for n in names:
-            ff = _require_tensors(f, n, tensors, False) if tensors else f
-            mf = _require_tensors(f, n, tensors, True) if tensors else f
+            ff = _parser.checked(f, n, False) if parsed else f
+            mf = _parser.checked(f, n, True) if parsed else f
+            if n in _PYTHON_LEVEL:
+                f.__qualname__, mf = n, _renamed(f, f"Tensor.{n}")
+            ff = _require_tensors(ff, n, tensors, False) if tensors else ff
+            mf = _require_tensors(mf, n, tensors, True) if tensors else mf
             if operands and n == names[0]:
                 ff, mf = _take_operands(ff, n, operands, False), _take_operands(mf, n, operands, True)
             first = ff if first is None else first

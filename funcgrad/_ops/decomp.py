@@ -20,6 +20,7 @@ import numpy as np
 from .._dtype import to_dtype
 from .._factories import eye, zeros
 from .._tensor import _is_tracer, _scalar_type_name, _wrap_dim
+from ._parser import parse as _parse
 from ._registry import Tensor, apply, defop, export
 from .linalg import _out, matmul
 
@@ -189,6 +190,13 @@ def norm(A, ord=None, dim=None, keepdim=False, *, dtype=None, out=None) -> Tenso
 @export("norm")
 def tensor_norm(input, p="fro", dim=None, keepdim=False, dtype=None) -> Tensor:
     """``torch.norm``: ``'fro'`` / a number → vector norm (over ``dim``), ``'nuc'`` → nuclear norm."""
+    if type(keepdim) is not bool:  # PyTorch's norm hands it on to linalg's parser: that one's error
+        _dim = [dim] if isinstance(dim, int) else dim
+        if isinstance(p, str) and not (p == "fro" and (dim is None or isinstance(dim, int) or len(dim) <= 2)):
+            _parse("linalg_matrix_norm", False, (input, p, list(range(input.ndim)) if _dim is None else _dim,
+                                                 keepdim), {"dtype": dtype})
+        _parse("linalg_vector_norm", False, (input, 2 if p == "fro" else 2.0 if p is None else p, _dim,
+                                             keepdim), {"dtype": dtype})
     if p == "nuc":
         return matrix_norm(input, "nuc", (-2, -1) if dim is None else dim, keepdim, dtype=dtype)
     if p == "fro":

@@ -16,6 +16,7 @@ import numpy as np
 from .._host import host_exact
 from .._dtype import to_dtype
 from .._tensor import _scalar_type_name, _wrap_dim
+from ._parser import refuse as _refuse
 from ._registry import DIM, KEEPDIM, MISSING, Tensor, apply, defop, export
 from ._registry import keepdim as _keepdim
 from .math import isnan, logical_not
@@ -81,7 +82,7 @@ def sum(input, dim=DIM, keepdim=KEEPDIM, *, dtype=None, keepdims=MISSING) -> Ten
     if keepdim is KEEPDIM and keepdims is MISSING:
         keepdim = False
     else:  # (keepdims= taken here: the hot calls pay no wrapper of export's)
-        keepdim = _keepdim("sum", keepdim, keepdims)
+        keepdim = _keepdim(sum, dim, keepdim, keepdims)
     if dtype is None and isinstance(input, Tensor):  # `loss = x.sum()`, `x.sum(1)`: hot
         if dim is DIM:
             return _SUM0(input)
@@ -90,6 +91,8 @@ def sum(input, dim=DIM, keepdim=KEEPDIM, *, dtype=None, keepdims=MISSING) -> Ten
             if call is None:  # (_dims raises PyTorch's IndexError for a dim out of range)
                 call = _SUM_DIM[key] = _sum1.call_with(dim=_dims(dim, key[1]), keepdim=keepdim, dtype=None)
             return call(input)
+    if type(keepdim) is not bool:  # (`x.sum(0, 1)`: PyTorch's parser refuses it)
+        _refuse(sum)
     dt = None if dtype is None else to_dtype(dtype).np
     if dim is DIM:
         return apply(_sum0, input, dim=None, keepdim=False, dtype=dt)
@@ -103,10 +106,12 @@ def mean(input, dim=DIM, keepdim=KEEPDIM, *, dtype=None, keepdims=MISSING) -> Te
     if keepdim is KEEPDIM and keepdims is MISSING:
         keepdim = False
     else:  # (as sum's)
-        keepdim = _keepdim("mean", keepdim, keepdims)
+        keepdim = _keepdim(mean, dim, keepdim, keepdims)
     if dim is DIM and dtype is None and isinstance(input, Tensor) \
             and input._value.dtype.kind in "fc":  # `loss = x.mean()`: hot
         return _MEAN0(input)
+    if type(keepdim) is not bool:  # (as sum's)
+        _refuse(mean)
     if dtype is None and not (input.dtype.is_floating_point or input.dtype.is_complex):
         raise RuntimeError(
             f"mean(): could not infer output dtype. Input dtype must be either a floating point or "

@@ -1,0 +1,446 @@
+"""PyTorch's Python argument parser, for the calls it refuses: which of an op's overloads a call
+could mean, and the TypeError PyTorch raises when it means none (torch/csrc/utils/
+python_arg_parser.cpp: ``FunctionSignature::parse``, ``PythonArgParser::print_error``, and
+invalid_arguments.cpp's ``format_invalid_args``, ported line for line).
+
+``SCHEMAS`` declares the overloads of the ops it covers, as PyTorch's generated bindings declare
+them (the function form; a method drops ``input`` and ``out``). ``export`` wraps each such op with
+``checked``: a call that passes a non-bool where PyTorch takes only a bool, ``keepdims=``, a
+``keepdim`` without a dim, or more positional arguments than the frontend has is parsed here
+first; any other call runs the frontend at once, and only a TypeError it raises is looked at (a
+call that works pays two comparisons). ``sum`` and ``mean`` take no wrapper (their hot calls pay
+no frame): they call ``keepdim_given`` / ``refuse`` themselves, off their fast paths.
+"""
+
+from __future__ import annotations
+
+import dis
+import functools
+import inspect
+import numbers
+import operator
+import os
+import sys
+
+import numpy as np
+
+from .. import _dtype
+from .._tensor import Tensor
+
+_UNSET = object()  # (a parameter the call did not give)
+
+# ---- the overloads --------------------------------------------------------------------------------
+# One string per overload, PyTorch's own order: ``type name[=default]``, ``*`` before the keyword-only
+# ones; ``int[1]`` a list of ints that also takes one int, ``int[]`` one that does not, ``?`` takes
+# None. A default is written as PyTorch prints it in its "expected one of" listing.
+_STD = ("Tensor input, int[1]? dim, bool unbiased=True, bool keepdim=False{out}",
+        "Tensor input, int[1]? dim=None, *, Scalar? correction=None, bool keepdim=False{kout}",
+        "Tensor input, bool unbiased=True")
+_MAXMIN = ("Tensor input, *, Tensor out=None", "Tensor input, Tensor other, *, Tensor out=None",
+           "Tensor input, int dim, bool keepdim=False, *, Tensor[] out=None")
+_MEDIAN = ("Tensor input", "Tensor input, int dim, bool keepdim=False, *, Tensor[] out=None")
+_ANYALL = ("Tensor input, *, Tensor out=None",
+           "Tensor input, int[1]? dim=None, bool keepdim=False, *, Tensor out=None",
+           "Tensor input, int dim, bool keepdim=False, *, Tensor out=None")
+_QUANTILE = tuple(f"Tensor input, {q} q, int? dim=None, bool keepdim=False, *, str interpolation=\"linear\", "
+                  f"Tensor out=None" for q in ("Tensor", "float"))
+_ONE_DIM = "Tensor input, int[1]? dim=None, bool keepdim=False, *, dtype? dtype=None, Tensor out=None"
+SCHEMAS: dict[str, tuple] = {
+    "sum": ("Tensor input, *, dtype? dtype=None",
+            "Tensor input, int[1]? dim, bool keepdim=False, *, dtype? dtype=None, Tensor out=None"),
+    "mean": ("Tensor input, *, dtype? dtype=None, Tensor out=None",
+             "Tensor input, int[1]? dim, bool keepdim=False, *, dtype? dtype=None, Tensor out=None"),
+    "nansum": (_ONE_DIM,),
+    "nanmean": (_ONE_DIM,),
+    "prod": ("Tensor input, *, dtype? dtype=None",
+             "Tensor input, int dim, bool keepdim=False, *, dtype? dtype=None, Tensor out=None"),
+    "max": _MAXMIN, "min": _MAXMIN,
+    # (amax's dim=[] takes None too: PyTorch's binding declares it so)
+    "amax": ("Tensor input, int[1]? dim=[], bool keepdim=False, *, Tensor out=None",),
+    "amin": ("Tensor input, int[1]? dim=[], bool keepdim=False, *, Tensor out=None",),
+    "argmax": ("Tensor input, int? dim=None, bool keepdim=False, *, Tensor out=None",),
+    "argmin": ("Tensor input, int? dim=None, bool keepdim=False, *, Tensor out=None",),
+    "aminmax": ("Tensor input, *, int? dim=None, bool keepdim=False, Tensor[] out=None",),
+    "std": tuple(s.format(out=", *, Tensor out=None", kout=", Tensor out=None") for s in _STD),
+    "var": tuple(s.format(out=", *, Tensor out=None", kout=", Tensor out=None") for s in _STD),
+    "std_mean": tuple(s.format(out="", kout="") for s in _STD),
+    "var_mean": tuple(s.format(out="", kout="") for s in _STD),
+    "median": _MEDIAN, "nanmedian": _MEDIAN,
+    "mode": ("Tensor input, int dim=-1, bool keepdim=False, *, Tensor[] out=None",),
+    "kthvalue": ("Tensor input, int k, int dim=-1, bool keepdim=False, *, Tensor[] out=None",),
+    "logsumexp": ("Tensor input, int[1] dim, bool keepdim=False, *, Tensor out=None",),
+    "any": _ANYALL, "all": _ANYALL,
+    "count_nonzero": ("Tensor input, int? dim=None", "Tensor input, int[] dim"),
+    "quantile": _QUANTILE, "nanquantile": _QUANTILE,
+    "linalg_vector_norm": ("Tensor input, Scalar ord=2, int[1]? dim=None, bool keepdim=False, *, "
+                           "dtype? dtype=None, Tensor out=None",),
+    "linalg_matrix_norm": tuple(f"Tensor input, {o}, int[] dim={{-2,-1}}, bool keepdim=False, *, "
+                                f"dtype? dtype=None, Tensor out=None"
+                                for o in ("Scalar ord", 'str ord="fro"')),
+}
+
+_TYPE_NAMES = {"Tensor": "Tensor", "bool": "bool", "int": "int", "int[]": "tuple of ints", "float": "float",
+               "Scalar": "Number", "dtype": "funcgrad.dtype", "str": "str", "Tensor[]": "tuple of Tensors"}
+# NumPy's spellings, taken for these parameters by every op (python_arg_parser.cpp)
+_NUMPY_NAMES = {"dim": ("axis",), "keepdim": ("keepdims",), "input": ("x", "a", "x1"), "other": ("x2",)}
+
+
+class _Param:
+    __slots__ = ("name", "kind", "size", "optional", "allow_none", "kwonly", "text")
+
+    def __init__(self, spec: str, kwonly: bool):
+        t, rest = spec.split(" ", 1)
+        self.name, eq, default = rest.partition("=")
+        nullable, t = t.endswith("?"), t.rstrip("?")
+        self.kind, _, size = t.partition("[")
+        self.size = int(size[:-1] or 0) if size else 0
+        if size:
+            self.kind += "[]"
+        self.optional, self.allow_none, self.kwonly = bool(eq), nullable or default == "None", kwonly
+        self.text = f"{_TYPE_NAMES[self.kind]} {self.name}" + (f" = {default}" if eq else "")
+
+
+class _Signature:
+    __slots__ = ("name", "params", "min_args", "max_args", "max_pos", "text")
+
+    def __init__(self, name: str, spec: str, method: bool):
+        params, kwonly = [], False
+        for s in spec.split(", "):
+            if s == "*":
+                kwonly = True
+            else:
+                params.append(_Param(s, kwonly))
+        if method:  # self is the input; a method has no out=
+            params = [p for p in params[1:] if p.name != "out"]
+        self.name, self.params = name, params
+        self.min_args = len([p for p in params if not p.optional])
+        self.max_args = len(params)
+        self.max_pos = len([p for p in params if not p.kwonly])
+        parts, star = [], False
+        for p in params:
+            if p.kwonly and not star:
+                parts.append("*")
+                star = True
+            parts.append(p.text)
+        self.text = f"({', '.join(parts)})"
+
+
+@functools.cache
+def signatures(name: str, method: bool) -> tuple:
+    """The overloads of ``name`` (``SCHEMAS``) as its function or its Tensor method."""
+    return tuple(_Signature(name, s, method) for s in SCHEMAS[name])
+
+
+# ---- the parser's type checks ---------------------------------------------------------------------
+def type_name(v) -> str:
+    """CPython's ``tp_name`` of ``v``'s type, as PyTorch's messages print it: a class defined in
+    Python by its name, a C type by its dotted path (``numpy.bool``); funcgrad's stand-ins for
+    PyTorch's C types as ``funcgrad.<name>``."""
+    t = type(v)
+    if t.__module__.startswith("funcgrad") and t.__name__ in ("dtype", "device", "Size"):
+        return f"funcgrad.{t.__name__}"
+    if t.__flags__ & (1 << 9) or t.__module__ == "builtins":  # Py_TPFLAGS_HEAPTYPE: the bare name
+        return t.__name__
+    return f"{t.__module__}.{t.__qualname__}"
+
+
+def _is_long(v) -> bool:  # THPUtils_checkLong
+    return type(v) is not bool and isinstance(v, (int, np.integer))
+
+
+def _is_index(v) -> bool:  # THPUtils_checkIndex
+    if type(v) is bool:
+        return False
+    if _is_long(v):
+        return True
+    try:
+        operator.index(v)
+    except Exception:
+        return False
+    return True
+
+
+def _int_list(v, size: int) -> bool:  # is_int_list: its first element decides
+    if isinstance(v, (tuple, list)):
+        return not v or _is_index(v[0])
+    return size > 0 and _is_long(v)
+
+
+def _scalar_tensor(v) -> bool:
+    return isinstance(v, Tensor) and v.ndim == 0 and not v.requires_grad
+
+
+def _check(p: _Param, v) -> bool:  # FunctionParameter::check
+    k = p.kind
+    if k == "bool":
+        return type(v) is bool
+    if k == "Tensor":
+        return isinstance(v, Tensor)
+    if k == "int":
+        return _is_long(v) or _scalar_tensor(v) and v.dtype._kind == "i"
+    if k == "int[]":
+        return _int_list(v, p.size)
+    if k in ("Scalar", "float"):  # (a Scalar: a complex too)
+        if k == "Scalar" and isinstance(v, (numbers.Number, np.number, np.bool_)):
+            return True
+        return isinstance(v, (float, int, np.number, np.bool_)) or _scalar_tensor(v)
+    if k == "dtype":
+        return isinstance(v, _dtype.dtype) or any(v is t for t in (float, int, bool, complex))
+    if k == "str":
+        return isinstance(v, str)
+    if k == "Tensor[]":
+        return isinstance(v, (tuple, list)) and all(isinstance(t, Tensor) for t in v)
+    raise AssertionError(k)
+
+
+# ---- FunctionSignature::parse -----------------------------------------------------------------------
+def _parse(sig: _Signature, args: tuple, kwargs: dict, raise_: bool):
+    """The arguments ``sig`` binds (name -> value; None given for a nullable one is None), or None
+    when it does not take the call; ``raise_``: PyTorch's TypeError instead of None."""
+    nargs, remaining, pos, bound = len(args), len(kwargs), 0, {}
+    # count_nonzero(0, 1) is count_nonzero((0, 1)): a lone int-list parameter takes int varargs
+    varargs = sig.max_pos == 1 and sig.params[0].kind == "int[]" and _int_list(args, sig.params[0].size)
+    if nargs > sig.max_pos and not varargs:
+        return _extra_args(sig, nargs) if raise_ else None
+    for i, p in enumerate(sig.params):
+        is_kw = pos >= nargs
+        if not is_kw:
+            if p.kwonly:
+                return _extra_args(sig, nargs) if raise_ else None
+            v = args[pos]
+        else:
+            v = kwargs.get(p.name, _UNSET)
+            for alias in _NUMPY_NAMES.get(p.name, ()):
+                if v is not _UNSET:
+                    break
+                v = kwargs.get(alias, _UNSET)
+        if (v is _UNSET and p.optional) or (v is None and p.allow_none):
+            if v is None:
+                bound[p.name] = None
+        elif v is _UNSET:
+            if not raise_:
+                return None
+            missing = [f'"{q.name}"' for q in sig.params[i:] if not q.optional]
+            # ("argument%s" with "s" for one: PyTorch's wording)
+            raise TypeError(f"{sig.name}() missing {len(missing)} required positional argument"
+                            f"{'s' if len(missing) == 1 else ''}: {', '.join(missing)}")
+        elif _check(p, v):
+            bound[p.name] = v
+        elif varargs and pos == 0 and not is_kw and _int_list(args, p.size):
+            bound[p.name], pos = tuple(args), nargs
+            continue
+        elif raise_:
+            at = "" if is_kw else f" (position {pos + 1})"
+            raise TypeError(f"{sig.name}(): argument '{p.name}'{at} must be {_TYPE_NAMES[p.kind]}, not "
+                            f"{type_name(v)}")
+        else:
+            return None
+        if not is_kw:
+            pos += 1
+        elif v is not _UNSET:
+            remaining -= 1
+    if remaining > 0:
+        if not raise_:
+            return None
+        names = [p.name for p in sig.params]
+        for k in kwargs:
+            if k not in names:
+                raise TypeError(f"{sig.name}() got an unexpected keyword argument '{k}'")
+            if names.index(k) < nargs:
+                raise TypeError(f"{sig.name}() got multiple values for argument '{k}'")
+        raise TypeError("invalid keyword arguments")
+    return bound
+
+
+def _extra_args(sig: _Signature, nargs: int):
+    if sig.min_args != sig.max_pos:
+        raise TypeError(f"{sig.name}() takes from {sig.min_args} to {sig.max_pos} positional arguments "
+                        f"but {nargs} were given")
+    raise TypeError(f"{sig.name}() takes {sig.max_pos} positional argument{'' if sig.max_pos == 1 else 's'} "
+                    f"but {nargs} {'was' if nargs == 1 else 'were'} given")
+
+
+def parse(name: str, method: bool, args: tuple, kwargs: dict) -> dict:
+    """What PyTorch's parser binds for ``name(*args, **kwargs)`` (a method: ``args`` without self),
+    or its TypeError (``PythonArgParser::raw_parse`` and ``print_error``)."""
+    sigs = signatures(name, method)
+    for s in sigs:
+        bound = _parse(s, args, kwargs, len(sigs) == 1)
+        if bound is not None:
+            for p in s.params:  # (then PythonArgs' unpacking of an int list checks every element)
+                v = bound.get(p.name)
+                if p.kind == "int[]" and isinstance(v, (tuple, list)):
+                    for i, e in enumerate(v):
+                        if not (isinstance(e, (int, np.integer)) or _is_index(e)):
+                            raise TypeError(f"{name}(): argument '{p.name}' failed to unpack the object at "
+                                            f"pos {i + 1} with error \"type must be tuple of ints,but got "
+                                            f"{type_name(e)}\"")
+            return bound
+    n = len(args) + len(kwargs)
+    plausible = [s for s in sigs if s.min_args <= n <= s.max_args]
+    if len(plausible) == 1:
+        _parse(plausible[0], args, kwargs, True)
+    raise TypeError(_invalid_combination(name, args, kwargs, sigs))
+
+
+# ---- format_invalid_args ----------------------------------------------------------------------------
+def _option(text: str) -> list:
+    """invalid_arguments.cpp's reading of a printed overload: ``(type, name)`` per ", "-separated
+    part, the name being the last word (so ``bool keepdim = False`` is named "False")."""
+    out = []
+    for arg in text[1:-1].split(", "):
+        cut = arg.rfind(" ")
+        out.append((arg if cut < 0 else arg[:cut], arg[cut + 1:]))
+    return out
+
+
+def _matches(t: str, v) -> bool:
+    name = type_name(v)
+    return name in {"float": ("float", "int", "long"), "int": ("int", "long")}.get(t, (t,))
+
+
+def _arg_desc(args, kw) -> str:
+    s = "(" + "".join(type_name(a) + ", " for a in args) + "".join(f"{k}={type_name(v)}, " for k, v in kw)
+    return (s[:-2] if args else s) + ")"
+
+
+def _formatted_arg_desc(option, args, kw) -> str:
+    red, green = ("\33[31;1m", "\33[32;1m") if os.isatty(1) and os.isatty(2) else ("!", "")
+    reset_red, reset_green = ("\33[0m", "\33[0m") if green else ("!", "")
+    kwd, s = dict(kw), "("
+    for i in range(len(args) + len(kw)):
+        is_kw = i >= len(args)
+        v = kwd[option[i][1]] if is_kw else args[i]
+        ok = i < len(option) and _matches(option[i][0], v)
+        s += green if ok else red
+        if is_kw:
+            s += option[i][1] + "="
+        if isinstance(v, (tuple, list)):
+            items = ", ".join(type_name(e) for e in v)
+            s += f"{type_name(v)} of " + (f"({items}{',' if len(v) == 1 else ''})" if isinstance(v, tuple)
+                                          else f"[{items}]")
+        else:
+            s += type_name(v)
+        s += (reset_green if ok else reset_red) + ", "
+    return (s[:-2] if args else s) + ")"
+
+
+def _invalid_combination(name: str, args: tuple, kwargs: dict, sigs) -> str:
+    # the kwargs as PyTorch's std::unordered_map walks them: for a few names, last given first
+    kw = list(reversed(kwargs.items()))
+    msg = (f"{name}() received an invalid combination of arguments - got {_arg_desc(args, kw)}, but expected "
+           f"one of:\n")
+    for s in sigs:
+        msg += f" * {s.text}\n"
+        option = _option(s.text)
+        if len(args) + len(kw) == len(option):
+            start = max(len(option) - len(kw), 0)
+            unmatched = [k for k, _ in kw if k not in [n for _, n in option[start:]]]
+            kws = ", ".join(unmatched)
+            if unmatched:
+                msg += f"      didn't match because some of the keywords were incorrect: {kws}\n"
+            else:
+                msg += (f"      didn't match because some of the arguments have invalid types: "
+                        f"{_formatted_arg_desc(option, args, kw)}\n")
+    return msg
+
+
+# ---- the wrapper export puts on an op of SCHEMAS ----------------------------------------------------
+def checked(f, name: str, method: bool):
+    """``f`` (an ``export``ed frontend) refusing what PyTorch's parser refuses, with its message: a
+    suspect call (see the module's docstring) is parsed first and runs with what the parser bound;
+    a TypeError of any other call is replaced by PyTorch's when its parser refuses the call too."""
+    sigs = signatures(name, method)
+    fparams = inspect.signature(f).parameters
+    names = list(fparams)
+    bools = tuple((names.index(n), n) for n in dict.fromkeys(p.name for s in sigs for p in s.params
+                                                             if p.kind == "bool") if n in names)
+    npos = len([p for p in fparams.values() if p.kind == p.POSITIONAL_OR_KEYWORD])
+    lo = min([i for i, _ in bools] + [npos])
+    dpos, kpos = names.index("dim"), names.index("keepdim") if "keepdim" in names else len(names)
+    # the dims, left out (_UNSET) or None, that an overload taking keepdim takes too: f runs them
+    dims = [p for s in sigs if "keepdim" in [q.name for q in s.params] for p in s.params if p.name == "dim"]
+    free = tuple(v for v, ok in ((_UNSET, any(p.optional for p in dims)),
+                                 (None, any(p.allow_none for p in dims))) if ok)
+
+    def call(args, kwargs):
+        bound = parse(name, method, args[1:] if method else args, kwargs)
+        return f(args[0], **bound) if method else f(**bound)
+
+    @functools.wraps(f)
+    def g(*args, **kwargs):
+        n = len(args)
+        if kwargs or n > lo:
+            if n > npos or "keepdims" in kwargs:
+                return call(args, kwargs)
+            for i, p in bools:
+                v = args[i] if n > i else kwargs.get(p, _UNSET)
+                if type(v) is not bool and v is not _UNSET:
+                    return call(args, kwargs)
+            d = args[dpos] if n > dpos else kwargs.get("dim", _UNSET)
+            if type(d) is bool or (d is None or d is _UNSET) and d not in free \
+                    and (n > kpos or "keepdim" in kwargs):
+                return call(args, kwargs)  # (a keepdim with no dim that no overload takes)
+        try:
+            return f(*args, **kwargs)
+        except TypeError:
+            parse(name, method, args[1:] if method else args, kwargs)  # (raises PyTorch's error if any)
+            raise
+    return g
+
+
+# ---- sum and mean: the call read back from the caller's frame ---------------------------------------
+def _call_site(frame):
+    """``(number of positional arguments, keyword names)`` of the call ``frame`` is making, read
+    from its bytecode; None when that is not a plain call (``f(*a, **k)``, or a call from C)."""
+    code, ins = frame.f_code, list(dis.get_instructions(frame.f_code))
+    at = [i for i, x in enumerate(ins) if x.offset <= frame.f_lasti]
+    if not at:
+        return None
+    i, kw = at[-1], ()
+    op = ins[i]
+    if op.opname == "CALL":  # 3.11, 3.12: KW_NAMES (then 3.11's PRECALL) before it
+        j = i - 1
+        while j >= 0 and ins[j].opname in ("PRECALL", "CACHE"):
+            j -= 1
+        if j >= 0 and ins[j].opname == "KW_NAMES":
+            kw = code.co_consts[ins[j].arg]
+    elif op.opname == "CALL_KW" and i and isinstance(ins[i - 1].argval, tuple):  # 3.13: the names pushed
+        kw = ins[i - 1].argval
+    else:
+        return None
+    return op.arg - len(kw), tuple(kw)
+
+
+def refuse(f, depth: int = 1):
+    """For ``f``, a frontend taking its parameters by name with no wrapper (``sum``, ``mean``),
+    called from the frame ``depth`` levels up: the call its caller made (method or function,
+    which arguments by position), recovered from the caller's bytecode and ``f``'s parameters
+    and sentinel defaults, parsed as PyTorch parses it. Raises PyTorch's TypeError when its parser
+    refuses the call; otherwise returns what it bound."""
+    frame = sys._getframe(depth)
+    code = f.__code__
+    names = code.co_varnames[:code.co_argcount + code.co_kwonlyargcount]
+    values = {n: frame.f_locals[n] for n in names}
+    positional = f.__defaults__ or ()
+    defaults = dict(zip(names[code.co_argcount - len(positional):code.co_argcount], positional, strict=True))
+    defaults.update(f.__kwdefaults__ or {})
+    site = _call_site(frame.f_back)
+    forms = []
+    if site is not None:
+        npos, kw = site
+        for method in (True, False):
+            given = names[:npos + method]
+            rest = [n for n in names[len(given):] if n not in kw]
+            if len(given) <= code.co_argcount and not set(given) & set(kw) and set(kw) <= set(names) \
+                    and all(values[n] is not defaults.get(n, _UNSET) for n in given[method:]) \
+                    and all(values[n] is defaults.get(n) for n in rest):
+                forms.append((method, tuple(values[n] for n in given[method:]), {k: values[k] for k in kw}))
+    if len(forms) != 1:  # not readable (f(*args), map, partial): a function call, by position while it can be
+        given = [n for n in names if values[n] is not defaults.get(n, _UNSET)]
+        k = next((i for i, n in enumerate(given) if n != names[i] or i >= code.co_argcount), len(given))
+        forms = [(False, tuple(values[n] for n in given[:k]), {n: values[n] for n in given[k:]})]
+    method, args, kwargs = forms[0]
+    return parse(f.__name__, method, args, kwargs)
+
+
