@@ -9,10 +9,12 @@ from __future__ import annotations
 
 from ._ops.decomp import LinAlgError as LinAlgError
 from ._ops.decomp import cholesky as cholesky, det as det, eigh as eigh, eigvalsh as eigvalsh
-from ._ops.decomp import inv as inv, matrix_norm as matrix_norm, matrix_power as matrix_power
-from ._ops.decomp import matrix_rank as matrix_rank, multi_dot as multi_dot, norm as norm
+from ._ops.decomp import inv as inv, matrix_power as matrix_power
+from ._ops.decomp import matrix_rank as matrix_rank, multi_dot as multi_dot
 from ._ops.decomp import pinv as pinv, qr as qr, slogdet as slogdet, solve as solve, svd as svd
-from ._ops.decomp import svdvals as svdvals, vector_norm as vector_norm
+from ._ops.decomp import svdvals as svdvals
+from ._ops import decomp as _decomp
+from ._ops._parser import checked as _checked
 from ._ops.linalg import matmul as matmul
 from ._ops.linalg import _cross_impl
 from ._ops.linalg import diagonal as _diagonal
@@ -21,6 +23,12 @@ from ._ops.linalg2 import lu as lu, lu_factor as lu_factor, matrix_exp as matrix
 from ._ops.linalg2 import solve_triangular as solve_triangular, tensorinv as tensorinv
 from ._ops.linalg2 import tensorsolve as tensorsolve, vander as vander
 from ._ops.linalg2 import householder_product as householder_product
+
+# the norms as PyTorch's argument parser takes them (a non-bool keepdim: linalg_vector_norm()'s
+# TypeError); linalg's own calls between them run unwrapped
+vector_norm = _checked(_decomp.vector_norm, "linalg_vector_norm", False)
+matrix_norm = _checked(_decomp.matrix_norm, "linalg_matrix_norm", False)
+norm = _checked(_decomp.norm, "linalg_norm", False)
 
 
 def cross(input, other, *, dim=-1, out=None):

@@ -17,12 +17,15 @@ from ._ops.math import (digamma, erf, erfc, erfinv, exp2, expm1, lgamma,  # noqa
 from ._ops.math import _round1, _out  # noqa: F401
 from ._ops.math import round as _round
 from ._ops.nn import log_softmax as _log_softmax, softmax as _softmax
-from ._ops.reduce import logsumexp  # noqa: F401
+from ._ops import reduce as _reduce
+from ._ops._parser import checked as _checked
 from ._ops.special import (entr, erfcx, i0, i0e, i1, i1e, log_ndtr, logit,  # noqa: F401
                            mvlgamma, ndtr, ndtri, polygamma, xlog1py, zeta)
 from ._ops._registry import FUNCTIONS, Tensor, apply
 
 _sigmoid = FUNCTIONS["sigmoid"]
+# funcgrad.logsumexp's frontend under PyTorch's name for this one (special_logsumexp()'s errors)
+logsumexp = _checked(_reduce.logsumexp.__wrapped__, "special_logsumexp", False)
 
 
 def expit(input: Tensor, *, out=None) -> Tensor:

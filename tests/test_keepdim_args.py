@@ -4,7 +4,8 @@ a 0-d tensor or None is its TypeError, with the argument's position as PyTorch c
 after self, a function from input), ``keepdims=`` is NumPy's spelling of it (both at once, or a
 ``keepdim`` an overload does not take, is the parser's error: "unexpected keyword argument",
 "missing 1 required positional arguments", or "received an invalid combination of arguments"
-with every overload listed), and ``count_nonzero(0, 1)`` means dims (0, 1).
+with every overload listed), and ``count_nonzero(0, 1)`` means dims (0, 1). The same for
+``linalg.vector_norm``/``matrix_norm``/``norm``, ``special.logsumexp`` and ``pairwise_distance``.
 
 Each row is one call, method and function forms apart; its outcome (result shape, dtype, node,
 values and gradient, or the exception type and full message, PyTorch's ``torch.`` read as
@@ -25,6 +26,7 @@ import numpy as np
 import pytest
 
 import funcgrad
+import funcgrad.nn.functional  # noqa: F401
 
 FIXTURE = pathlib.Path(__file__).parent / "fixtures" / "keepdim_args" / "outcomes.json"
 
@@ -93,6 +95,14 @@ ROWS = list(dict.fromkeys(r for template, ops in SPEC for op in ops for r in _ex
     "x.sum(1, np.bool_(False))", "t.mean(x, 1, t.tensor(True))",
     # a dim PyTorch's parser refuses, met on the way
     "x.amax((0, 'a'))", "x.max((0,), True)",
+    # linalg's norms, special.logsumexp, pairwise_distance: PyTorch's bindings of their own
+    "t.linalg.vector_norm(x, 2, 1, 1)", "t.linalg.vector_norm(x, 2, 1, keepdim=1)",
+    "t.linalg.vector_norm(x, 2, 1, keepdims=True)", "t.linalg.vector_norm(x, keepdim=np.bool_(True))",
+    "t.linalg.vector_norm(x, 2, 1, True, keepdims=True)", "t.linalg.matrix_norm(x, 'fro', (0, 1), 1)",
+    "t.linalg.matrix_norm(x, keepdim=None)", "t.linalg.norm(x, None, 1, 1)", "t.linalg.norm(x, 'fro', keepdim=1)",
+    "t.special.logsumexp(x, 1, 1)", "t.special.logsumexp(x, 1, keepdim=1)", "t.special.logsumexp(x, keepdim=True)",
+    "t.special.logsumexp(x, 1, True, keepdims=True)", "t.nn.functional.pairwise_distance(x, x, 2.0, 1e-6, 1)",
+    "t.nn.functional.pairwise_distance(x, x, keepdim=1)", "t.nn.functional.pairwise_distance(x, x, keepdims=True)",
     # out= left as it was
     "t.logsumexp(x, 1, 1, out=o)", "t.std(x, 1, True, 1, out=o)", "t.any(x, 1, keepdims=1, out=o)",
 ]

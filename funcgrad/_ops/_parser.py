@@ -77,6 +77,10 @@ SCHEMAS: dict[str, tuple] = {
     "linalg_matrix_norm": tuple(f"Tensor input, {o}, int[] dim={{-2,-1}}, bool keepdim=False, *, "
                                 f"dtype? dtype=None, Tensor out=None"
                                 for o in ("Scalar ord", 'str ord="fro"')),
+    "linalg_norm": tuple(f"Tensor input, {o}, int[1]? dim=None, bool keepdim=False, *, dtype? dtype=None, "
+                         f"Tensor out=None" for o in ("Scalar? ord=None", "str ord")),
+    "special_logsumexp": ("Tensor input, int[1] dim, bool keepdim=False, *, Tensor out=None",),
+    "pairwise_distance": ("Tensor x1, Tensor x2, float p=2, float eps=1e-06, bool keepdim=False",),
 }
 
 _TYPE_NAMES = {"Tensor": "Tensor", "bool": "bool", "int": "int", "int[]": "tuple of ints", "float": "float",
@@ -357,15 +361,19 @@ def checked(f, name: str, method: bool):
                                                              if p.kind == "bool") if n in names)
     npos = len([p for p in fparams.values() if p.kind == p.POSITIONAL_OR_KEYWORD])
     lo = min([i for i, _ in bools] + [npos])
-    dpos, kpos = names.index("dim"), names.index("keepdim") if "keepdim" in names else len(names)
+    dpos, kpos = (names.index(p) if p in names else len(names) for p in ("dim", "keepdim"))
     # the dims, left out (_UNSET) or None, that an overload taking keepdim takes too: f runs them
     dims = [p for s in sigs if "keepdim" in [q.name for q in s.params] for p in s.params if p.name == "dim"]
     free = tuple(v for v, ok in ((_UNSET, any(p.optional for p in dims)),
-                                 (None, any(p.allow_none for p in dims))) if ok)
+                                 (None, any(p.allow_none for p in dims))) if ok or "dim" not in names)
 
     def call(args, kwargs):
         bound = parse(name, method, args[1:] if method else args, kwargs)
-        return f(args[0], **bound) if method else f(**bound)
+        if method:
+            return f(args[0], **bound)
+        if "input" in bound:  # (f may name it otherwise: linalg's x, A)
+            bound[names[0]] = bound.pop("input")
+        return f(**bound)
 
     @functools.wraps(f)
     def g(*args, **kwargs):

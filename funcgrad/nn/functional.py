@@ -18,6 +18,7 @@ import numpy as np
 from .._dtype import uint8 as _uint8
 from .._random import _sample
 from .._ops import nn as _nn
+from .._ops._parser import checked as _checked
 from .._ops.linalg import addmm as _addmm, linear_2d as _linear_2d, matmul as _matmul
 from .._ops.linalg import check_addmm_dtypes as _check_addmm_dtypes
 from .._ops.nn import log_softmax as _log_softmax, softmax as _softmax
@@ -362,6 +363,10 @@ def cosine_similarity(x1: Tensor, x2: Tensor, dim: int = 1, eps: float = 1e-8) -
 def pairwise_distance(x1: Tensor, x2: Tensor, p: float = 2.0, eps: float = 1e-6, keepdim: bool = False) -> Tensor:
     """``||x1 - x2 + eps||_p`` over the last dim."""
     return _nn.apply(_nn._pairwise_op, x1, x2, p=float(p), eps=float(eps), keepdim=bool(keepdim))
+
+
+# (as PyTorch's native binding takes its arguments: a non-bool keepdim is pairwise_distance()'s TypeError)
+pairwise_distance = _checked(pairwise_distance, "pairwise_distance", False)
 
 
 # ================================ dropout, embedding =============================================
