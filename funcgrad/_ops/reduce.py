@@ -15,7 +15,7 @@ import numpy as np
 
 from .._host import host_exact
 from .._dtype import to_dtype
-from .._tensor import _scalar_type_name, _wrap_dim
+from .._tensor import _Array, _scalar_type_name, _wrap_dim
 from ._parser import refuse as _refuse
 from ._registry import DIM, KEEPDIM, MISSING, Tensor, apply, defop, export
 from ._registry import keepdim as _keepdim
@@ -87,7 +87,9 @@ def sum(input, dim=DIM, keepdim=KEEPDIM, *, dtype=None, keepdims=MISSING) -> Ten
         if dim is DIM:
             return _SUM0(input)
         if type(dim) is int and type(keepdim) is bool:
-            call = _SUM_DIM.get(key := (dim, input.dim(), keepdim))
+            v = input._cell.value  # (its rank: Tensor.dim() without its two frames)
+            nd = len(v.aval.shape) if type(v) is _Array and input._viewinfo is None else input.dim()
+            call = _SUM_DIM.get(key := (dim, nd, keepdim))
             if call is None:  # (_dims raises PyTorch's IndexError for a dim out of range)
                 call = _SUM_DIM[key] = _sum1.call_with(dim=_dims(dim, key[1]), keepdim=keepdim, dtype=None)
             return call(input)
