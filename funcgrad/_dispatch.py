@@ -15,6 +15,7 @@ import jax
 import jax.numpy as jnp
 
 from . import _cache, _dtype, _grad_mode as grad_mode, _tensor
+from ._grad_mode import _anomaly
 from ._graph import FREED_MSG, AccumulateGrad, Node, node_class  # noqa: F401
 from ._host import forward as _host_forward
 from ._scalars import NUMBERS as _NUMBERS, scalar_array, scalar_arrays
@@ -627,8 +628,8 @@ def _record(op, args, out, skey, cast, mask, vals=None, direct=False):
     if diff is None and nargs < 3:  # unrolled: Tensor._edge inlined for a non-leaf
         a = args[0]
         if mask[0] and isinstance(a, T):
-            g = a._grad_fn
-            e = (g, a._output_nr) if g is not None else a._edge()
+            g = a._grad_fn  # (a leaf's edge: its AccumulateGrad, once it has one)
+            e = (g, a._output_nr) if g is not None else (g, 0) if (g := a._accum) is not None else a._edge()
         else:
             e = (None, 0)
         if nargs == 1:
@@ -637,7 +638,8 @@ def _record(op, args, out, skey, cast, mask, vals=None, direct=False):
             a = args[1]
             if mask[1] and isinstance(a, T):
                 g = a._grad_fn
-                node.next_functions = (e, (g, a._output_nr) if g is not None else a._edge())
+                node.next_functions = (e, (g, a._output_nr) if g is not None else
+                                       (g, 0) if (g := a._accum) is not None else a._edge())
             else:
                 node.next_functions = (e, (None, 0))
         node._mask_pos = _RANGES[nargs]
@@ -653,7 +655,7 @@ def _record(op, args, out, skey, cast, mask, vals=None, direct=False):
                 edges.append((None, 0))
         node.next_functions = tuple(edges)
         node._mask_pos = _RANGES[nargs] if diff is None and nargs < 8 else tuple(pos)
-    if grad_mode._anomaly[0]:
+    if _anomaly[0]:
         import traceback
         node._trace = "".join(traceback.format_stack()[:-3])
     if type(out) is tuple:
