@@ -1,7 +1,8 @@
 """sum/mean's dim and keepdim as PyTorch's argument parser reads them: ``dim`` left out is the
 no-dim overload (``SumBackward0``), ``dim=None`` given is the dim overload over every dimension
 (``SumBackward1``, keepdim kept), ``keepdims=`` is NumPy's spelling of ``keepdim=`` and both at
-once is a TypeError. Each row: the call, then PyTorch 2.13's result shape, node and dtype (or its
+once is a TypeError. A list of dims naming one dim twice is PyTorch's RuntimeError in every
+reduction (the first repeat in the order given, once every dim is in range). Each row: the call, then PyTorch 2.13's result shape, node and dtype (or its
 error), compared live with PyTorch where it is installed."""
 
 import numpy as np
@@ -30,6 +31,20 @@ ROWS = [
     ("x.sum(1, True, keepdims=True)", (TypeError, "sum() got an unexpected keyword argument 'keepdims'")),
     ("x.sum(1, keepdim=False, keepdims=True)", (TypeError, "sum() got an unexpected keyword argument 'keepdims'")),
     ("x.mean(1, True, keepdims=True)", (TypeError, "mean() got an unexpected keyword argument 'keepdims'")),
+    ("x.sum((0, 0))", (RuntimeError, "dim 0 appears multiple times in the list of dims")),
+    ("x.sum((1, -1))", (RuntimeError, "dim 1 appears multiple times in the list of dims")),
+    ("x.mean((1, 0, 1, 0))", (RuntimeError, "dim 1 appears multiple times in the list of dims")),
+    ("x.sum((0, 0, 5))", (IndexError, "Dimension out of range (expected to be in range of [-2, 1], but got 5)")),
+    ("x.amax((0, -2))", (RuntimeError, "dim 0 appears multiple times in the list of dims")),
+    ("x.amin([1, 1])", (RuntimeError, "dim 1 appears multiple times in the list of dims")),
+    ("x.std((0, 0))", (RuntimeError, "dim 0 appears multiple times in the list of dims")),
+    ("x.nansum((1, 1))", (RuntimeError, "dim 1 appears multiple times in the list of dims")),
+    ("x.logsumexp((0, 0))", (RuntimeError, "dim 0 appears multiple times in the list of dims")),
+    ("x.any((1, 1))", (RuntimeError, "dim 1 appears multiple times in the list of dims")),
+    ("x.count_nonzero((0, -2))", (RuntimeError, "dim 0 appears multiple times in the list of dims")),
+    ("torch.linalg.vector_norm(x, dim=(1, 1))", (RuntimeError, "dim 1 appears multiple times in the list of dims")),
+    ("x.norm(dim=(0, 0))", (RuntimeError, "dim 0 appears multiple times in the list of dims")),
+    ("torch.tensor(2.0).sum((0, -1))", (RuntimeError, "dim 0 appears multiple times in the list of dims")),
 ]
 
 
@@ -37,8 +52,8 @@ def _run(torch, expr):
     x = torch.ones(2, 3, requires_grad=True)
     try:
         r = eval(expr, {"torch": torch, "x": x})
-    except TypeError as e:
-        return TypeError, str(e)
+    except (TypeError, RuntimeError, IndexError) as e:
+        return type(e), str(e)
     return tuple(r.shape), type(r.grad_fn).__name__, str(r.dtype).split(".")[-1]
 
 

@@ -23,6 +23,7 @@ from .._tensor import _is_tracer, _scalar_type_name, _wrap_dim
 from ._parser import parse as _parse
 from ._registry import Tensor, apply, defop, export
 from .linalg import _out, matmul
+from .reduce import _dims
 
 
 class LinAlgError(RuntimeError):
@@ -133,12 +134,7 @@ def vector_norm(x, ord=2, dim=None, keepdim=False, *, dtype=None, out=None) -> T
     if not (x.dtype.is_floating_point or x.dtype.is_complex):
         raise RuntimeError(f"linalg.vector_norm: Expected a floating point or complex tensor as input. "
                            f"Got {_type_name(x)}")
-    if isinstance(dim, int):
-        dim = (dim,)
-    # (dim=() is every dim, as PyTorch's IntArrayRef default)
-    dims = None if dim is None else tuple(sorted(_wrap_dim(d, x.ndim) for d in dim)) or None
-    if dims is not None and x.ndim == 0:  # dim 0 / -1 of a 0-d tensor: no axis to reduce
-        dims = ()
+    dims = _dims(dim, x.ndim)  # (dim=() is every dim, as PyTorch's IntArrayRef default)
     if dims is None and keepdim:
         dims = tuple(range(x.ndim))
     dt = None if dtype is None else to_dtype(dtype).np

@@ -13,8 +13,8 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from .._host import host_exact
 from .._dtype import to_dtype
+from .._host import host_exact
 from .._tensor import _Array, _scalar_type_name, _wrap_dim
 from ._parser import refuse as _refuse
 from ._registry import DIM, KEEPDIM, MISSING, Tensor, apply, defop, export
@@ -37,7 +37,11 @@ def _dims(dim, ndim):
     if isinstance(dim, (tuple, list)):
         if len(dim) == 0:
             return None
-        dims = tuple(sorted(_wrap_dim(d, ndim) for d in dim))
+        wrapped = [_wrap_dim(operator.index(d), ndim) for d in dim]  # (all in range first)
+        for i, d in enumerate(wrapped):  # then the first repeat in the order given, as PyTorch's
+            if d in wrapped[:i]:
+                raise RuntimeError(f"dim {d} appears multiple times in the list of dims")
+        dims = tuple(sorted(wrapped))
     else:
         dims = (_wrap_dim(dim, ndim),)
     return dims if ndim else ()
@@ -552,15 +556,8 @@ def count_nonzero(input: Tensor, dim=None) -> Tensor:
     >>> funcgrad.count_nonzero(funcgrad.tensor([[1, 0], [2, 0]]), dim=0)
     tensor([2, 0])
     """
-    dims = None
-    if dim is not None:  # (a bool in a list of dims counts as its int, as PyTorch unpacks it)
-        dims = [_wrap_dim(operator.index(d), input.ndim) for d in (dim if isinstance(dim, (tuple, list))
-                                                                   else (dim,))]
-        for i, d in enumerate(dims):
-            if d in dims[:i]:
-                raise RuntimeError(f"dim {d} appears multiple times in the list of dims")
-        dims = tuple(sorted(dims)) if dims and input.ndim else None
-    return apply(_count_nonzero, input, dim=dims)
+    # (a bool in a list of dims counts as its int, as PyTorch unpacks it; a 0-d input: over all)
+    return apply(_count_nonzero, input, dim=_dims(dim, input.ndim) or None)
 
 
 aminmax_result = return_type("aminmax", ("min", "max"))
