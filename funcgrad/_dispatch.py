@@ -628,8 +628,8 @@ def _record(op, args, out, skey, cast, mask, vals=None, direct=False):
     if diff is None and nargs < 3:  # unrolled: Tensor._edge inlined for a non-leaf
         a = args[0]
         if mask[0] and isinstance(a, T):
-            g = a._grad_fn  # (a leaf's edge: its AccumulateGrad, once it has one)
-            e = (g, a._output_nr) if g is not None else (g, 0) if (g := a._accum) is not None else a._edge()
+            g = a._grad_fn
+            e = (g, a._output_nr) if g is not None else a._edge()
         else:
             e = (None, 0)
         if nargs == 1:
@@ -638,8 +638,7 @@ def _record(op, args, out, skey, cast, mask, vals=None, direct=False):
             a = args[1]
             if mask[1] and isinstance(a, T):
                 g = a._grad_fn
-                node.next_functions = (e, (g, a._output_nr) if g is not None else
-                                       (g, 0) if (g := a._accum) is not None else a._edge())
+                node.next_functions = (e, (g, a._output_nr) if g is not None else a._edge())
             else:
                 node.next_functions = (e, (None, 0))
         node._mask_pos = _RANGES[nargs]

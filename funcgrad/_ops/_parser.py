@@ -9,7 +9,7 @@ them (the function form; a method drops ``input`` and ``out``). ``export`` wraps
 ``keepdim`` without a dim, or more positional arguments than the frontend has is parsed here
 first; any other call runs the frontend at once, and only a TypeError it raises is looked at (a
 call that works pays two comparisons). ``sum`` and ``mean`` take no wrapper (their hot calls pay
-no frame): they call ``keepdim_given`` / ``refuse`` themselves, off their fast paths.
+no frame): they call ``_registry.keepdim`` / ``refuse`` themselves, off their fast paths.
 """
 
 from __future__ import annotations
