@@ -234,9 +234,14 @@ def _parse(sig: _Signature, args: tuple, kwargs: dict, raise_: bool):
             bound[p.name], pos = tuple(args), nargs
             continue
         elif raise_:
-            at = "" if is_kw else f" (position {pos + 1})"
-            raise TypeError(f"{sig.name}(): argument '{p.name}'{at} must be {_TYPE_NAMES[p.kind]}, not "
-                            f"{type_name(v)}")
+            if is_kw:
+                raise TypeError(f"{sig.name}(): argument '{p.name}' must be {_TYPE_NAMES[p.kind]}, not "
+                                f"{type_name(v)}")
+            if p.kind == "int[]" and isinstance(v, (tuple, list)):  # (its first element decided)
+                raise TypeError(f"{sig.name}(): argument '{p.name}' (position {pos + 1}) must be tuple of "
+                                f"ints, but found element of type {type_name(v[0])} at pos 0")
+            raise TypeError(f"{sig.name}(): argument '{p.name}' (position {pos + 1}) must be "
+                            f"{_TYPE_NAMES[p.kind]}, not {type_name(v)}")
         else:
             return None
         if not is_kw:

@@ -19,11 +19,11 @@ import numpy as np
 
 from .._dtype import to_dtype
 from .._factories import eye, zeros
-from .._tensor import _is_tracer, _scalar_type_name, _wrap_dim
+from .._tensor import _is_tracer, _scalar_type_name
 from ._parser import parse as _parse
 from ._registry import Tensor, apply, defop, export
 from .linalg import _out, matmul
-from .reduce import _dims
+from .reduce import _dim_list, _dims
 
 
 class LinAlgError(RuntimeError):
@@ -147,7 +147,7 @@ def matrix_norm(A, ord="fro", dim=(-2, -1), keepdim=False, *, dtype=None, out=No
         raise RuntimeError("linalg.matrix_norm: The input tensor A must have at least 2 dimensions.")
     if dtype is not None:
         A = A.to(dtype)
-    dims = tuple(_wrap_dim(d, A.ndim) for d in dim)
+    dims = tuple(_dim_list(dim, A.ndim))
     if len(dims) != 2 or dims[0] == dims[1]:
         raise RuntimeError("linalg.matrix_norm: dims must be different. Got "
                            f"({dim[0]}, {dim[1]})")
@@ -183,23 +183,31 @@ def norm(A, ord=None, dim=None, keepdim=False, *, dtype=None, out=None) -> Tenso
                        f"Got {A.ndim}D.")
 
 
+def _parse_as_linalg(input, p, dim, keepdim, dtype):
+    """PyTorch's norm hands its arguments on to linalg.vector_norm or matrix_norm (torch/functional.py):
+    that call as their parser reads it (its TypeError when it refuses it)."""
+    _dim = [dim] if isinstance(dim, int) else dim
+    if isinstance(p, str) and not (p == "fro" and (dim is None or isinstance(dim, int) or len(dim) <= 2)):
+        _parse("linalg_matrix_norm", False, (input, p, list(range(input.ndim)) if _dim is None else _dim,
+                                             keepdim), {"dtype": dtype})
+    else:
+        _parse("linalg_vector_norm", False, (input, 2 if p == "fro" else 2.0 if p is None else p, _dim,
+                                             keepdim), {"dtype": dtype})
+
+
 @export("norm")
 def tensor_norm(input, p="fro", dim=None, keepdim=False, dtype=None) -> Tensor:
     """``torch.norm``: ``'fro'`` / a number → vector norm (over ``dim``), ``'nuc'`` → nuclear norm."""
-    if type(keepdim) is not bool:  # PyTorch's norm hands it on to linalg's parser: that one's error
-        _dim = [dim] if isinstance(dim, int) else dim
-        if isinstance(p, str) and not (p == "fro" and (dim is None or isinstance(dim, int) or len(dim) <= 2)):
-            _parse("linalg_matrix_norm", False, (input, p, list(range(input.ndim)) if _dim is None else _dim,
-                                                 keepdim), {"dtype": dtype})
-        _parse("linalg_vector_norm", False, (input, 2 if p == "fro" else 2.0 if p is None else p, _dim,
-                                             keepdim), {"dtype": dtype})
-    if p == "nuc":
-        return matrix_norm(input, "nuc", (-2, -1) if dim is None else dim, keepdim, dtype=dtype)
-    if p == "fro":
-        p = 2
-    if isinstance(dim, int):
-        dim = (dim,)
-    return vector_norm(input, p, dim, keepdim, dtype=dtype)
+    if type(keepdim) is not bool:  # (bool() would take it: linalg's parser does not)
+        _parse_as_linalg(input, p, dim, keepdim, dtype)
+    try:
+        if p == "nuc":
+            return matrix_norm(input, "nuc", (-2, -1) if dim is None else dim, keepdim, dtype=dtype)
+        return vector_norm(input, 2 if p == "fro" else p, (dim,) if isinstance(dim, int) else dim, keepdim,
+                           dtype=dtype)
+    except TypeError:  # (a dim linalg's parser refuses: `x.norm(2, [True])`)
+        _parse_as_linalg(input, p, dim, keepdim, dtype)
+        raise
 
 
 # ================================ inverses, determinants, solves ===============================

@@ -25,7 +25,12 @@ from .pointwise import maximum, minimum
 
 def _dims(dim, ndim):
     """Normalise ``dim`` (int, tuple/list, None) to a sorted tuple or None (all). A 0-d tensor
-    takes dim 0 / -1 as PyTorch does (checked by ``_wrap_dim``) and reduces over no axis."""
+    takes dim 0 / -1 as PyTorch does (checked by ``_wrap_dim``) and reduces over no axis.
+
+    What PyTorch's parser takes for ``int[1] dim`` only: a bool, or a list whose first element is
+    one (the parser reads a list by its first element), is no int there; that and any other
+    non-integer is a TypeError, which the op's ``_parser.checked`` wrapper (sum and mean:
+    ``_parser.refuse``) replaces by PyTorch's."""
     if dim is None:
         return None
     if type(dim) is int:  # `x.sum(1)`: the answer for (dim, ndim) is remembered (errors are not)
@@ -37,17 +42,32 @@ def _dims(dim, ndim):
     if isinstance(dim, (tuple, list)):
         if len(dim) == 0:
             return None
-        wrapped = [_wrap_dim(operator.index(d), ndim) for d in dim]  # (all in range first)
+        wrapped = _dim_list(dim, ndim)  # (all in range first)
         for i, d in enumerate(wrapped):  # then the first repeat in the order given, as PyTorch's
             if d in wrapped[:i]:
                 raise RuntimeError(f"dim {d} appears multiple times in the list of dims")
         dims = tuple(sorted(wrapped))
     else:
-        dims = (_wrap_dim(dim, ndim),)
+        dims = (_one_dim(dim, ndim, "tuple of ints"),)
     return dims if ndim else ()
 
 
 _INT_DIMS: dict = {}  # (dim, ndim) -> _dims' answer for an int dim (a few entries per rank)
+
+
+def _dim_list(dim, ndim) -> list:
+    """A list of dims, each wrapped, in the order given (what is refused: see ``_dims``)."""
+    if dim and type(dim[0]) is bool:  # (a bool after the first is its int: PyTorch unpacks it so)
+        raise TypeError("argument 'dim' must be tuple of ints, but found element of type bool at pos 0")
+    return [_wrap_dim(operator.index(d), ndim) for d in dim]
+
+
+def _one_dim(dim, ndim, kind="int"):
+    """One dim (an ``int dim`` of PyTorch's), wrapped: its IndexError out of range; a bool, None or
+    any other non-integer is a TypeError (see ``_dims``)."""
+    if type(dim) is bool:
+        raise TypeError(f"argument 'dim' must be {kind}, not bool")
+    return _wrap_dim(operator.index(dim), ndim)
 
 
 def _acc_dtype(x, dtype):
@@ -83,26 +103,32 @@ def sum(input, dim=DIM, keepdim=KEEPDIM, *, dtype=None, keepdims=MISSING) -> Ten
     >>> funcgrad.tensor([[1, 2], [3, 4]]).sum(dim=1)
     tensor([3, 7])
     """
+    # (the parameters keep the values given: _refuse reads the call back from them)
     if keepdim is KEEPDIM and keepdims is MISSING:
-        keepdim = False
+        kd = False
     else:  # (keepdims= taken here: the hot calls pay no wrapper of export's)
-        keepdim = _keepdim(sum, dim, keepdim, keepdims)
+        kd = _keepdim(sum, dim, keepdim, keepdims)
     if dtype is None and isinstance(input, Tensor):  # `loss = x.sum()`, `x.sum(1)`: hot
         if dim is DIM:
             return _SUM0(input)
-        if type(dim) is int and type(keepdim) is bool:
+        if type(dim) is int and type(kd) is bool:
             v = input._cell.value  # (its rank: Tensor.dim() without its two frames)
             nd = len(v.aval.shape) if type(v) is _Array and input._viewinfo is None else input.dim()
-            call = _SUM_DIM.get(key := (dim, nd, keepdim))
+            call = _SUM_DIM.get(key := (dim, nd, kd))
             if call is None:  # (_dims raises PyTorch's IndexError for a dim out of range)
-                call = _SUM_DIM[key] = _sum1.call_with(dim=_dims(dim, key[1]), keepdim=keepdim, dtype=None)
+                call = _SUM_DIM[key] = _sum1.call_with(dim=_dims(dim, key[1]), keepdim=kd, dtype=None)
             return call(input)
-    if type(keepdim) is not bool:  # (`x.sum(0, 1)`: PyTorch's parser refuses it)
+    if type(kd) is not bool:  # (`x.sum(0, 1)`: PyTorch's parser refuses it)
         _refuse(sum)
     dt = None if dtype is None else to_dtype(dtype).np
     if dim is DIM:
         return apply(_sum0, input, dim=None, keepdim=False, dtype=dt)
-    return apply(_sum1, input, dim=_dims(dim, input.ndim), keepdim=bool(keepdim), dtype=dt)
+    try:
+        dims = _dims(dim, input.ndim)
+    except TypeError:  # (a dim PyTorch's parser refuses: `x.sum([True])`)
+        _refuse(sum)
+        raise
+    return apply(_sum1, input, dim=dims, keepdim=kd, dtype=dt)
 
 
 @export("mean")
@@ -110,14 +136,19 @@ def mean(input, dim=DIM, keepdim=KEEPDIM, *, dtype=None, keepdims=MISSING) -> Te
     """Mean of all elements (``MeanBackward0``) or over ``dim`` (``MeanBackward1``; ``dim=None``
     given: over all, as PyTorch's dim overload)."""
     if keepdim is KEEPDIM and keepdims is MISSING:
-        keepdim = False
+        kd = False
     else:  # (as sum's)
-        keepdim = _keepdim(mean, dim, keepdim, keepdims)
+        kd = _keepdim(mean, dim, keepdim, keepdims)
     if dim is DIM and dtype is None and isinstance(input, Tensor) \
             and input._value.dtype.kind in "fc":  # `loss = x.mean()`: hot
         return _MEAN0(input)
-    if type(keepdim) is not bool:  # (as sum's)
+    if type(kd) is not bool:  # (as sum's)
         _refuse(mean)
+    try:  # (as sum's: the parser's checks come before the dtype's)
+        dims = None if dim is DIM else _dims(dim, input.ndim)
+    except TypeError:
+        _refuse(mean)
+        raise
     if dtype is None and not (input.dtype.is_floating_point or input.dtype.is_complex):
         raise RuntimeError(
             f"mean(): could not infer output dtype. Input dtype must be either a floating point or "
@@ -125,7 +156,7 @@ def mean(input, dim=DIM, keepdim=KEEPDIM, *, dtype=None, keepdims=MISSING) -> Te
     dt = None if dtype is None else to_dtype(dtype).np
     if dim is DIM:
         return apply(_mean0, input, dim=None, keepdim=False, dtype=dt)
-    return apply(_mean1, input, dim=_dims(dim, input.ndim), keepdim=bool(keepdim), dtype=dt)
+    return apply(_mean1, input, dim=dims, keepdim=kd, dtype=dt)
 
 
 def _scalar_name(d):
@@ -209,30 +240,30 @@ min_result = return_type("min")
 
 def _reduce_minmax(input, dim, keepdim, other, is_max):
     if isinstance(dim, Tensor):  # max(a, b)
-        other, dim = dim, None
+        other, dim = dim, DIM
     if other is not None:
         return maximum(input, other) if is_max else minimum(input, other)
-    if dim is None:
+    if dim is DIM:  # (None given is no int dim: the parser's TypeError, from _one_dim)
         if input.numel() == 0:
             raise RuntimeError(f"{'max' if is_max else 'min'}(): Expected reduction dim to be "
                                f"specified for input.numel() == 0. Specify the reduction dim "
                                f"with the 'dim' argument.")
         return apply(_max_all if is_max else _min_all, input)
-    d = _wrap_dim(dim, input.ndim)
+    d = _one_dim(dim, input.ndim)
     v, i = apply(_max_d if is_max else _min_d, input, dim=d if input.ndim else None,
                  keepdim=bool(keepdim))
     return (max_result if is_max else min_result)(v, i)
 
 
 @export("max")
-def max(input, dim=None, keepdim=False, *, other=None):
+def max(input, dim=DIM, keepdim=False, *, other=None):
     """``max()`` → value (``MaxBackward1``); ``max(dim)`` → ``(values, indices)`` (``MaxBackward0``);
     ``max(a, b)`` → ``maximum``."""
     return _reduce_minmax(input, dim, keepdim, other, True)
 
 
 @export("min")
-def min(input, dim=None, keepdim=False, *, other=None):
+def min(input, dim=DIM, keepdim=False, *, other=None):
     """``min()``, ``min(dim)`` → ``(values, indices)``, ``min(a, b)``."""
     return _reduce_minmax(input, dim, keepdim, other, False)
 
@@ -250,7 +281,7 @@ def amin(input, dim=(), keepdim=False) -> Tensor:
 def _argext_call(op, name, input, dim, keepdim):
     if dim is None and input.numel() == 0:
         raise IndexError(f"{name}(): Expected reduction dim to be specified for input.numel() == 0.")
-    d = None if dim is None else _wrap_dim(dim, input.ndim)
+    d = None if dim is None else _one_dim(dim, input.ndim)
     return apply(op, input, dim=d, keepdim=bool(keepdim))  # (no dim: every dim kept, as size 1)
 
 
@@ -342,7 +373,7 @@ def _out(r, out):
 
 
 @export("prod")
-def prod(input: Tensor, dim: int | None = None, keepdim: bool = False, *, dtype=None,
+def prod(input: Tensor, dim: int | None = DIM, keepdim: bool = False, *, dtype=None,
          out=None) -> Tensor:
     """Product of all elements (``ProdBackward0``) or over one ``dim`` (``ProdBackward1``).
 
@@ -351,11 +382,9 @@ def prod(input: Tensor, dim: int | None = None, keepdim: bool = False, *, dtype=
     tensor([ 2, 12])
     """
     dt = None if dtype is None else to_dtype(dtype).np
-    if dim is None:
+    if dim is DIM:  # (None given is no int dim: the parser's TypeError, from _one_dim)
         return _out(apply(_prod0, input, dim=None, keepdim=False, dtype=dt), out)
-    if isinstance(dim, (tuple, list)):
-        raise TypeError("prod(): argument 'dim' must be int, not tuple")
-    d = _wrap_dim(dim, input.ndim)
+    d = _one_dim(dim, input.ndim)
     return _out(apply(_prod1, input, dim=d if input.ndim else None, keepdim=bool(keepdim),
                       dtype=dt), out)
 
@@ -475,8 +504,10 @@ def logsumexp(input: Tensor, dim, keepdim: bool = False, *, out=None) -> Tensor:
     >>> funcgrad.tensor([0.0, 0.0]).logsumexp(0)
     tensor(0.6931)
     """
-    dims = None if input.ndim == 0 else _dims(dim, input.ndim)
-    return _out(apply(_logsumexp_op, input, dim=dims, keepdim=bool(keepdim)), out)
+    if dim is None:  # (int[1] dim, not sum's int[1]? dim)
+        raise TypeError("argument 'dim' must be tuple of ints, not NoneType")
+    dims = _dims(dim, input.ndim)  # (checked on a 0-d input too, then over no axis)
+    return _out(apply(_logsumexp_op, input, dim=dims if input.ndim else None, keepdim=bool(keepdim)), out)
 
 
 def _nansum(x, *, dim, keepdim, dtype):
@@ -492,8 +523,8 @@ _nansum_op = defop("nansum", _nansum, "NansumBackward0")
 def nansum(input: Tensor, dim=None, keepdim: bool = False, *, dtype=None) -> Tensor:
     """Sum treating nan as 0 (their gradient is 0)."""
     dt = None if dtype is None else to_dtype(dtype).np
-    dims = None if input.ndim == 0 else _dims(dim, input.ndim)
-    return apply(_nansum_op, input, dim=dims, keepdim=bool(keepdim), dtype=dt)
+    dims = _dims(dim, input.ndim)  # (as logsumexp's)
+    return apply(_nansum_op, input, dim=dims if input.ndim else None, keepdim=bool(keepdim), dtype=dt)
 
 
 @export("nanmean")
@@ -531,9 +562,8 @@ _count_nonzero = defop("count_nonzero", lambda x, dim: jnp.count_nonzero(x, axis
 
 def _truth_dims(dim, ndim):
     """any/all's dims: PyTorch's any(dim=()) reduces over no dim (sum's ``()`` is every dim)."""
-    if ndim == 0:
-        return None
-    return () if isinstance(dim, (tuple, list)) and not dim else _dims(dim, ndim)
+    dims = () if isinstance(dim, (tuple, list)) and not dim else _dims(dim, ndim)
+    return dims if ndim else None  # (checked on a 0-d input too, then over no axis)
 
 
 @export("any")
@@ -576,8 +606,8 @@ def aminmax(input: Tensor, *, dim: int | None = None, keepdim: bool = False):
             raise RuntimeError("aminmax(): cannot compute aminmax over an empty dimension as the "
                                "operation has no identity.")
         d = None
-    else:
-        d = None if input.ndim == 0 else (_wrap_dim(dim, input.ndim),)
+    else:  # (checked on a 0-d input too, then over no axis)
+        d = (_one_dim(dim, input.ndim),) if input.ndim else (_one_dim(dim, 0), None)[1]
     return aminmax_result(*apply(_aminmax, input, dim=d, keepdim=bool(keepdim)))
 
 

@@ -14,8 +14,8 @@ import jax
 import jax.numpy as jnp
 
 from .._tensor import _wrap_dim
-from ._registry import Tensor, apply, defop, export
-from .reduce import return_type
+from ._registry import DIM, Tensor, apply, defop, export
+from .reduce import _one_dim, return_type
 
 
 def _out(r, out):
@@ -133,7 +133,7 @@ def topk(input: Tensor, k: int, dim: int = -1, largest: bool = True, sorted: boo
 @export("kthvalue")
 def kthvalue(input: Tensor, k: int, dim: int = -1, keepdim: bool = False, *, out=None):
     """The ``k``-th smallest element (1-based) along ``dim`` → ``(values, indices)``."""
-    d = _wrap_dim(dim, input.ndim)
+    d = _one_dim(dim, input.ndim)
     n = input.shape[d] if input.ndim else 1
     if not 1 <= k <= n:
         raise RuntimeError(f"kthvalue(): selected number k out of range for dimension {d}")
@@ -192,7 +192,7 @@ nanmedian_result = return_type("nanmedian")
 
 
 @export("median")
-def median(input: Tensor, dim: int | None = None, keepdim: bool = False, *, out=None):
+def median(input: Tensor, dim: int | None = DIM, keepdim: bool = False, *, out=None):
     """Lower median of all elements (a tensor), or along ``dim`` → ``(values, indices)``; nan
     propagates.
 
@@ -200,20 +200,20 @@ def median(input: Tensor, dim: int | None = None, keepdim: bool = False, *, out=
     >>> funcgrad.tensor([4.0, 1.0, 3.0, 2.0]).median()
     tensor(2.)
     """
-    if dim is None:
+    if dim is DIM:  # (None given is no int dim: the parser's TypeError, from _one_dim)
         r = apply(_median0, input)
         return r if out is None else out.copy_(r)
-    d = _wrap_dim(dim, input.ndim)
+    d = _one_dim(dim, input.ndim)
     return _out(median_result(*apply(_median1, input, dim=d, keepdim=bool(keepdim))), out)
 
 
 @export("nanmedian")
-def nanmedian(input: Tensor, dim: int | None = None, keepdim: bool = False, *, out=None):
+def nanmedian(input: Tensor, dim: int | None = DIM, keepdim: bool = False, *, out=None):
     """Like :func:`median`, ignoring nan."""
-    if dim is None:
+    if dim is DIM:
         r = apply(_nanmedian0, input)
         return r if out is None else out.copy_(r)
-    d = _wrap_dim(dim, input.ndim)
+    d = _one_dim(dim, input.ndim)
     return _out(nanmedian_result(*apply(_nanmedian1, input, dim=d, keepdim=bool(keepdim))), out)
 
 
@@ -288,7 +288,7 @@ def mode(input: Tensor, dim: int = -1, keepdim: bool = False, *, out=None):
     values=tensor(1),
     indices=tensor(4))
     """
-    d = _wrap_dim(dim, input.ndim)
+    d = _one_dim(dim, input.ndim)
     if input.ndim and input.shape[d] == 0:
         raise IndexError(f"mode(): Expected reduction dim {d} to have non-zero size.")
     return _out(mode_result(*apply(_mode_op, input, dim=d, keepdim=bool(keepdim))), out)

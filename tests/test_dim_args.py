@@ -1,0 +1,103 @@
+"""The reductions' ``dim`` as PyTorch 2.13's argument parser reads it: an ``int dim`` takes no
+bool and no None (``x.prod(None)``, ``x.max(True)``: its TypeError, not the full reduction or dim
+1); an ``int[1] dim`` reads a list by its first element, so ``[True]`` or ``[1.0]`` is refused ("must
+be tuple of ints, but found element of type bool at pos 0", or "received an invalid combination of
+arguments" with every overload listed) while ``[0, True]`` is dims (0, 1); ``logsumexp``'s dim takes
+no None; a 0-d input checks its dim as any other (``s.logsumexp(5)``: the IndexError);
+``torch.norm`` hands its dims on to linalg's parser.
+
+Each row is one call; its outcome (result shape, dtype, node, values and gradient, or the exception
+type and full message, PyTorch's ``torch.`` read as ``funcgrad.``) is recorded from PyTorch 2.13 in
+``tests/fixtures/dim_args/outcomes.json`` by ``tests/fixtures/dim_args/make_fixtures.py`` and
+compared live with PyTorch where it is installed. A refused call leaves its inputs as they were.
+The rows run as ``tests/test_keepdim_args.py``'s (same inputs: ``x`` 2x3, ``v`` 3, ``s`` 0-d, all
+requiring grad, ``o`` an output).
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import pathlib
+
+import pytest
+
+import funcgrad
+
+from .test_keepdim_args import _run
+
+FIXTURE = pathlib.Path(__file__).parent / "fixtures" / "dim_args" / "outcomes.json"
+
+# ------------------------------------------------------------------ the table
+# each op's arguments before dim, and the ops PyTorch has no Tensor method of
+BEFORE_DIM = {"kthvalue": "1, ", "quantile": "0.5, ", "nanquantile": "0.5, ", "norm": "2, "}
+FUNCTION_ONLY = {"std_mean", "var_mean"}
+# the ops whose dim is PyTorch's int[1] (a list, or one int), and those whose dim is one int
+LIST_DIM = ["sum", "mean", "nansum", "nanmean", "amax", "amin", "std", "var", "std_mean", "var_mean", "logsumexp",
+            "any", "all", "count_nonzero", "norm"]
+INT_DIM = ["prod", "max", "min", "argmax", "argmin", "median", "nanmedian", "mode", "kthvalue"]
+# (std/var's first overload takes a bool there: unbiased)
+BOOL_DIM = [op for op in LIST_DIM + INT_DIM if op not in ("std", "var", "std_mean", "var_mean", "nanmean")]
+NOT_INT = ["sum", "mean", "nansum", "nanmean", "amax", "amin", "logsumexp", "norm"]
+
+# (call template, ops): ``{b}`` is the op's arguments before dim
+SPEC = [
+    # a list whose first element is a bool
+    ("{b}[True]", LIST_DIM), ("{b}(True, 0)", LIST_DIM), ("{b}dim=[True]", LIST_DIM),
+    # ... or another non-int: a NumPy bool, a float
+    ("{b}[np.bool_(True)]", NOT_INT), ("{b}[1.0]", NOT_INT),
+    # a bool for the dim itself
+    ("{b}True", BOOL_DIM), ("{b}dim=False", ["sum", "mean", "norm"]),
+    # None where the dim is no optional one
+    ("{b}None", ["prod", "max", "min", "median", "nanmedian", "logsumexp"]),
+    ("{b}dim=None", ["prod", "max", "min", "median", "nanmedian", "logsumexp"]),
+]
+
+
+def _expand(op, template):
+    call = template.format(b=BEFORE_DIM.get(op, ""))
+    forms = [f"t.{op}(x, {call})"]
+    return forms if op in FUNCTION_ONLY else forms + [f"x.{op}({call})"]
+
+
+ROWS = list(dict.fromkeys(r for template, ops in SPEC for op in ops for r in _expand(op, template))) + [
+    # aminmax (dim keyword-only, int? dim) of a 0-d input
+    "s.aminmax(dim=())", "s.aminmax(dim=[0])", "s.aminmax(dim=5)",
+    # a 0-d input checks its dim too
+    "s.logsumexp(5)", "s.logsumexp(None)", "s.logsumexp([True])", "s.nansum(5)", "s.nansum(True)",
+    "t.nansum(s, [True])", "s.any(5)", "t.all(s, -2)", "s.sum(True)",
+    # special.logsumexp; torch.norm's and matrix_norm's dims (as linalg's parser reads them)
+    "t.special.logsumexp(x, None)", "t.special.logsumexp(x, [True])", "x.norm('fro', [True])",
+    "t.norm(x, p=2, dim=(True,))", "x.norm('nuc', [True, 0])", "x.norm(2, 1.5)",
+    "t.linalg.matrix_norm(x, 'fro', [True, 0])",
+]
+
+
+# ------------------------------------------------------------------ running the rows
+def outcomes(L):
+    """Every row's outcome on ``L``, by row (make_fixtures.py records PyTorch's)."""
+    return {r: _run(L, r)[0] for r in ROWS}
+
+
+@functools.cache
+def _recorded():
+    out = json.loads(FIXTURE.read_text())
+    assert list(out) == sorted(ROWS), "rerun tests/fixtures/dim_args/make_fixtures.py"
+    return out
+
+
+try:
+    import torch
+except ImportError:  # the recorded outcomes stand alone
+    torch = None
+
+
+# ------------------------------------------------------------------ tests
+@pytest.mark.parametrize("expr", ROWS)
+def test_as_pytorch_reads_dim(expr):
+    want = _recorded()[expr]
+    if torch is not None:  # the record is PyTorch's still
+        assert _run(torch, expr)[0] == want, "rerun tests/fixtures/dim_args/make_fixtures.py"
+    got, unchanged = _run(funcgrad, expr)
+    assert got == want
+    assert unchanged, "a refused call changed its inputs"
