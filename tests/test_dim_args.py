@@ -4,7 +4,10 @@ bool and no None (``x.prod(None)``, ``x.max(True)``: its TypeError, not the full
 be tuple of ints, but found element of type bool at pos 0", or "received an invalid combination of
 arguments" with every overload listed) while ``[0, True]`` is dims (0, 1); ``logsumexp``'s dim takes
 no None; a 0-d input checks its dim as any other (``s.logsumexp(5)``: the IndexError);
-``torch.norm`` hands its dims on to linalg's parser.
+``torch.norm`` hands its dims on to linalg's parser. NumPy's names are PyTorch's parser's too:
+``axis=`` for ``dim``, ``keepdims=`` for ``keepdim``, ``a=``/``x=``/``x1=`` for ``input``, ``x2=`` for
+``other`` (not in ``torch.norm``, a Python function); ``sum``/``mean`` take ``out=`` as their function
+forms do, a method none.
 
 Each row is one call; its outcome (result shape, dtype, node, values and gradient, or the exception
 type and full message, PyTorch's ``torch.`` read as ``funcgrad.``) is recorded from PyTorch 2.13 in
@@ -40,7 +43,12 @@ INT_DIM = ["prod", "max", "min", "argmax", "argmin", "median", "nanmedian", "mod
 BOOL_DIM = [op for op in LIST_DIM + INT_DIM if op not in ("std", "var", "std_mean", "var_mean", "nanmean")]
 NOT_INT = ["sum", "mean", "nansum", "nanmean", "amax", "amin", "logsumexp", "norm"]
 
-# (call template, ops): ``{b}`` is the op's arguments before dim
+# the reductions of PyTorch's argument parser (torch.norm is a Python function: no NumPy names)
+REDUCTIONS = LIST_DIM[:-1] + INT_DIM + ["aminmax", "quantile", "nanquantile"]
+# those taking no argument before dim but the input
+PLAIN = [op for op in REDUCTIONS if op not in BEFORE_DIM]
+
+# (call template, ops): ``{b}`` is the op's arguments before dim (``{k}``: by keyword)
 SPEC = [
     # a list whose first element is a bool
     ("{b}[True]", LIST_DIM), ("{b}(True, 0)", LIST_DIM), ("{b}dim=[True]", LIST_DIM),
@@ -51,16 +59,37 @@ SPEC = [
     # None where the dim is no optional one
     ("{b}None", ["prod", "max", "min", "median", "nanmedian", "logsumexp"]),
     ("{b}dim=None", ["prod", "max", "min", "median", "nanmedian", "logsumexp"]),
+    # NumPy's names: axis=, keepdims=
+    ("{b}axis=1", REDUCTIONS), ("{b}axis=-1, keepdims=True", ["sum", "mean"]),
+    ("{b}keepdims=False, axis=0", ["sum", "mean"]), ("{b}axis=[True]", ["sum", "mean"]),
+    ("{b}axis=1, keepdim=1", ["sum", "mean"]), ("{b}axis=None", ["sum", "mean"]),
 ]
+# the function forms taking the input by NumPy's names (``{k}``: the arguments before dim, by keyword)
+INPUT_SPEC = [
+    ("a=x, {k}axis=1", REDUCTIONS), ("x=x{k0}", [op for op in PLAIN if op != "logsumexp"]),
+    ("x1=x, {k}axis=0", REDUCTIONS), ("input=x, a=x", ["sum", "mean"]), ("x, x=x", ["sum", "mean"]),
+]
+KEYWORDS_BEFORE_DIM = {"kthvalue": "k=1, ", "quantile": "q=0.5, ", "nanquantile": "q=0.5, ", "norm": "p=2, "}
+
+
+def _expand_input(op, template):
+    k = KEYWORDS_BEFORE_DIM.get(op, "")
+    call = template.format(k=k, k0=", " + k[:-2] if k else "")
+    if op == "aminmax":  # (dim keyword-only)
+        call = call.replace("axis=1", "dim=1")
+    return [f"t.{op}({call})"]
 
 
 def _expand(op, template):
     call = template.format(b=BEFORE_DIM.get(op, ""))
+    if op == "aminmax" and call.startswith("1, "):  # (dim keyword-only)
+        call = "dim=1, " + call[3:]
     forms = [f"t.{op}(x, {call})"]
     return forms if op in FUNCTION_ONLY else forms + [f"x.{op}({call})"]
 
 
-ROWS = list(dict.fromkeys(r for template, ops in SPEC for op in ops for r in _expand(op, template))) + [
+ROWS = list(dict.fromkeys([r for template, ops in SPEC for op in ops for r in _expand(op, template)]
+                          + [r for template, ops in INPUT_SPEC for op in ops for r in _expand_input(op, template)])) + [
     # aminmax (dim keyword-only, int? dim) of a 0-d input
     "s.aminmax(dim=())", "s.aminmax(dim=[0])", "s.aminmax(dim=5)",
     # a 0-d input checks its dim too
@@ -70,6 +99,16 @@ ROWS = list(dict.fromkeys(r for template, ops in SPEC for op in ops for r in _ex
     "t.special.logsumexp(x, None)", "t.special.logsumexp(x, [True])", "x.norm('fro', [True])",
     "t.norm(x, p=2, dim=(True,))", "x.norm('nuc', [True, 0])", "x.norm(2, 1.5)",
     "t.linalg.matrix_norm(x, 'fro', [True, 0])",
+    # NumPy's names in linalg's norms, special.logsumexp; x2= for other
+    "t.linalg.vector_norm(x, axis=1)", "t.linalg.vector_norm(a=x, ord=1)",
+    "t.linalg.matrix_norm(x1=x, axis=(1, 0))", "t.special.logsumexp(x, axis=0)",
+    "t.special.logsumexp(a=x, dim=1)", "t.max(x, x2=v)", "t.min(a=x, x2=v)",
+    # sum/mean: no input, an unknown keyword; out= (the function forms')
+    "t.sum()", "t.mean()", "x.sum(foo=1)", "t.mean(x, 1, bar=None)", "x.sum(a=x)",
+    "t.sum(x, 1, out=o)", "t.sum(x.detach(), 1, out=o)", "t.mean(x.detach(), dim=1, out=o)",
+    "t.sum(x.detach(), out=o)", "t.mean(v.detach(), out=o[0])",
+    # a method takes no out=
+    "x.logsumexp(1, out=o)", "x.std(1, out=o)", "x.any(1, out=o)",
 ]
 
 

@@ -8,8 +8,11 @@ them (the function form; a method drops ``input`` and ``out``). ``export`` wraps
 ``checked``: a call that passes a non-bool where PyTorch takes only a bool, ``keepdims=``, a
 ``keepdim`` without a dim, or more positional arguments than the frontend has is parsed here
 first; any other call runs the frontend at once, and only a TypeError it raises is looked at (a
-call that works pays two comparisons). ``sum`` and ``mean`` take no wrapper (their hot calls pay
-no frame): they call ``_registry.keepdim`` / ``refuse`` themselves, off their fast paths.
+call that works pays two comparisons). A keyword the frontend does not take under that name
+(NumPy's: ``axis=`` for ``dim``, ``keepdims=``, ``a=``/``x=``/``x1=`` for ``input``, ``x2=`` for
+``other``; a method's ``out=``) is bound by the parser, as PyTorch's takes it. ``sum`` and ``mean``
+take no wrapper (their hot calls pay no frame): they take those keywords as ``**numpy`` and call
+``_registry.keepdim`` / ``numpy_call`` / ``refuse`` themselves, off their fast paths.
 """
 
 from __future__ import annotations
@@ -365,6 +368,11 @@ def checked(f, name: str, method: bool):
     bools = tuple((names.index(n), n) for n in dict.fromkeys(p.name for s in sigs for p in s.params
                                                              if p.kind == "bool") if n in names)
     npos = len([p for p in fparams.values() if p.kind == p.POSITIONAL_OR_KEYWORD])
+    # the keywords the parser takes that f does not (NumPy's names: axis=, keepdims=, a=..., PyTorch's where
+    # f names a parameter otherwise) and a method's out= (no method takes one): the parser binds them
+    taken = {n for s in signatures(name, False) for p in s.params
+             for n in (p.name, *_NUMPY_NAMES.get(p.name, ()))}
+    routed = frozenset(taken - set(names) | ({"out"} if method else set()))
     lo = min([i for i, _ in bools] + [npos])
     dpos, kpos = (names.index(p) if p in names else len(names) for p in ("dim", "keepdim"))
     # the dims, left out (_UNSET) or None, that an overload taking keepdim takes too: f runs them
@@ -384,7 +392,7 @@ def checked(f, name: str, method: bool):
     def g(*args, **kwargs):
         n = len(args)
         if kwargs or n > lo:
-            if n > npos or "keepdims" in kwargs:
+            if n > npos or not routed.isdisjoint(kwargs):
                 return call(args, kwargs)
             for i, p in bools:
                 v = args[i] if n > i else kwargs.get(p, _UNSET)
@@ -425,16 +433,19 @@ def _call_site(frame):
     return op.arg - len(kw), tuple(kw)
 
 
-def refuse(f, depth: int = 1):
+def refuse(f, depth: int = 1, method: bool | None = None):
     """For ``f``, a frontend taking its parameters by name with no wrapper (``sum``, ``mean``),
-    called from the frame ``depth`` levels up: the call its caller made (method or function,
-    which arguments by position), recovered from the caller's bytecode and ``f``'s parameters
-    and sentinel defaults, parsed as PyTorch parses it. Raises PyTorch's TypeError when its parser
+    called from the frame ``depth`` levels up: the call its caller made (``method``: as the Tensor
+    method or the function, None: either; which arguments by position), recovered from the caller's
+    bytecode and ``f``'s parameters (its ``**`` ones too: keywords it takes under any name) and
+    sentinel defaults, parsed as PyTorch parses it. Raises PyTorch's TypeError when its parser
     refuses the call; otherwise returns what it bound."""
     frame = sys._getframe(depth)
     code = f.__code__
     names = code.co_varnames[:code.co_argcount + code.co_kwonlyargcount]
     values = {n: frame.f_locals[n] for n in names}
+    if code.co_flags & inspect.CO_VARKEYWORDS:
+        values.update(frame.f_locals[code.co_varnames[len(names)]])
     positional = f.__defaults__ or ()
     defaults = dict(zip(names[code.co_argcount - len(positional):code.co_argcount], positional, strict=True))
     defaults.update(f.__kwdefaults__ or {})
@@ -442,18 +453,17 @@ def refuse(f, depth: int = 1):
     forms = []
     if site is not None:
         npos, kw = site
-        for method in (True, False):
-            given = names[:npos + method]
+        for m in (True, False) if method is None else (method,):
+            given = names[:npos + m]
             rest = [n for n in names[len(given):] if n not in kw]
-            if len(given) <= code.co_argcount and not set(given) & set(kw) and set(kw) <= set(names) \
-                    and all(values[n] is not defaults.get(n, _UNSET) for n in given[method:]) \
+            if len(given) <= code.co_argcount and not set(given) & set(kw) and set(kw) <= set(values) \
+                    and all(values[n] is not defaults.get(n, _UNSET) for n in given) \
                     and all(values[n] is defaults.get(n) for n in rest):
-                forms.append((method, tuple(values[n] for n in given[method:]), {k: values[k] for k in kw}))
-    if len(forms) != 1:  # not readable (f(*args), map, partial): a function call, by position while it can be
-        given = [n for n in names if values[n] is not defaults.get(n, _UNSET)]
-        k = next((i for i, n in enumerate(given) if n != names[i] or i >= code.co_argcount), len(given))
-        forms = [(False, tuple(values[n] for n in given[:k]), {n: values[n] for n in given[k:]})]
+                forms.append((m, tuple(values[n] for n in given[m:]), {k: values[k] for k in kw}))
+    if len(forms) != 1:  # not readable (f(*args), map, partial): by position while it can be (a function
+        m = bool(method)  # call unless known to be the method's)
+        given = [n for n in values if values[n] is not defaults.get(n, _UNSET)]
+        k = next((i for i, n in enumerate(given) if i >= code.co_argcount or n != names[i]), len(given))
+        forms = [(m, tuple(values[n] for n in given[m:k]), {n: values[n] for n in given[k:]})]
     method, args, kwargs = forms[0]
     return parse(f.__name__, method, args, kwargs)
-
-

@@ -10,7 +10,7 @@ import types
 
 import numpy as np
 
-from .. import _dtype
+from .. import _dtype, _grad_mode
 from .._dispatch import Op, apply
 from .._tensor import Tensor, _scalar_type_name
 from . import _parser
@@ -166,20 +166,42 @@ class _Default:
 
 KEEPDIM = _Default(False)  # keepdim left out
 DIM = _Default(None)  # dim left out (a reduction over all: PyTorch's no-dim overload, SumBackward0)
+# input left out: PyTorch requires it, but under NumPy's names too (torch.sum(a=x)), which a frontend
+# taking them itself (sum, mean: **numpy) takes by keyword; its signature shows it required
+REQUIRED = object()
 
 
-def keepdim(f, dim, keepdim, keepdims):
-    """The ``keepdim`` of a frontend ``f`` taking ``dim=DIM, keepdim=KEEPDIM, keepdims=MISSING``
-    itself (``sum``, ``mean``: no wrapper on their hot calls), called when the call gave ``keepdim``
-    or ``keepdims=``: with a dim, the keepdim given (its type is checked off the fast path) or a bool
-    ``keepdims=``; anything else is what PyTorch's parser makes of the call (its TypeError, see
-    ``_parser.refuse``). As cheap as the plain check for ``x.sum(1, True)``."""
-    if keepdims is _MISSING:
-        if dim is not DIM:
-            return keepdim
-    elif keepdim is KEEPDIM and dim is not DIM and type(keepdims) is bool:
-        return keepdims
-    return _parser.refuse(f, 2).get("keepdim", False)
+def keepdim(f, method, dim, keepdim):
+    """The ``keepdim`` of a frontend ``f`` (``sum``, ``mean``: ``input=REQUIRED, dim=DIM,
+    keepdim=KEEPDIM, *, dtype=None, **numpy``, no wrapper on their hot calls; ``method``: its Tensor
+    method's copy) called with ``keepdim`` and nothing in ``**numpy``: with a dim, the keepdim given
+    (its type is checked off the fast path); with none, what PyTorch's parser makes of the call (its
+    TypeError, see ``_parser.refuse``). As cheap as the plain check for ``x.sum(1, True)``."""
+    if dim is not DIM:
+        return keepdim
+    return _parser.refuse(f, 2, method).get("keepdim", False)
+
+
+def numpy_call(f, method, input, dim, keepdim, dtype, numpy):
+    """A call of such an ``f`` (see ``keepdim``) that gave a keyword it takes in ``**numpy``:
+    NumPy's names (``axis=`` for dim, ``keepdims=``, ``a=``/``x=``/``x1=`` for input), ``out=`` or
+    any other, made again with PyTorch's names. ``x.sum(axis=1)`` and ``x.sum(1, keepdims=True)`` at
+    once; anything else as PyTorch's parser binds the call (its TypeError when it refuses it, see
+    ``_parser.refuse``); ``out=`` takes the result."""
+    axis, keepdims = numpy.get("axis", _MISSING), numpy.get("keepdims", _MISSING)
+    d = dim if axis is _MISSING else axis
+    k = keepdim if keepdims is _MISSING else keepdims
+    if len(numpy) == (axis is not _MISSING) + (keepdims is not _MISSING) and type(d) is int \
+            and (axis is _MISSING or dim is DIM) and (keepdims is _MISSING or keepdim is KEEPDIM) \
+            and (k is KEEPDIM or type(k) is bool) and isinstance(input, Tensor):
+        return f(input, d, k, dtype=dtype)
+    bound = _parser.refuse(f, 2, method)
+    out, input = bound.pop("out", None), bound.pop("input", input)
+    if out is not None and input.requires_grad and _grad_mode.is_grad_enabled():
+        raise RuntimeError(f"{f.__name__}(): functions with out=... arguments don't support automatic "
+                           f"differentiation, but one of the arguments requires grad.")
+    r = f(input, **bound)
+    return r if out is None else out.copy_(r)
 
 
 def export(*names: str, method: bool = True, function: bool = True, tensors: tuple = (),
@@ -194,14 +216,16 @@ def export(*names: str, method: bool = True, function: bool = True, tensors: tup
     def deco(f):
         sig = inspect.signature(f)
         params = sig.parameters
-        shown = [p for p in params.values() if p.default is not _MISSING]
-        if len(shown) < len(params):  # (help() and inspect.signature show no sentinel)
+        # (help() and inspect.signature show no sentinel, and no **numpy)
+        shown = [p.replace(default=p.empty) if p.default is REQUIRED else p for p in params.values()
+                 if p.default is not _MISSING and p.kind != p.VAR_KEYWORD]
+        if len(shown) < len(params) or any(p.default is REQUIRED for p in params.values()):
             f.__signature__ = sig.replace(parameters=shown)
-        # PyTorch's parser checks an op's arguments (keepdim a bool, keepdims= its alias): the ops of
-        # _parser.SCHEMAS get its checks, but for a frontend taking keepdims= itself (sum, mean)
-        parsed = names[0] in _parser.SCHEMAS and "keepdims" not in params
-        if "keepdim" in params and "keepdims" not in params and not parsed \
-                and names[0] not in _PYTHON_LEVEL:
+        # PyTorch's parser checks an op's arguments (keepdim a bool, NumPy's names): the ops of
+        # _parser.SCHEMAS get its checks, but for a frontend taking NumPy's names itself (sum, mean)
+        own = any(p.kind == p.VAR_KEYWORD for p in params.values())
+        parsed = names[0] in _parser.SCHEMAS and not own
+        if "keepdim" in params and not own and not parsed and names[0] not in _PYTHON_LEVEL:
             raise ValueError(f"{names[0]} takes keepdim: declare its PyTorch overloads in _parser.SCHEMAS")
         first = None
         for n in names:
@@ -251,4 +275,5 @@ def install() -> None:
 
 
 __all__ = ["OPS", "FUNCTIONS", "METHODS", "defop", "export", "inplace_method", "install", "apply",
-           "Tensor", "kernel_error", "operand", "keepdim", "KEEPDIM", "DIM", "MISSING"]
+           "Tensor", "kernel_error", "operand", "keepdim", "numpy_call", "KEEPDIM", "DIM", "MISSING",
+           "REQUIRED"]
