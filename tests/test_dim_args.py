@@ -7,7 +7,8 @@ no None; a 0-d input checks its dim as any other (``s.logsumexp(5)``: the IndexE
 ``torch.norm`` hands its dims on to linalg's parser. NumPy's names are PyTorch's parser's too:
 ``axis=`` for ``dim``, ``keepdims=`` for ``keepdim``, ``a=``/``x=``/``x1=`` for ``input``, ``x2=`` for
 ``other`` (not in ``torch.norm``, a Python function); ``sum``/``mean`` take ``out=`` as their function
-forms do, a method none.
+forms do, a method none. ``sort``/``argsort`` take ``stable=`` by keyword only, a bool (sort's: or
+None), and then every other argument by keyword too.
 
 Each row is one call; its outcome (result shape, dtype, node, values and gradient, or the exception
 type and full message, PyTorch's ``torch.`` read as ``funcgrad.``) is recorded from PyTorch 2.13 in
@@ -109,6 +110,14 @@ ROWS = list(dict.fromkeys([r for template, ops in SPEC for op in ops for r in _e
     "t.sum(x.detach(), out=o)", "t.mean(v.detach(), out=o[0])",
     # a method takes no out=
     "x.logsumexp(1, out=o)", "x.std(1, out=o)", "x.any(1, out=o)",
+    # sort/argsort: stable= a bool (sort's: or None) by keyword, with dim and descending by keyword
+    "x.sort(stable=1)", "t.sort(x, stable=np.bool_(True))", "x.argsort(stable=1)", "t.argsort(x, stable=0)",
+    "x.argsort(stable=None)", "x.sort(0, False, True)", "t.sort(x, 0, False, True)", "x.argsort(0, False, True)",
+    "t.sort(x, 1, True, stable=False)", "x.argsort(1, stable=True)", "x.sort(0, 1)", "x.sort(descending=1)",
+    "t.argsort(x, 0, 1)", "x.sort(True)", "x.argsort(True)", "x.sort(None)", "t.sort(x, dim=None)",
+    "x.sort(axis=0)", "t.sort(a=x, descending=True)", "x.argsort(axis=1, descending=True)",
+    "t.argsort(v.detach(), stable=True, out=t.zeros(3, dtype=t.long))", "t.argsort(v, out=t.zeros(3, dtype=t.long))",
+    "x.argsort(stable=True, out=o)", "x.sort(out=(o, o))",
 ]
 
 
@@ -140,3 +149,17 @@ def test_as_pytorch_reads_dim(expr):
     got, unchanged = _run(funcgrad, expr)
     assert got == want
     assert unchanged, "a refused call changed its inputs"
+
+
+@pytest.mark.parametrize("name", ["sort", "argsort"])
+def test_signature_shows_no_sentinel(name):
+    # stable= left out is told apart from stable=False given (sort: SortBackward0, not 1): help() and
+    # inspect.signature show PyTorch's default, not the sentinel
+    import inspect
+    import pydoc
+
+    for f in (getattr(funcgrad, name), getattr(funcgrad.Tensor, name)):
+        sig = inspect.signature(f)
+        assert sig.parameters["stable"].kind == inspect.Parameter.KEYWORD_ONLY, sig
+        assert repr(sig.parameters["stable"].default) == "False", sig
+        assert "object at" not in str(sig) + pydoc.render_doc(f, renderer=pydoc.plaintext)

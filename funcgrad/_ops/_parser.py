@@ -84,6 +84,11 @@ SCHEMAS: dict[str, tuple] = {
                          f"Tensor out=None" for o in ("Scalar? ord=None", "str ord")),
     "special_logsumexp": ("Tensor input, int[1] dim, bool keepdim=False, *, Tensor out=None",),
     "pairwise_distance": ("Tensor x1, Tensor x2, float p=2, float eps=1e-06, bool keepdim=False",),
+    # (stable: only in the first, sort.stable, whose every other argument is a keyword too)
+    "sort": ("Tensor input, *, bool? stable, int dim=-1, bool descending=False, Tensor[] out=None",
+             "Tensor input, int dim=-1, bool descending=False, *, Tensor[] out=None"),
+    "argsort": ("Tensor input, *, bool stable, int dim=-1, bool descending=False, Tensor out=None",
+                "Tensor input, int dim=-1, bool descending=False"),
 }
 
 _TYPE_NAMES = {"Tensor": "Tensor", "bool": "bool", "int": "int", "int[]": "tuple of ints", "float": "float",
@@ -373,6 +378,13 @@ def checked(f, name: str, method: bool):
     taken = {n for s in signatures(name, False) for p in s.params
              for n in (p.name, *_NUMPY_NAMES.get(p.name, ()))}
     routed = frozenset(taken - set(names) | ({"out"} if method else set()))
+    # the keywords every overload taking them takes with fewer positional arguments than f (sort's stable=,
+    # keyword-only with its dim): how many (self counted), for a call giving more to be parsed
+    most = {}
+    for s in sigs:
+        for p in s.params:
+            most[p.name] = max(most.get(p.name, 0), s.max_pos + method)
+    most = {k: m for k, m in most.items() if m < npos}
     lo = min([i for i, _ in bools] + [npos])
     dpos, kpos = (names.index(p) if p in names else len(names) for p in ("dim", "keepdim"))
     # the dims, left out (_UNSET) or None, that an overload taking keepdim takes too: f runs them
@@ -392,7 +404,7 @@ def checked(f, name: str, method: bool):
     def g(*args, **kwargs):
         n = len(args)
         if kwargs or n > lo:
-            if n > npos or not routed.isdisjoint(kwargs):
+            if n > npos or not routed.isdisjoint(kwargs) or most and any(n > most.get(k, n) for k in kwargs):
                 return call(args, kwargs)
             for i, p in bools:
                 v = args[i] if n > i else kwargs.get(p, _UNSET)

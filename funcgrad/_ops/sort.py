@@ -14,7 +14,7 @@ import jax
 import jax.numpy as jnp
 
 from .._tensor import _wrap_dim
-from ._registry import DIM, Tensor, apply, defop, export
+from ._registry import DIM, Tensor, _Default, apply, defop, export
 from .reduce import _one_dim, return_type
 
 
@@ -65,7 +65,7 @@ def _kthvalue(x, *, k, dim, keepdim):
 _sort_op = defop("sort", _sort, "SortBackward0", diff_outputs=(0,))
 # sort(stable=...) is PyTorch's sort.stable overload: the same (always stable) kernel, its node
 _sort_stable_op = defop("sort_stable", _sort, "SortBackward1", diff_outputs=(0,))
-_NO_STABLE = object()  # stable= not passed (stable=None still picks the sort.stable overload)
+STABLE = _Default(False)  # stable= not passed (stable=None still picks the sort.stable overload)
 _argsort_op = defop("argsort", lambda x, dim, descending: _sort(
     x, dim=dim, descending=descending)[1], None)
 _topk_op = defop("topk", _topk, "TopkBackward0", diff_outputs=(0,), errors={
@@ -80,26 +80,30 @@ kthvalue_result = return_type("kthvalue")
 
 
 @export("sort")
-def sort(input: Tensor, dim: int = -1, descending: bool = False, stable: bool | None = _NO_STABLE, *,
-         out=None):
+def sort(input: Tensor, dim: int = -1, descending: bool = False, *, stable: bool | None = STABLE, out=None):
     """Sort along ``dim`` → ``(values, indices)``; ties keep their order (always stable), nan last
-    (first when descending). Passing ``stable`` records ``SortBackward1`` (PyTorch's
-    ``sort.stable`` overload), else ``SortBackward0``.
+    (first when descending). Passing ``stable`` (keyword-only, a bool or None) records
+    ``SortBackward1`` (PyTorch's ``sort.stable`` overload), else ``SortBackward0``.
 
     >>> import funcgrad
     >>> funcgrad.tensor([3, 1, 2]).sort().indices
     tensor([1, 2, 0])
     """
-    d = _wrap_dim(dim, input.ndim)
-    op = _sort_op if stable is _NO_STABLE else _sort_stable_op
+    d = _one_dim(dim, input.ndim)
+    op = _sort_op if stable is STABLE else _sort_stable_op
     return _out(sort_result(*apply(op, input, dim=d, descending=bool(descending))), out)
 
 
 @export("argsort")
-def argsort(input: Tensor, dim: int = -1, descending: bool = False, stable: bool = False) -> Tensor:
-    """Indices that sort ``input`` along ``dim`` (stable); not differentiable."""
-    d = _wrap_dim(dim, input.ndim)
-    return apply(_argsort_op, input, dim=d, descending=bool(descending))
+def argsort(input: Tensor, dim: int = -1, descending: bool = False, *, stable: bool | None = STABLE,
+            out=None) -> Tensor:
+    """Indices that sort ``input`` along ``dim`` (stable); not differentiable. ``stable`` is
+    keyword-only, and ``out=`` goes with it (PyTorch's argsort.stable overload)."""
+    if out is not None and stable is STABLE:  # (the parser's TypeError, from the checked wrapper)
+        raise TypeError("argsort(): out= is taken with stable= only")
+    d = _one_dim(dim, input.ndim)
+    r = apply(_argsort_op, input, dim=d, descending=bool(descending))
+    return r if out is None else out.copy_(r)
 
 
 @export("msort")
