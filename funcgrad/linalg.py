@@ -26,8 +26,8 @@ from ._ops.linalg2 import householder_product as householder_product
 
 # the norms as PyTorch's argument parser takes them (a non-bool keepdim: linalg_vector_norm()'s
 # TypeError); linalg's own calls between them run unwrapped
-vector_norm = _checked(_decomp.vector_norm, "linalg_vector_norm", False)
-matrix_norm = _checked(_decomp.matrix_norm, "linalg_matrix_norm", False)
+vector_norm = _decomp.linalg_vector_norm
+matrix_norm = _decomp.linalg_matrix_norm
 norm = _checked(_decomp.norm, "linalg_norm", False)
 
 

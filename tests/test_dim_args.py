@@ -8,7 +8,9 @@ no None; a 0-d input checks its dim as any other (``s.logsumexp(5)``: the IndexE
 ``axis=`` for ``dim``, ``keepdims=`` for ``keepdim``, ``a=``/``x=``/``x1=`` for ``input``, ``x2=`` for
 ``other`` (not in ``torch.norm``, a Python function); ``sum``/``mean`` take ``out=`` as their function
 forms do, a method none. ``sort``/``argsort`` take ``stable=`` by keyword only, a bool (sort's: or
-None), and then every other argument by keyword too.
+None), and then every other argument by keyword too. ``torch.norm(input, p, dim, keepdim, out,
+dtype)`` takes ``out`` fifth (``Tensor.norm`` none) and calls ``linalg.vector_norm`` or
+``matrix_norm`` as PyTorch's Python function does.
 
 Each row is one call; its outcome (result shape, dtype, node, values and gradient, or the exception
 type and full message, PyTorch's ``torch.`` read as ``funcgrad.``) is recorded from PyTorch 2.13 in
@@ -118,6 +120,16 @@ ROWS = list(dict.fromkeys([r for template, ops in SPEC for op in ops for r in _e
     "x.sort(axis=0)", "t.sort(a=x, descending=True)", "x.argsort(axis=1, descending=True)",
     "t.argsort(v.detach(), stable=True, out=t.zeros(3, dtype=t.long))", "t.argsort(v, out=t.zeros(3, dtype=t.long))",
     "x.argsort(stable=True, out=o)", "x.sort(out=(o, o))",
+    # torch.norm: out= fifth, dtype= sixth; p=None is 2; 'fro' over more than two dims, 'nuc', any other
+    # string: matrix_norm (its order, dim count and dim checks, in PyTorch's order)
+    "t.norm(x.detach(), 2, 1, False, o)", "t.norm(x.detach(), 'fro', None, False, o[0])",
+    "t.norm(x.detach(), dim=1, out=o)",
+    "t.norm(x, 2, 1, False, None, t.float64)", "t.norm(x, 2, 1, False, None, None, 1)",
+    "x.norm(None)", "x.norm(None, 1)", "x.norm('fro', (0, 1, 0))", "x.norm('abc')", "x.norm('nuc', 1)",
+    "t.norm(t.ones(2, 2, 2), 'nuc')", "t.norm(t.ones(2, 2, 2), 'fro', (0, 1, 2))",
+    "t.linalg.matrix_norm(x, 'fro', (0, 1, 0))", "t.linalg.matrix_norm(x, 'fro', (0, 1, 5))",
+    "t.linalg.matrix_norm(x, 'fro', (0, -2))", "t.linalg.matrix_norm(x, 'nuc', (0,))",
+    "t.linalg.matrix_norm(x, 'abc', (0, 1, 2))", "t.linalg.matrix_norm(x, 'fro', (0, True, 1))",
 ]
 
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 import collections
 import functools
 import math
+import operator
 import warnings
 
 import jax
@@ -20,7 +21,7 @@ import numpy as np
 from .._dtype import to_dtype
 from .._factories import eye, zeros
 from .._tensor import _is_tracer, _scalar_type_name
-from ._parser import parse as _parse
+from ._parser import checked as _checked
 from ._registry import Tensor, apply, defop, export
 from .linalg import _out, matmul
 from .reduce import _dim_list, _dims
@@ -145,15 +146,7 @@ def matrix_norm(A, ord="fro", dim=(-2, -1), keepdim=False, *, dtype=None, out=No
     """Matrix norm over ``dim``: ``'fro'``, ``'nuc'``, ``±1``, ``±2``, ``±inf``."""
     if A.ndim < 2:
         raise RuntimeError("linalg.matrix_norm: The input tensor A must have at least 2 dimensions.")
-    if dtype is not None:
-        A = A.to(dtype)
-    dims = tuple(_dim_list(dim, A.ndim))
-    if len(dims) != 2 or dims[0] == dims[1]:
-        raise RuntimeError("linalg.matrix_norm: dims must be different. Got "
-                           f"({dim[0]}, {dim[1]})")
-    if ord == "fro":
-        return vector_norm(A, 2, dims, keepdim, out=out)
-    if ord == "nuc":
+    if ord in ("fro", "nuc"):
         key = "matrix_norm_nuc"
     elif ord in (1, 2, math.inf):
         key = "matrix_norm_max"
@@ -161,6 +154,16 @@ def matrix_norm(A, ord="fro", dim=(-2, -1), keepdim=False, *, dtype=None, out=No
         key = "matrix_norm_min"
     else:
         raise RuntimeError(f"linalg.matrix_norm: Order {ord} not supported.")
+    if len(dim) != 2:  # (PyTorch's order of checks: the order, the number of dims, each in range)
+        raise RuntimeError(f"linalg.matrix_norm: dim must be a 2-tuple. Got "
+                           f"{' '.join(str(operator.index(d)) for d in dim)}")
+    dims = tuple(_dim_list(dim, A.ndim))
+    if dims[0] == dims[1]:
+        raise RuntimeError(f"linalg.matrix_norm: dims must be different. Got ({dims[0]}, {dims[1]})")
+    if dtype is not None:
+        A = A.to(dtype)
+    if ord == "fro":
+        return vector_norm(A, 2, dims, keepdim, out=out)
     o = ord if isinstance(ord, str) else (int(ord) if math.isfinite(ord) else ord)
     return _out(apply(_MNORM[key], A, ord=o, dims=dims, keepdim=bool(keepdim)), out)
 
@@ -183,31 +186,29 @@ def norm(A, ord=None, dim=None, keepdim=False, *, dtype=None, out=None) -> Tenso
                        f"Got {A.ndim}D.")
 
 
-def _parse_as_linalg(input, p, dim, keepdim, dtype):
-    """PyTorch's norm hands its arguments on to linalg.vector_norm or matrix_norm (torch/functional.py):
-    that call as their parser reads it (its TypeError when it refuses it)."""
+# linalg's norms as PyTorch's argument parser takes them (funcgrad.linalg's; torch.norm calls them so)
+linalg_vector_norm = _checked(vector_norm, "linalg_vector_norm", False)
+linalg_matrix_norm = _checked(matrix_norm, "linalg_matrix_norm", False)
+
+
+@export("norm", method=False)
+def tensor_norm(input, p="fro", dim=None, keepdim=False, out=None, dtype=None) -> Tensor:
+    """``torch.norm``: ``linalg.vector_norm`` (``p`` a number or None, or ``'fro'`` over at most two
+    dims) or ``linalg.matrix_norm`` (``'nuc'``, ``'fro'`` over more), called as PyTorch's Python
+    ``torch.norm`` calls them (torch/functional.py): their arguments' errors are theirs."""
     _dim = [dim] if isinstance(dim, int) else dim
-    if isinstance(p, str) and not (p == "fro" and (dim is None or isinstance(dim, int) or len(dim) <= 2)):
-        _parse("linalg_matrix_norm", False, (input, p, list(range(input.ndim)) if _dim is None else _dim,
-                                             keepdim), {"dtype": dtype})
-    else:
-        _parse("linalg_vector_norm", False, (input, 2 if p == "fro" else 2.0 if p is None else p, _dim,
-                                             keepdim), {"dtype": dtype})
+    kw = {"dtype": dtype} if out is None else {"dtype": dtype, "out": out}
+    if isinstance(p, str):
+        if p == "fro" and (dim is None or isinstance(dim, int) or len(dim) <= 2):
+            return linalg_vector_norm(input, 2, _dim, keepdim, **kw)
+        return linalg_matrix_norm(input, p, list(range(input.ndim)) if _dim is None else _dim, keepdim, **kw)
+    return linalg_vector_norm(input, 2.0 if p is None else p, _dim, keepdim, **kw)
 
 
-@export("norm")
-def tensor_norm(input, p="fro", dim=None, keepdim=False, dtype=None) -> Tensor:
-    """``torch.norm``: ``'fro'`` / a number → vector norm (over ``dim``), ``'nuc'`` → nuclear norm."""
-    if type(keepdim) is not bool:  # (bool() would take it: linalg's parser does not)
-        _parse_as_linalg(input, p, dim, keepdim, dtype)
-    try:
-        if p == "nuc":
-            return matrix_norm(input, "nuc", (-2, -1) if dim is None else dim, keepdim, dtype=dtype)
-        return vector_norm(input, 2 if p == "fro" else p, (dim,) if isinstance(dim, int) else dim, keepdim,
-                           dtype=dtype)
-    except TypeError:  # (a dim linalg's parser refuses: `x.norm(2, [True])`)
-        _parse_as_linalg(input, p, dim, keepdim, dtype)
-        raise
+@export("norm", function=False)
+def _tensor_norm_method(self, p="fro", dim=None, keepdim=False, dtype=None) -> Tensor:
+    """``Tensor.norm``: ``torch.norm`` of self (no ``out=``)."""
+    return tensor_norm(self, p, dim, keepdim, dtype=dtype)
 
 
 # ================================ inverses, determinants, solves ===============================
