@@ -8,7 +8,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from . import _cache, _dtype, _numpy_share
+from . import _cache, _dtype, _numpy_share, _tensor
 from ._random import _multinomial, _sample
 from ._device import jax_device, put
 from ._tensor import Size, Tensor
@@ -147,6 +147,9 @@ def from_numpy(ndarray: np.ndarray) -> Tensor:
         raise TypeError(f"expected np.ndarray (got {type(ndarray).__name__})")
     t = Tensor._wrap(put(ndarray.astype(_dtype.from_np(ndarray.dtype).np, copy=True)))
     return _numpy_share.share_numpy(t, ndarray)
+
+
+_tensor.register_above(from_numpy=from_numpy)  # Tensor.__array_wrap__: a NumPy ufunc's result
 
 
 def from_jax(array) -> Tensor:

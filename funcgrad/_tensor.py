@@ -42,10 +42,10 @@ class _Above:
     that defines it, through ``register_above``: ``apply`` (funcgrad/_dispatch.py); ``to_device``,
     ``_to_copy``, ``expand``, ``COPY_SLICES`` (funcgrad/_ops/shape.py); ``backward``
     (funcgrad/autograd/__init__.py); ``legacy`` (funcgrad/_legacy.py); ``numpy_of``
-    (funcgrad/_numpy_share.py)."""
+    (funcgrad/_numpy_share.py); ``from_numpy`` (funcgrad/_factories.py)."""
 
     __slots__ = ("apply", "to_device", "_to_copy", "expand", "COPY_SLICES", "backward", "legacy",
-                 "numpy_of")
+                 "numpy_of", "from_numpy")
 
 
 _above = _Above()
@@ -613,6 +613,14 @@ class Tensor:
     def __array__(self, dtype=None, copy=None):
         a = np.asarray(self._concrete("__array__"))
         return a.astype(dtype) if dtype is not None else a
+
+    # NumPy on a Tensor as on PyTorch's (torch/_tensor.py): NumPy's own operators defer to a Tensor's
+    # (``array + t`` is ``t.__radd__``'s), and a ufunc's result comes back a Tensor (a bool one as
+    # uint8, a scalar as a 0-d Tensor)
+    __array_priority__ = 1000
+
+    def __array_wrap__(self, array, context=None, return_scalar=False):
+        return _above.from_numpy(array.astype(np.uint8) if array.dtype == np.bool_ else array)
 
     def __jax_array__(self):
         return self._value

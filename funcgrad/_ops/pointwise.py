@@ -9,7 +9,7 @@ import numpy as np
 from .. import _dtype
 from .._dispatch import binary_caller
 from .._dtype import float64
-from .._factories import tensor
+from .._factories import from_numpy, tensor
 from .._host import host_exact
 from ._registry import Tensor, apply, defop, export, inplace_method, operand
 from .shape import nonzero
@@ -447,7 +447,14 @@ def _dunder(f):
     return d
 
 
-def _rdiv_fn(self, other):
+def _rtruediv(self, other):
+    if type(other) not in _PLAIN:
+        o = operand(other)
+        if o is NotImplemented:
+            # PyTorch's __rtruediv__ is ``self.reciprocal() * other`` (torch/_tensor.py): an array's is
+            # NumPy's product (the Tensor's __mul__ declines it), as a Tensor
+            return self.reciprocal() * other if isinstance(other, np.ndarray) else NotImplemented
+        other = o
     return apply(_rdiv, self, other)
 
 
@@ -464,7 +471,7 @@ _mul_dunder = _operator(_mul)
 
 for _n, _f in [("__add__", _add_dunder), ("__radd__", _add_dunder), ("__sub__", _dunder(_raw(sub))),
                ("__rsub__", _dunder(_swap(_raw(sub)))), ("__mul__", _mul_dunder), ("__rmul__", _mul_dunder),
-               ("__truediv__", _dunder(_raw(div))), ("__rtruediv__", _dunder(_rdiv_fn)),
+               ("__truediv__", _dunder(_raw(div))), ("__rtruediv__", _rtruediv),
                ("__floordiv__", _dunder(floor_divide)), ("__rfloordiv__", _dunder(_swap(floor_divide))),
                ("__mod__", _dunder(remainder)), ("__rmod__", _dunder(_swap(remainder))),
                ("__pow__", _dunder(pow)), ("__rpow__", _dunder(_swap(pow)))]:
@@ -484,10 +491,18 @@ _ALIASES = {"ne": "not_equal", "lt": "less", "le": "less_equal", "gt": "greater"
             "ge": "greater_equal"}
 
 
-def _make_cmp(name, op):
+def _make_cmp(name, op, arrays=False):
     def f(input, other, *, out=None) -> Tensor:
         if not isinstance(other, (Tensor, int, float, bool, complex)):
-            return NotImplemented
+            if arrays and isinstance(other, np.ndarray):
+                try:  # (PyTorch's __eq__ alone takes a NumPy array, as the tensor from_numpy makes of it)
+                    other = from_numpy(other)
+                except TypeError:
+                    return NotImplemented
+            else:  # a NumPy number as its Python number (its ufunc defers to the Tensor: np.int64(2) < t)
+                other = operand(other)
+                if other is NotImplemented:
+                    return NotImplemented
         return _out(apply(op, input, other), out)
     f.__name__ = f.__qualname__ = name
     f.__doc__ = f"Elementwise ``{name}`` comparison → bool tensor."
@@ -506,10 +521,11 @@ _CMP_HOST = {"eq": (np.equal, False), "ne": (np.not_equal, False), "lt": (np.les
              "le": (np.less_equal, True), "gt": (np.greater, True), "ge": (np.greater_equal, True)}
 for _name, _fn, _dunder in _CMP:
     _np_fn, _ordered = _CMP_HOST[_name]
-    _f = _make_cmp(_name, defop(_name, _fn, None, promote="compare", host=_cmp_host(_np_fn),
-                                accepts="bif" if _ordered else None, kernel=_name + "_cpu"))
+    _op = defop(_name, _fn, None, promote="compare", host=_cmp_host(_np_fn),
+                accepts="bif" if _ordered else None, kernel=_name + "_cpu")
+    _f = _make_cmp(_name, _op)
     export(_name, *([_ALIASES[_name]] if _name in _ALIASES else []))(_f)
-    export(_dunder, function=False)(_f)
+    export(_dunder, function=False)(_make_cmp(_name, _op, arrays=True) if _name == "eq" else _f)
     inplace_method(_name + "_", _f)
     globals()[_name] = _f
 

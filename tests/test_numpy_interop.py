@@ -1,0 +1,103 @@
+"""NumPy on Tensors as on PyTorch's (torch/_tensor.py's ``__array_priority__`` and
+``__array_wrap__``, python_variable_methods.cpp's ``__eq__``): a NumPy ufunc of a Tensor gives a
+Tensor (a bool result as uint8, a scalar as a 0-d Tensor), ``t + array`` is NumPy's sum as a Tensor
+(NumPy's promotion: float32 + float64 is float64), ``array + t`` is refused (NumPy defers to the
+Tensor, whose reflected operators take no array: Python's TypeError; but ``array / t`` is
+``t.reciprocal() * array``, PyTorch's ``__rtruediv__``, NumPy's product), a NumPy number is a number
+on either side, and ``t == array`` alone compares in PyTorch (``t < array`` is refused).
+
+Each row is one expression; its outcome (the result's type, dtype, shape and values, or the
+exception type and message, PyTorch's ``torch.`` read as ``funcgrad.``) is recorded from PyTorch
+2.13 in ``tests/fixtures/numpy_interop/outcomes.json`` by
+``tests/fixtures/numpy_interop/make_fixtures.py`` and compared live with PyTorch where it is
+installed.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import pathlib
+import warnings
+
+import numpy as np
+import pytest
+
+import funcgrad
+
+FIXTURE = pathlib.Path(__file__).parent / "fixtures" / "numpy_interop" / "outcomes.json"
+
+# ``t`` float32 (2,), ``ti`` int64, ``tb`` bool, ``s`` a 0-d float32, ``tg`` requiring grad
+ROWS = [
+    # ufuncs of a Tensor
+    "np.exp(t)", "np.exp(ti)", "np.exp(s)", "np.sqrt(ti)", "np.isnan(t)", "np.modf(t)", "np.frexp(t)",
+    "np.add(t, t)", "np.add(t, 1.5)", "np.maximum(t, np.ones(2))", "np.matmul(t, t)", "np.exp(t[None])",
+    "np.negative(ti)", "np.logical_not(tb)",
+    # NumPy functions that fall back on the ufuncs (the Tensor method refusing NumPy's out=)
+    "np.argmax(t)", "np.cumsum(t)",
+    # a Tensor and an array: the Tensor's operators take none, NumPy's reflected ones compute
+    "t + np.ones(2)", "t - np.ones(2, np.float32)", "t * np.ones(2, np.int64)", "t / np.ones(2)",
+    "t ** np.ones(2)", "t // np.ones(2)", "t % np.ones(2)", "t @ np.ones(2)", "tb & np.ones(2, bool)",
+    "tb | np.ones(2, bool)", "ti << np.ones(2, np.int64)", "t + np.array(1.0)",
+    # an array and a Tensor: NumPy defers, the Tensor refuses
+    "np.ones(2) + t", "np.array(1.0) + t", "np.ones(2) * t", "np.ones(2) - t", "np.ones(2) // t",
+    "np.ones(2) % t", "np.ones(2) ** t", "np.ones(2) @ t", "np.ones(2, bool) & tb", "np.ones(2) < t",
+    "np.ones(2) / t", "np.array(2.0) / s",
+    # comparisons: __eq__ takes an array as a tensor, the others none
+    "t == np.ones(2)", "t == np.ones(2, np.int64)", "np.ones(2) == t", "t == np.ones((2, 2))",
+    "tg == np.ones(2)", "t != np.ones(2)", "t >= np.ones(2)",
+    # NumPy numbers on either side
+    "np.float64(2.0) + t", "np.int64(2) - t", "np.float32(2.0) * t", "np.float64(2.0) ** t",
+    "np.float64(2.0) < t", "np.int64(2) < t", "t < np.int64(2)", "t.eq(np.int64(1))",
+]
+
+
+def _env(L):
+    return {"np": np, "t": L.tensor([1.0, 2.0]), "ti": L.tensor([1, 2]), "tb": L.tensor([True, False]),
+            "s": L.tensor(3.0), "tg": L.tensor([1.0, 2.0], requires_grad=True)}
+
+
+def _desc(r):
+    if isinstance(r, tuple):
+        return [_desc(v) for v in r]
+    dtype = str(getattr(r, "dtype", None)).split(".")[-1]
+    vals = np.asarray(r.tolist() if hasattr(r, "tolist") else r, dtype=float)
+    return [type(r).__name__, dtype, list(np.shape(vals)), np.round(vals, 5).tolist()]
+
+
+def _run(L, expr):
+    """``[exception type, message]`` or ``["ok", result]`` (its type, dtype, shape and values)."""
+    with warnings.catch_warnings():
+        # (NumPy 2 calls PyTorch's one-argument __array_wrap__ with a DeprecationWarning)
+        warnings.simplefilter("ignore", DeprecationWarning)
+        try:
+            r = eval(expr, _env(L))
+        except Exception as e:  # noqa: BLE001 (the row's outcome)
+            return [type(e).__name__, str(e).replace("torch.", "funcgrad.")]
+    return ["ok", _desc(r)]
+
+
+def outcomes(L):
+    """Every row's outcome on ``L``, by row (make_fixtures.py records PyTorch's)."""
+    return {r: _run(L, r) for r in ROWS}
+
+
+@functools.cache
+def _recorded():
+    out = json.loads(FIXTURE.read_text())
+    assert list(out) == sorted(ROWS), "rerun tests/fixtures/numpy_interop/make_fixtures.py"
+    return out
+
+
+try:
+    import torch
+except ImportError:  # the recorded outcomes stand alone
+    torch = None
+
+
+@pytest.mark.parametrize("expr", ROWS)
+def test_as_pytorch(expr):
+    want = _recorded()[expr]
+    if torch is not None:  # the record is PyTorch's still
+        assert _run(torch, expr) == want, "rerun tests/fixtures/numpy_interop/make_fixtures.py"
+    assert _run(funcgrad, expr) == want
