@@ -445,14 +445,15 @@ def _call_site(frame):
     return op.arg - len(kw), tuple(kw)
 
 
-def refuse(f, depth: int = 1, method: bool | None = None):
-    """For ``f``, a frontend taking its parameters by name with no wrapper (``sum``, ``mean``),
-    called from the frame ``depth`` levels up: the call its caller made (``method``: as the Tensor
-    method or the function, None: either; which arguments by position), recovered from the caller's
-    bytecode and ``f``'s parameters (its ``**`` ones too: keywords it takes under any name) and
-    sentinel defaults, parsed as PyTorch parses it. Raises PyTorch's TypeError when its parser
-    refuses the call; otherwise returns what it bound."""
+def refuse(f, depth: int = 1):
+    """For ``f``, a frontend taking its parameters by name with no wrapper (``sum``, ``mean``; its
+    Tensor method a ``_registry.method_copy``, whose code is named ``Tensor.<name>``), called from the
+    frame ``depth`` levels up: the call its caller made (the method or the function, which arguments
+    by position), recovered from the caller's bytecode and ``f``'s parameters (its ``**`` ones too:
+    keywords it takes under any name) and sentinel defaults, parsed as PyTorch parses it. Raises
+    PyTorch's TypeError when its parser refuses the call; otherwise returns what it bound."""
     frame = sys._getframe(depth)
+    method = frame.f_code.co_qualname.startswith("Tensor.")
     code = f.__code__
     names = code.co_varnames[:code.co_argcount + code.co_kwonlyargcount]
     values = {n: frame.f_locals[n] for n in names}
@@ -461,21 +462,17 @@ def refuse(f, depth: int = 1, method: bool | None = None):
     positional = f.__defaults__ or ()
     defaults = dict(zip(names[code.co_argcount - len(positional):code.co_argcount], positional, strict=True))
     defaults.update(f.__kwdefaults__ or {})
-    site = _call_site(frame.f_back)
-    forms = []
+    site, form = _call_site(frame.f_back), None
     if site is not None:
         npos, kw = site
-        for m in (True, False) if method is None else (method,):
-            given = names[:npos + m]
-            rest = [n for n in names[len(given):] if n not in kw]
-            if len(given) <= code.co_argcount and not set(given) & set(kw) and set(kw) <= set(values) \
-                    and all(values[n] is not defaults.get(n, _UNSET) for n in given) \
-                    and all(values[n] is defaults.get(n) for n in rest):
-                forms.append((m, tuple(values[n] for n in given[m:]), {k: values[k] for k in kw}))
-    if len(forms) != 1:  # not readable (f(*args), map, partial): by position while it can be (a function
-        m = bool(method)  # call unless known to be the method's)
+        given = names[:npos + method]
+        rest = [n for n in names[len(given):] if n not in kw]
+        if len(given) <= code.co_argcount and not set(given) & set(kw) and set(kw) <= set(values) \
+                and all(values[n] is not defaults.get(n, _UNSET) for n in given) \
+                and all(values[n] is defaults.get(n) for n in rest):
+            form = tuple(values[n] for n in given[method:]), {k: values[k] for k in kw}
+    if form is None:  # not readable (f(*args, **kw), map, partial): by position while it can be
         given = [n for n in values if values[n] is not defaults.get(n, _UNSET)]
         k = next((i for i, n in enumerate(given) if i >= code.co_argcount or n != names[i]), len(given))
-        forms = [(m, tuple(values[n] for n in given[m:k]), {n: values[n] for n in given[k:]})]
-    method, args, kwargs = forms[0]
-    return parse(f.__name__, method, args, kwargs)
+        form = tuple(values[n] for n in given[method:k]), {n: values[n] for n in given[k:]}
+    return parse(f.__name__, method, *form)

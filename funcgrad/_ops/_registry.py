@@ -171,18 +171,29 @@ DIM = _Default(None)  # dim left out (a reduction over all: PyTorch's no-dim ove
 REQUIRED = object()
 
 
-def keepdim(f, method, dim, keepdim):
+def method_copy(f):
+    """``f``'s Tensor method as a function of its own with no wrapper frame, its code named
+    ``Tensor.<name>``: a frontend that reads its call back (``_parser.refuse``) knows from it that it
+    was called as the method."""
+    m = types.FunctionType(f.__code__.replace(co_qualname=f"Tensor.{f.__name__}"), f.__globals__, f.__name__,
+                           f.__defaults__, f.__closure__)
+    m.__kwdefaults__, m.__qualname__, m.__doc__ = f.__kwdefaults__, f.__qualname__, f.__doc__
+    m.__module__, m.__annotations__ = f.__module__, f.__annotations__
+    return m
+
+
+def keepdim(f, dim, keepdim):
     """The ``keepdim`` of a frontend ``f`` (``sum``, ``mean``: ``input=REQUIRED, dim=DIM,
-    keepdim=KEEPDIM, *, dtype=None, **numpy``, no wrapper on their hot calls; ``method``: its Tensor
-    method's copy) called with ``keepdim`` and nothing in ``**numpy``: with a dim, the keepdim given
+    keepdim=KEEPDIM, *, dtype=None, **numpy``, no wrapper on their hot calls; its method a
+    ``method_copy``) called with ``keepdim`` and nothing in ``**numpy``: with a dim, the keepdim given
     (its type is checked off the fast path); with none, what PyTorch's parser makes of the call (its
     TypeError, see ``_parser.refuse``). As cheap as the plain check for ``x.sum(1, True)``."""
     if dim is not DIM:
         return keepdim
-    return _parser.refuse(f, 2, method).get("keepdim", False)
+    return _parser.refuse(f, 2).get("keepdim", False)
 
 
-def numpy_call(f, method, input, dim, keepdim, dtype, numpy):
+def numpy_call(f, input, dim, keepdim, dtype, numpy):
     """A call of such an ``f`` (see ``keepdim``) that gave a keyword it takes in ``**numpy``:
     NumPy's names (``axis=`` for dim, ``keepdims=``, ``a=``/``x=``/``x1=`` for input), ``out=`` or
     any other, made again with PyTorch's names. ``x.sum(axis=1)`` and ``x.sum(1, keepdims=True)`` at
@@ -195,7 +206,7 @@ def numpy_call(f, method, input, dim, keepdim, dtype, numpy):
             and (axis is _MISSING or dim is DIM) and (keepdims is _MISSING or keepdim is KEEPDIM) \
             and (k is KEEPDIM or type(k) is bool) and isinstance(input, Tensor):
         return f(input, d, k, dtype=dtype)
-    bound = _parser.refuse(f, 2, method)
+    bound = _parser.refuse(f, 2)
     out, input = bound.pop("out", None), bound.pop("input", input)
     if out is not None and input.requires_grad and _grad_mode.is_grad_enabled():
         raise RuntimeError(f"{f.__name__}(): functions with out=... arguments don't support automatic "
@@ -275,5 +286,5 @@ def install() -> None:
 
 
 __all__ = ["OPS", "FUNCTIONS", "METHODS", "defop", "export", "inplace_method", "install", "apply",
-           "Tensor", "kernel_error", "operand", "keepdim", "numpy_call", "KEEPDIM", "DIM", "MISSING",
-           "REQUIRED"]
+           "Tensor", "kernel_error", "operand", "keepdim", "numpy_call", "method_copy", "KEEPDIM", "DIM",
+           "MISSING", "REQUIRED"]

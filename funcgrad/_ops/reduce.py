@@ -19,6 +19,7 @@ from .._tensor import _Array, _scalar_type_name, _wrap_dim
 from ._parser import refuse as _refuse
 from ._registry import DIM, KEEPDIM, REQUIRED, Tensor, apply, defop, export
 from ._registry import keepdim as _keepdim
+from ._registry import method_copy as _method_copy
 from ._registry import numpy_call as _numpy_call
 from .math import isnan, logical_not
 from .pointwise import maximum, minimum
@@ -95,83 +96,74 @@ _MEAN0 = _mean0.call_with(dim=None, keepdim=False, dtype=None)
 _SUM_DIM: dict = {}  # (int dim, ndim, keepdim) -> x.sum(dim, keepdim) (a few entries per rank)
 
 
-def _sum_frontend(method: bool):
-    """funcgrad.sum (``method`` False) or Tensor.sum: two copies of one frontend, each knowing which it
-    is for the call its errors describe (``_parser.refuse``)."""
-    def sum(input=REQUIRED, dim=DIM, keepdim=KEEPDIM, *, dtype=None, **numpy) -> Tensor:
-        """Sum of all elements (``SumBackward0``) or over ``dim`` (``SumBackward1``; ``dim=None``
-        given: over all, as PyTorch's dim overload). NumPy's ``axis=``, ``keepdims=`` and ``a=`` are
-        taken as PyTorch's parser takes them.
+@export("sum", method=False)
+def sum(input=REQUIRED, dim=DIM, keepdim=KEEPDIM, *, dtype=None, **numpy) -> Tensor:
+    """Sum of all elements (``SumBackward0``) or over ``dim`` (``SumBackward1``; ``dim=None``
+    given: over all, as PyTorch's dim overload). NumPy's ``axis=``, ``keepdims=`` and ``a=`` are
+    taken as PyTorch's parser takes them.
 
-        >>> import funcgrad
-        >>> funcgrad.tensor([[1, 2], [3, 4]]).sum(dim=1)
-        tensor([3, 7])
-        """
-        # (the parameters keep the values given: _refuse reads the call back from them)
-        if numpy:  # (NumPy's names and out= taken here: the hot calls pay no wrapper of export's)
-            return _numpy_call(sum, method, input, dim, keepdim, dtype, numpy)
-        kd = False if keepdim is KEEPDIM else _keepdim(sum, method, dim, keepdim)
-        if dtype is None and isinstance(input, Tensor):  # `loss = x.sum()`, `x.sum(1)`: hot
-            if dim is DIM:
-                return _SUM0(input)
-            if type(dim) is int and type(kd) is bool:
-                v = input._cell.value  # (its rank: Tensor.dim() without its two frames)
-                nd = len(v.aval.shape) if type(v) is _Array and input._viewinfo is None else input.dim()
-                call = _SUM_DIM.get(key := (dim, nd, kd))
-                if call is None:  # (_dims raises PyTorch's IndexError for a dim out of range)
-                    call = _SUM_DIM[key] = _sum1.call_with(dim=_dims(dim, key[1]), keepdim=kd, dtype=None)
-                return call(input)
-        if type(kd) is not bool or input is REQUIRED:  # (`x.sum(0, 1)`: PyTorch's parser refuses it)
-            _refuse(sum, method=method)
-        dt = None if dtype is None else to_dtype(dtype).np
+    >>> import funcgrad
+    >>> funcgrad.tensor([[1, 2], [3, 4]]).sum(dim=1)
+    tensor([3, 7])
+    """
+    # (the parameters keep the values given: _refuse reads the call back from them)
+    if numpy:  # (NumPy's names and out= taken here: the hot calls pay no wrapper of export's)
+        return _numpy_call(sum, input, dim, keepdim, dtype, numpy)
+    kd = False if keepdim is KEEPDIM else _keepdim(sum, dim, keepdim)
+    if dtype is None and isinstance(input, Tensor):  # `loss = x.sum()`, `x.sum(1)`: hot
         if dim is DIM:
-            return apply(_sum0, input, dim=None, keepdim=False, dtype=dt)
-        try:
-            dims = _dims(dim, input.ndim)
-        except TypeError:  # (a dim PyTorch's parser refuses: `x.sum([True])`)
-            _refuse(sum, method=method)
-            raise
-        return apply(_sum1, input, dim=dims, keepdim=kd, dtype=dt)
-    sum.__qualname__ = "sum"  # (Python's own TypeErrors name it)
-    return sum
+            return _SUM0(input)
+        if type(dim) is int and type(kd) is bool:
+            v = input._cell.value  # (its rank: Tensor.dim() without its two frames)
+            nd = len(v.aval.shape) if type(v) is _Array and input._viewinfo is None else input.dim()
+            call = _SUM_DIM.get(key := (dim, nd, kd))
+            if call is None:  # (_dims raises PyTorch's IndexError for a dim out of range)
+                call = _SUM_DIM[key] = _sum1.call_with(dim=_dims(dim, key[1]), keepdim=kd, dtype=None)
+            return call(input)
+    if type(kd) is not bool or input is REQUIRED:  # (`x.sum(0, 1)`: PyTorch's parser refuses it)
+        _refuse(sum)
+    dt = None if dtype is None else to_dtype(dtype).np
+    if dim is DIM:
+        return apply(_sum0, input, dim=None, keepdim=False, dtype=dt)
+    try:
+        dims = _dims(dim, input.ndim)
+    except TypeError:  # (a dim PyTorch's parser refuses: `x.sum([True])`)
+        _refuse(sum)
+        raise
+    return apply(_sum1, input, dim=dims, keepdim=kd, dtype=dt)
 
 
-sum = export("sum", method=False)(_sum_frontend(False))
-export("sum", function=False)(_sum_frontend(True))
+@export("mean", method=False)
+def mean(input=REQUIRED, dim=DIM, keepdim=KEEPDIM, *, dtype=None, **numpy) -> Tensor:
+    """Mean of all elements (``MeanBackward0``) or over ``dim`` (``MeanBackward1``; ``dim=None``
+    given: over all, as PyTorch's dim overload). NumPy's names as sum's."""
+    if numpy:  # (as sum's)
+        return _numpy_call(mean, input, dim, keepdim, dtype, numpy)
+    kd = False if keepdim is KEEPDIM else _keepdim(mean, dim, keepdim)
+    if dim is DIM and dtype is None and isinstance(input, Tensor) \
+            and input._value.dtype.kind in "fc":  # `loss = x.mean()`: hot
+        return _MEAN0(input)
+    if type(kd) is not bool or input is REQUIRED:  # (as sum's)
+        _refuse(mean)
+    try:  # (as sum's: the parser's checks come before the dtype's)
+        dims = None if dim is DIM else _dims(dim, input.ndim)
+    except TypeError:
+        _refuse(mean)
+        raise
+    if dtype is None and not (input.dtype.is_floating_point or input.dtype.is_complex):
+        raise RuntimeError(
+            f"mean(): could not infer output dtype. Input dtype must be either a floating point or "
+            f"complex dtype. Got: {_scalar_name(input.dtype)}")
+    dt = None if dtype is None else to_dtype(dtype).np
+    if dim is DIM:
+        return apply(_mean0, input, dim=None, keepdim=False, dtype=dt)
+    return apply(_mean1, input, dim=dims, keepdim=kd, dtype=dt)
 
 
-def _mean_frontend(method: bool):
-    """funcgrad.mean or Tensor.mean (as sum's)."""
-    def mean(input=REQUIRED, dim=DIM, keepdim=KEEPDIM, *, dtype=None, **numpy) -> Tensor:
-        """Mean of all elements (``MeanBackward0``) or over ``dim`` (``MeanBackward1``; ``dim=None``
-        given: over all, as PyTorch's dim overload). NumPy's names as sum's."""
-        if numpy:  # (as sum's)
-            return _numpy_call(mean, method, input, dim, keepdim, dtype, numpy)
-        kd = False if keepdim is KEEPDIM else _keepdim(mean, method, dim, keepdim)
-        if dim is DIM and dtype is None and isinstance(input, Tensor) \
-                and input._value.dtype.kind in "fc":  # `loss = x.mean()`: hot
-            return _MEAN0(input)
-        if type(kd) is not bool or input is REQUIRED:  # (as sum's)
-            _refuse(mean, method=method)
-        try:  # (as sum's: the parser's checks come before the dtype's)
-            dims = None if dim is DIM else _dims(dim, input.ndim)
-        except TypeError:
-            _refuse(mean, method=method)
-            raise
-        if dtype is None and not (input.dtype.is_floating_point or input.dtype.is_complex):
-            raise RuntimeError(
-                f"mean(): could not infer output dtype. Input dtype must be either a floating point or "
-                f"complex dtype. Got: {_scalar_name(input.dtype)}")
-        dt = None if dtype is None else to_dtype(dtype).np
-        if dim is DIM:
-            return apply(_mean0, input, dim=None, keepdim=False, dtype=dt)
-        return apply(_mean1, input, dim=dims, keepdim=kd, dtype=dt)
-    mean.__qualname__ = "mean"
-    return mean
-
-
-mean = export("mean", method=False)(_mean_frontend(False))
-export("mean", function=False)(_mean_frontend(True))
+# Tensor.sum and Tensor.mean: the same frontends, as copies whose code is named Tensor.<name> (so
+# refuse tells a method's call from the function's where it cannot read the call back: np.sum(t))
+export("sum", function=False)(_method_copy(sum))
+export("mean", function=False)(_method_copy(mean))
 
 
 def _scalar_name(d):
