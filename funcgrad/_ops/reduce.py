@@ -613,8 +613,9 @@ def aminmax(input: Tensor, *, dim: int | None = None, keepdim: bool = False):
             raise RuntimeError("aminmax(): cannot compute aminmax over an empty dimension as the "
                                "operation has no identity.")
         d = None
-    else:  # (checked on a 0-d input too, then over no axis)
-        d = (_one_dim(dim, input.ndim),) if input.ndim else (_one_dim(dim, 0), None)[1]
+    else:
+        d = _one_dim(dim, input.ndim)  # (checked on a 0-d input too, then over no axis)
+        d = (d,) if input.ndim else None
     return aminmax_result(*apply(_aminmax, input, dim=d, keepdim=bool(keepdim)))
 
 
