@@ -22,17 +22,12 @@ requiring grad, ``o`` an output).
 
 from __future__ import annotations
 
-import functools
-import json
-import pathlib
-
 import pytest
 
 import funcgrad
 
+from ._rows import Recorded
 from .test_keepdim_args import _run
-
-FIXTURE = pathlib.Path(__file__).parent / "fixtures" / "dim_args" / "outcomes.json"
 
 # ------------------------------------------------------------------ the table
 # each op's arguments before dim, and the ops PyTorch has no Tensor method of
@@ -133,34 +128,14 @@ ROWS = list(dict.fromkeys([r for template, ops in SPEC for op in ops for r in _e
 ]
 
 
-# ------------------------------------------------------------------ running the rows
-def outcomes(L):
-    """Every row's outcome on ``L``, by row (make_fixtures.py records PyTorch's)."""
-    return {r: _run(L, r)[0] for r in ROWS}
-
-
-@functools.cache
-def _recorded():
-    out = json.loads(FIXTURE.read_text())
-    assert list(out) == sorted(ROWS), "rerun tests/fixtures/dim_args/make_fixtures.py"
-    return out
-
-
-try:
-    import torch
-except ImportError:  # the recorded outcomes stand alone
-    torch = None
+RECORDED = Recorded("dim_args", ROWS, _run)
+outcomes = RECORDED.outcomes
 
 
 # ------------------------------------------------------------------ tests
 @pytest.mark.parametrize("expr", ROWS)
 def test_as_pytorch_reads_dim(expr):
-    want = _recorded()[expr]
-    if torch is not None:  # the record is PyTorch's still
-        assert _run(torch, expr)[0] == want, "rerun tests/fixtures/dim_args/make_fixtures.py"
-    got, unchanged = _run(funcgrad, expr)
-    assert got == want
-    assert unchanged, "a refused call changed its inputs"
+    RECORDED.check(expr)
 
 
 @pytest.mark.parametrize("name", ["sort", "argsort"])

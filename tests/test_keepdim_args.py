@@ -16,10 +16,7 @@ installed. A refused call leaves its inputs as they were.
 
 from __future__ import annotations
 
-import functools
 import inspect
-import json
-import pathlib
 import re
 
 import numpy as np
@@ -28,7 +25,7 @@ import pytest
 import funcgrad
 import funcgrad.nn.functional  # noqa: F401
 
-FIXTURE = pathlib.Path(__file__).parent / "fixtures" / "keepdim_args" / "outcomes.json"
+from ._rows import Recorded, run
 
 # ------------------------------------------------------------------ the table
 # each op's arguments before dim, and the ops PyTorch has no Tensor method of
@@ -115,10 +112,16 @@ def _env(L):
             "o": L.zeros(2)}
 
 
-def _state(env):
-    """What a refused call must leave as it was: every tensor's values, version and grad."""
-    return {k: (v.tolist(), v._version, v.requires_grad, v.grad) for k, v in env.items()
-            if k in "xvso"}
+def _result(r, env):
+    """The result's shape, dtype, node and values, and the inputs' gradients of the sum of its
+    outputs (output k weighted k + 1)."""
+    out = [_desc(r)]
+    outs = r if isinstance(r, tuple) else (r,)
+    if outs[0].requires_grad:
+        sum(o.sum() * (k + 1) for k, o in enumerate(outs) if o.requires_grad).backward()
+        out.append([None if env[k].grad is None else np.round(np.asarray(env[k].grad.tolist()), 5).tolist()
+                    for k in "xvs"])
+    return out
 
 
 def _desc(r):
@@ -130,51 +133,17 @@ def _desc(r):
 
 
 def _run(L, expr):
-    """``[exception type, message]`` (PyTorch's ``torch.`` read as ``funcgrad.``), or ``["ok", result,
-    gradients]``: the result's shape, dtype, node and values, and the inputs' gradients of the sum of
-    its outputs (output k weighted k + 1); then whether a refused call left the inputs as they were."""
-    env = _env(L)
-    before = _state(env)
-    try:
-        r = eval(expr, env)
-    except Exception as e:  # noqa: BLE001 (the row's outcome)
-        return [type(e).__name__, str(e).replace("torch.", "funcgrad.")], _state(env) == before
-    out = ["ok", _desc(r)]
-    outs = r if isinstance(r, tuple) else (r,)
-    if outs[0].requires_grad:
-        sum(o.sum() * (k + 1) for k, o in enumerate(outs) if o.requires_grad).backward()
-        out.append([None if env[k].grad is None else np.round(np.asarray(env[k].grad.tolist()), 5).tolist()
-                    for k in "xvs"])
-    return out, True
+    return run(L, expr, _env(L), _result)
 
 
-def outcomes(L):
-    """Every row's outcome on ``L``, by row (make_fixtures.py records PyTorch's)."""
-    return {r: _run(L, r)[0] for r in ROWS}
-
-
-@functools.cache
-def _recorded():
-    out = json.loads(FIXTURE.read_text())
-    assert list(out) == sorted(ROWS), "rerun tests/fixtures/keepdim_args/make_fixtures.py"
-    return out
-
-
-try:
-    import torch
-except ImportError:  # the recorded outcomes stand alone
-    torch = None
+RECORDED = Recorded("keepdim_args", ROWS, _run)
+outcomes = RECORDED.outcomes
 
 
 # ------------------------------------------------------------------ tests
 @pytest.mark.parametrize("expr", ROWS)
 def test_as_pytorch_reads_keepdim(expr):
-    want = _recorded()[expr]
-    if torch is not None:  # the record is PyTorch's still
-        assert _run(torch, expr)[0] == want, "rerun tests/fixtures/keepdim_args/make_fixtures.py"
-    got, unchanged = _run(funcgrad, expr)
-    assert got == want
-    assert unchanged, "a refused call changed its inputs"
+    RECORDED.check(expr)
 
 
 @pytest.mark.parametrize("name", ["sum", "mean"])

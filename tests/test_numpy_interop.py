@@ -15,17 +15,12 @@ installed.
 
 from __future__ import annotations
 
-import functools
-import json
-import pathlib
 import warnings
 
 import numpy as np
 import pytest
 
-import funcgrad
-
-FIXTURE = pathlib.Path(__file__).parent / "fixtures" / "numpy_interop" / "outcomes.json"
+from ._rows import Recorded, run
 
 # ``t`` float32 (2,), ``ti`` int64, ``tb`` bool, ``s`` a 0-d float32, ``tg`` requiring grad
 ROWS = [
@@ -66,38 +61,16 @@ def _desc(r):
 
 
 def _run(L, expr):
-    """``[exception type, message]`` or ``["ok", result]`` (its type, dtype, shape and values)."""
     with warnings.catch_warnings():
         # (NumPy 2 calls PyTorch's one-argument __array_wrap__ with a DeprecationWarning)
         warnings.simplefilter("ignore", DeprecationWarning)
-        try:
-            r = eval(expr, _env(L))
-        except Exception as e:  # noqa: BLE001 (the row's outcome)
-            return [type(e).__name__, str(e).replace("torch.", "funcgrad.")]
-    return ["ok", _desc(r)]
+        return run(L, expr, _env(L), lambda r, env: [_desc(r)])
 
 
-def outcomes(L):
-    """Every row's outcome on ``L``, by row (make_fixtures.py records PyTorch's)."""
-    return {r: _run(L, r) for r in ROWS}
-
-
-@functools.cache
-def _recorded():
-    out = json.loads(FIXTURE.read_text())
-    assert list(out) == sorted(ROWS), "rerun tests/fixtures/numpy_interop/make_fixtures.py"
-    return out
-
-
-try:
-    import torch
-except ImportError:  # the recorded outcomes stand alone
-    torch = None
+RECORDED = Recorded("numpy_interop", ROWS, _run)
+outcomes = RECORDED.outcomes
 
 
 @pytest.mark.parametrize("expr", ROWS)
 def test_as_pytorch(expr):
-    want = _recorded()[expr]
-    if torch is not None:  # the record is PyTorch's still
-        assert _run(torch, expr) == want, "rerun tests/fixtures/numpy_interop/make_fixtures.py"
-    assert _run(funcgrad, expr) == want
+    RECORDED.check(expr)
