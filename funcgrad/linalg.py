@@ -15,6 +15,7 @@ from ._ops.decomp import pinv as pinv, qr as qr, slogdet as slogdet, solve as so
 from ._ops.decomp import svdvals as svdvals
 from ._ops import decomp as _decomp
 from ._ops._parser import checked as _checked
+from ._ops._registry import write_out as _write_out
 from ._ops.linalg import matmul as matmul
 from ._ops.linalg import _cross_impl
 from ._ops.linalg import diagonal as _diagonal
@@ -44,8 +45,7 @@ def diagonal(A, *, offset=0, dim1=-2, dim2=-1):
 def vecdot(x, y, *, dim=-1, out=None):
     """``sum(conj(x) * y, dim)`` with broadcasting."""
     r = (x.conj() if x.is_complex() else x) * y
-    r = r.sum(dim)
-    return r if out is None else out.copy_(r)
+    return _write_out(r.sum(dim), out)
 
 
 __all__ = ["LinAlgError", "cholesky", "cross", "det", "diagonal", "eigh", "eigvalsh", "inv",

@@ -14,7 +14,8 @@ from __future__ import annotations
 
 from ._ops.math import (digamma, erf, erfc, erfinv, exp2, expm1, lgamma,  # noqa: F401
                         log1p, sinc, xlogy)
-from ._ops.math import _round1, _out  # noqa: F401
+from ._ops._registry import write_out as _out
+from ._ops.math import _round1
 from ._ops.math import round as _round
 from ._ops.nn import log_softmax as _log_softmax, softmax as _softmax
 from ._ops import reduce as _reduce

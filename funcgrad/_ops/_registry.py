@@ -6,13 +6,16 @@ from __future__ import annotations
 import functools
 import inspect
 import numbers
+import sys
 import types
+import warnings
 
+import jax.numpy as jnp
 import numpy as np
 
 from .. import _dtype, _grad_mode
 from .._dispatch import Op, apply
-from .._tensor import Tensor, _scalar_type_name
+from .._tensor import Tensor, _dtype_cname, _scalar_type_name
 from . import _parser
 
 OPS: dict[str, Op] = {}        # op table: key → Op (the spec-table test covers every key)
@@ -193,6 +196,75 @@ def keepdim(f, dim, keepdim):
     return _parser.refuse(f, 2).get("keepdim", False)
 
 
+_RESIZED = ("An output with one or more elements was resized since it had shape {}, which does not match "
+            "the required output shape {}. This behavior is deprecated, and in a future PyTorch release "
+            "outputs will not be resized unless they have zero elements. You can explicitly reuse an out "
+            "tensor t by resizing it, inplace, to zero elements with t.resize_(0).")
+
+
+def cast_dtype(r, o) -> str | None:
+    """TensorIterator's check of an out= result ``r`` for ``o``: no lower category (float -> int,
+    anything -> bool)."""
+    a, b = r.dtype, o.dtype
+    if "bifc".index(a._kind) > "bifc".index(b._kind):
+        return (f"result type {_scalar_type_name(a)} can't be cast to the desired output type "
+                f"{_scalar_type_name(b)}")
+    return None
+
+
+def same_dtype(r, o) -> str | None:
+    """at::native::resize_output's ``check_out``: the result's dtype exactly."""
+    if r.dtype is not o.dtype:
+        return (f"Expected out tensor to have dtype {_dtype_cname(r.dtype)}, but got {_dtype_cname(o.dtype)} "
+                f"instead")
+    return None
+
+
+def any_dtype(r, o) -> None:
+    """The op computes in out's dtype, or casts to it (prod, cumsum, comparisons)."""
+    return None
+
+
+def out_grad_error(name: str) -> RuntimeError:
+    return RuntimeError(f"{name}(): functions with out=... arguments don't support automatic "
+                        f"differentiation, but one of the arguments requires grad.")
+
+
+def check_out_grad(out, name: str, *inputs) -> None:
+    """PyTorch's refusal of ``out=`` when an input requires grad (grad mode on), before the op runs
+    (its own checks come after, or no result of it requires grad: an op computing in out's dtype)."""
+    if out is not None and _grad_mode._state.enabled and any(isinstance(t, Tensor) and t._requires_grad
+                                                             for t in inputs):
+        raise out_grad_error(name)
+
+
+def write_out(r, out, name: str | None = None, check=cast_dtype):
+    """``r`` (a Tensor, or a tuple of them for ``out`` a tuple) written into ``out`` as PyTorch's
+    ``out=`` variants write: refused (nothing written) when ``r`` requires grad (grad mode on, an
+    input requiring grad: "<name>(): functions with out=... arguments don't support automatic
+    differentiation", ``name`` by default the caller's code name) or when ``check(r, out)`` gives
+    an error message (by default PyTorch's cast check; for a tuple, a check per output or one for
+    all); an ``out`` of another shape is resized
+    first (with PyTorch's deprecation UserWarning unless it was empty). Returns ``out``; ``r`` as it
+    is when ``out`` is None."""
+    if out is None:
+        return r
+    pairs = tuple(zip(out, r, strict=True)) if isinstance(r, tuple) else ((out, r),)
+    if _grad_mode._state.enabled and any(v._requires_grad or o._requires_grad for o, v in pairs):
+        raise out_grad_error(name or sys._getframe(1).f_code.co_name)
+    for (o, v), c in zip(pairs, check if isinstance(check, tuple) else (check,) * len(pairs), strict=True):
+        msg = c(v, o)
+        if msg is not None:
+            raise RuntimeError(msg)
+    for o, v in pairs:
+        if o.shape != v.shape and o._viewinfo is None:
+            if o.numel():
+                warnings.warn(_RESIZED.format(list(o.shape), list(v.shape)), UserWarning, stacklevel=3)
+            o._set_value(jnp.zeros(v.shape, o._value.dtype))
+        o.copy_(v)
+    return type(r)(*out) if isinstance(r, tuple) else out
+
+
 def numpy_call(f, input, dim, keepdim, dtype, numpy):
     """A call of such an ``f`` (see ``keepdim``) that gave a keyword it takes in ``**numpy``:
     NumPy's names (``axis=`` for dim, ``keepdims=``, ``a=``/``x=``/``x1=`` for input), ``out=`` or
@@ -208,11 +280,13 @@ def numpy_call(f, input, dim, keepdim, dtype, numpy):
         return f(input, d, k, dtype=dtype)
     bound = _parser.refuse(f, 2)
     out, input = bound.pop("out", None), bound.pop("input", input)
-    if out is not None and input.requires_grad and _grad_mode.is_grad_enabled():
-        raise RuntimeError(f"{f.__name__}(): functions with out=... arguments don't support automatic "
-                           f"differentiation, but one of the arguments requires grad.")
-    r = f(input, **bound)
-    return r if out is None else out.copy_(r)
+    if out is None:
+        return f(input, **bound)
+    if input.requires_grad and _grad_mode.is_grad_enabled():  # (before sum's dtype: no result needs grad)
+        raise out_grad_error(f.__name__)
+    if f.__name__ == "sum" and bound.get("dtype") is None:  # PyTorch's sum computes in out's dtype
+        bound["dtype"] = out.dtype
+    return write_out(f(input, **bound), out, f.__name__)
 
 
 def export(*names: str, method: bool = True, function: bool = True, tensors: tuple = (),
@@ -287,4 +361,5 @@ def install() -> None:
 
 __all__ = ["OPS", "FUNCTIONS", "METHODS", "defop", "export", "inplace_method", "install", "apply",
            "Tensor", "kernel_error", "operand", "keepdim", "numpy_call", "method_copy", "KEEPDIM", "DIM",
-           "MISSING", "REQUIRED"]
+           "MISSING", "REQUIRED", "write_out", "cast_dtype", "same_dtype", "any_dtype", "out_grad_error",
+           "check_out_grad"]

@@ -23,7 +23,8 @@ from .._factories import eye, zeros
 from .._tensor import _is_tracer, _scalar_type_name
 from ._parser import checked as _checked
 from ._registry import Tensor, apply, defop, export
-from .linalg import _out, matmul
+from ._registry import write_out as _out
+from .linalg import matmul
 from .reduce import _dim_list, _dims
 
 

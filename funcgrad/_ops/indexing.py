@@ -16,11 +16,8 @@ import numpy as np
 from .._host import host_exact, host_scalar
 from .._tensor import _is_tracer, _wrap_dim
 from ._registry import Tensor, apply, defop, export, inplace_method
+from ._registry import write_out as _out
 from .shape import nonzero
-
-
-def _out(r, out):
-    return r if out is None else out.copy_(r)
 
 
 def _check_index_dtype(index, fname):

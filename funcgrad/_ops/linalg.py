@@ -10,7 +10,8 @@ import numpy as np
 
 from .. import _cache, _dispatch, _host
 from .._tensor import _Array, _dtype_cname, _scalar_type_name, _wrap_dim
-from ._registry import FUNCTIONS, Tensor, apply, defop, export, inplace_method, operand
+from ._registry import FUNCTIONS, Tensor, apply, defop, export, inplace_method, operand, same_dtype
+from ._registry import write_out as _out
 from .shape import _t
 
 _mm = defop("mm", jnp.matmul, "MmBackward0", promote="binary")
@@ -140,8 +141,6 @@ def mv(input, vec, *, out=None) -> Tensor:
 
 
 # ================================ products ===================================================
-def _out(r, out):
-    return r if out is None else out.copy_(r)
 
 
 def _scalar_name(t) -> str:
@@ -197,7 +196,7 @@ def outer(input, vec2, *, out=None) -> Tensor:
 
 def _add_product(kind, input, a, b, beta, alpha, out):
     r = apply(_ADD_PRODUCTS[kind], input, a, b, beta=beta, alpha=alpha, kind=kind)
-    return _out(r, out)
+    return _out(r, out, kind)
 
 
 _ADDMM_KEY = (("beta", 1), ("alpha", 1), ("kind", "addmm"))
@@ -508,7 +507,7 @@ def _cross_impl(input, other, dim, out):
     if input.shape[d] != 3 or other.shape[d] != 3:
         raise RuntimeError(f"linalg.cross: inputs dimension {dim} must have length 3. Got "
                            f"{input.shape[d]} and {other.shape[d]}")
-    return _out(apply(_cross, input, other, dim=d), out)
+    return _out(apply(_cross, input, other, dim=d), out, "linalg_cross", same_dtype)
 
 
 @export("cross")

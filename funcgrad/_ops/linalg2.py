@@ -21,7 +21,7 @@ from .._tensor import _scalar_type_name
 from ._registry import Tensor, apply, defop
 from .decomp import (LinAlgError, _cholesky, _pd_info, _raise_info, _float_input, _inv, _result_type, _square, inv, matrix_norm, solve,
                      svdvals)
-from .linalg import _out
+from ._registry import write_out as _out
 from .shape import cat
 
 linalg_inv_ex = _result_type("funcgrad.return_types", "linalg_inv_ex", ["inverse", "info"])

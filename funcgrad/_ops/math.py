@@ -15,12 +15,9 @@ import jax.scipy.special as jsp
 
 from .._factories import tensor
 from .._tensor import _scalar_type_name
-from ._registry import Tensor, apply, defop, export, inplace_method
+from ._registry import Tensor, any_dtype, apply, defop, export, inplace_method
+from ._registry import write_out as _out
 from .pointwise import _clamp_max_s, _clamp_min_s, _make_unary, int_division, scalar_bounds_dtype
-
-
-def _out(r, out):
-    return r if out is None else out.copy_(r)
 
 
 def _tensor(x):
@@ -239,7 +236,7 @@ _PRED = [
 
 def _make_pred(name, op):
     def f(input: Tensor, *, out=None) -> Tensor:
-        return _out(apply(op, input), out)
+        return _out(apply(op, input), out, name, any_dtype)
     f.__name__ = f.__qualname__ = name
     f.__doc__ = f"Elementwise ``{name}`` → bool tensor (not differentiable)."
     return f
@@ -256,7 +253,7 @@ _lnot = defop("logical_not", jnp.logical_not, None)
 @export("logical_not")
 def logical_not(input: Tensor, *, out=None) -> Tensor:
     """Elementwise ``not`` (nonzero is true) → bool tensor."""
-    return _out(apply(_lnot, input), out)
+    return _out(apply(_lnot, input), out, check=any_dtype)
 
 
 inplace_method("logical_not_", logical_not)
@@ -267,7 +264,7 @@ _LOGICAL = [("logical_and", jnp.logical_and), ("logical_or", jnp.logical_or),
 
 def _make_logical(name, op):
     def f(input: Tensor, other, *, out=None) -> Tensor:
-        return _out(apply(op, input, _tensor(other)), out)
+        return _out(apply(op, input, _tensor(other)), out, name, any_dtype)
     f.__name__ = f.__qualname__ = name
     f.__doc__ = f"Elementwise ``{name}`` (nonzero is true) → bool tensor."
     return f

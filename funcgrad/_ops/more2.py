@@ -24,7 +24,7 @@ from .._tensor import _scalar_type_name, _wrap_dim
 from ._registry import Tensor, apply, defop, export, inplace_method
 from .decomp import _result_type
 from .linalg import diag_embed
-from .pointwise import _out
+from ._registry import write_out as _out
 from .shape import stack
 from .shape_more import meshgrid
 
@@ -254,7 +254,7 @@ def _shift_frontend(name, op):
     def f(input, other, *, out=None):
         if not isinstance(other, (Tensor, int, float, bool)):
             return NotImplemented
-        return _out(apply(op, input, other), out)
+        return _out(apply(op, input, other), out, name)
     f.__name__ = f.__qualname__ = name
     f.__doc__ = f"Elementwise ``{name}`` of integer tensors (PyTorch's result at out-of-range shifts)."
     return f
@@ -534,6 +534,10 @@ def _quantile_fn(x, q, dim, keepdim, mode, ignore_nan):
 _quantile = defop("quantile", _quantile_fn, "SqueezeBackward4")
 
 
+def _quantile_dtype(r, o):
+    return None if r.dtype is o.dtype else "quantile() out tensor must be same dtype as the input tensor"
+
+
 def _quantile_frontend(name, ignore_nan):
     def f(input, q, dim=None, keepdim: bool = False, *, interpolation: str = "linear", out=None):
         if isinstance(q, Tensor):
@@ -560,7 +564,7 @@ def _quantile_frontend(name, ignore_nan):
             d = None
         r = apply(_quantile, input, qt, dim=d, keepdim=bool(keepdim), mode=interpolation,
                   ignore_nan=ignore_nan)
-        return _out(r, out)
+        return _out(r, out, name, _quantile_dtype)
     f.__name__ = f.__qualname__ = name
     f.__doc__ = (f"The ``q``-th quantiles of ``input`` along ``dim`` (flattened when None), "
                  f"{'ignoring nan' if ignore_nan else 'nan where a slice has nan'}; ``interpolation`` "

@@ -17,7 +17,7 @@ from .._factories import empty, ones
 from .._tensor import _wrap_dim
 from ._registry import Tensor, apply, defop
 from .decomp import multi_dot
-from .pointwise import _out
+from ._registry import write_out as _out
 from .shape import cat
 from .shape_more import flip
 

@@ -12,6 +12,8 @@ from .._dtype import float64
 from .._factories import from_numpy, tensor
 from .._host import host_exact
 from ._registry import Tensor, apply, defop, export, inplace_method, operand
+from ._registry import any_dtype, cast_dtype
+from ._registry import write_out as _out
 from .shape import nonzero
 
 # ================================ unary ==========================================================
@@ -62,7 +64,7 @@ def _make_unary(name, op):
 
     def f(input: Tensor, *, out=None) -> Tensor:
         r = call(input)
-        return r if out is None else out.copy_(r)
+        return r if out is None else _out(r, out, name)
     f.__name__ = f.__qualname__ = name
     f.__doc__ = f"Elementwise ``{name}`` (PyTorch's ``torch.{name}``); differentiable."
     return f
@@ -289,10 +291,6 @@ def _check_alpha(input, other, alpha):
         raise TypeError("alpha must be a Python number")
 
 
-def _out(r, out):
-    return r if out is None else out.copy_(r)
-
-
 @export("add", operands=("input", "other"))
 def add(input, other, *, alpha=1, out=None) -> Tensor:
     """``input + alpha * other`` with broadcasting and PyTorch's type promotion.
@@ -304,7 +302,7 @@ def add(input, other, *, alpha=1, out=None) -> Tensor:
     if not isinstance(input, Tensor):  # add(2, t)
         input, other = other, input
     r = _add._call2(input, other) if type(alpha) is int and alpha == 1 else _add._call2(input, other, alpha)
-    return r if out is None else out.copy_(r)
+    return r if out is None else _out(r, out)
 
 
 @export("sub", "subtract", operands=("input", "other"))
@@ -313,7 +311,7 @@ def sub(input, other, *, alpha=1, out=None) -> Tensor:
     _no_bool_sub(input, other)
     op, x, y = (_sub, input, other) if isinstance(input, Tensor) else (_rsub, other, input)
     r = op._call2(x, y) if type(alpha) is int and alpha == 1 else op._call2(x, y, alpha)
-    return r if out is None else out.copy_(r)
+    return r if out is None else _out(r, out)
 
 
 def _no_bool_sub(a, b) -> None:
@@ -344,7 +342,7 @@ def mul(input, other, *, out=None) -> Tensor:
     if not isinstance(input, Tensor):
         input, other = other, input
     r = _mul._call2(input, other)
-    return r if out is None else out.copy_(r)  # _out, inlined: `a * b` is a hot path
+    return r if out is None else _out(r, out)  # (no call when out is None: `a * b` is a hot path)
 
 
 @export("div", "divide", "true_divide", operands=("input", "other"))
@@ -503,7 +501,7 @@ def _make_cmp(name, op, arrays=False):
                 other = operand(other)
                 if other is NotImplemented:
                     return NotImplemented
-        return _out(apply(op, input, other), out)
+        return _out(apply(op, input, other), out, name, any_dtype if op.promote == "compare" else cast_dtype)
     f.__name__ = f.__qualname__ = name
     f.__doc__ = f"Elementwise ``{name}`` comparison → bool tensor."
     return f

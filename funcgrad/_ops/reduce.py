@@ -18,9 +18,11 @@ from .._host import host_exact
 from .._tensor import _Array, _scalar_type_name, _wrap_dim
 from ._parser import refuse as _refuse
 from ._registry import DIM, KEEPDIM, REQUIRED, Tensor, apply, defop, export
+from ._registry import check_out_grad as _check_out_grad
 from ._registry import keepdim as _keepdim
 from ._registry import method_copy as _method_copy
 from ._registry import numpy_call as _numpy_call
+from ._registry import write_out as _out
 from .math import isnan, logical_not
 from .pointwise import maximum, minimum
 
@@ -275,14 +277,25 @@ def min(input, dim=DIM, keepdim=False, *, other=None):
     return _reduce_minmax(input, dim, keepdim, other, False)
 
 
+def _same_as_input(r, o):  # amax/amin's out= check
+    if r.dtype is not o.dtype:
+        return (f"Expected the dtype for input and out to match, but got {_scalar_type_name(r.dtype)} for "
+                f"input's dtype and {_scalar_type_name(o.dtype)} for out's dtype.")
+    return None
+
+
 @export("amax")
-def amax(input, dim=(), keepdim=False) -> Tensor:
-    return apply(_amax, input, dim=_dims(dim, input.ndim), keepdim=bool(keepdim))
+def amax(input, dim=(), keepdim=False, *, out=None) -> Tensor:
+    _check_out_grad(out, "amax", input)
+    r = apply(_amax, input, dim=_dims(dim, input.ndim), keepdim=bool(keepdim))
+    return _out(r, out, check=_same_as_input)
 
 
 @export("amin")
-def amin(input, dim=(), keepdim=False) -> Tensor:
-    return apply(_amin, input, dim=_dims(dim, input.ndim), keepdim=bool(keepdim))
+def amin(input, dim=(), keepdim=False, *, out=None) -> Tensor:
+    _check_out_grad(out, "amin", input)
+    r = apply(_amin, input, dim=_dims(dim, input.ndim), keepdim=bool(keepdim))
+    return _out(r, out, check=_same_as_input)
 
 
 def _argext_call(op, name, input, dim, keepdim):
@@ -373,10 +386,6 @@ def _prod_vjp(primals, g, *, grad_mode, dim, keepdim, dtype):
 
 _prod0 = defop("prod", _prod, "ProdBackward0", jvp=_prod_jvp, vjp=_prod_vjp)
 _prod1 = defop("prod_dim", _prod, "ProdBackward1", jvp=_prod_jvp, vjp=_prod_vjp)
-
-
-def _out(r, out):
-    return r if out is None else out.copy_(r)
 
 
 @export("prod")
@@ -513,8 +522,17 @@ def logsumexp(input: Tensor, dim, keepdim: bool = False, *, out=None) -> Tensor:
     """
     if dim is None:  # (int[1] dim, not sum's int[1]? dim)
         raise TypeError("argument 'dim' must be tuple of ints, not NoneType")
+    _check_out_grad(out, "logsumexp", input)
     dims = _dims(dim, input.ndim)  # (checked on a 0-d input too, then over no axis)
-    return _out(apply(_logsumexp_op, input, dim=dims if input.ndim else None, keepdim=bool(keepdim)), out)
+    return _out(apply(_logsumexp_op, input, dim=dims if input.ndim else None, keepdim=bool(keepdim)), out,
+                check=_floating_out)
+
+
+def _floating_out(r, o):  # logsumexp's out= check
+    if o.dtype._kind not in "fc":
+        return ("logsumexp(): Expected floating point type for result tensor, but got: "
+                f"{_scalar_type_name(o.dtype)}")
+    return None
 
 
 def _nansum(x, *, dim, keepdim, dtype):
@@ -798,6 +816,9 @@ def cumsum(input: Tensor, dim: int, *, dtype=None, out=None) -> Tensor:
     >>> funcgrad.tensor([1, 2, 3]).cumsum(0)
     tensor([1, 3, 6])
     """
+    _check_out_grad(out, "cumsum", input)
+    if dtype is None and out is not None:  # (PyTorch's computes in out's dtype)
+        dtype = out.dtype
     dt = None if dtype is None else to_dtype(dtype).np
     return _out(apply(_cumsum, input, dim=_wrap_dim(dim, input.ndim), dtype=dt), out)
 
@@ -805,6 +826,9 @@ def cumsum(input: Tensor, dim: int, *, dtype=None, out=None) -> Tensor:
 @export("cumprod")
 def cumprod(input: Tensor, dim: int, *, dtype=None, out=None) -> Tensor:
     """Cumulative product along ``dim``; the gradient is exact with zeros in the input."""
+    _check_out_grad(out, "cumprod", input)
+    if dtype is None and out is not None:  # (PyTorch's computes in out's dtype)
+        dtype = out.dtype
     dt = None if dtype is None else to_dtype(dtype).np
     return _out(apply(_cumprod, input, dim=_wrap_dim(dim, input.ndim), dtype=dt), out)
 

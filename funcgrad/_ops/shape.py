@@ -13,7 +13,7 @@ from .._host import has_subnormal, host_exact
 from .._errors import TracedValueError
 from .._tensor import Size, _is_tracer, _scatter_fn, _wrap_dim
 from ._fanin import FanInOp
-from ._registry import OPS, Tensor, apply, defop, export, inplace_method
+from ._registry import OPS, Tensor, any_dtype, apply, defop, export, inplace_method, write_out
 
 
 def _shape_arg(shape):
@@ -398,7 +398,7 @@ def cat(tensors, dim=0, *, out=None) -> Tensor:
                 raise RuntimeError(f"Sizes of tensors must match except in dimension {d}. Expected size "
                                    f"{ref.shape[k]} but got size {t.shape[k]} for tensor number {i} in the list.")
     r = apply(_cat, *tensors, dim=d)
-    return r if out is None else out.copy_(r)
+    return write_out(r, out, check=any_dtype)  # (the dtype checked above, in PyTorch's words)
 
 
 @export("stack", method=False)
@@ -412,7 +412,7 @@ def stack(tensors, dim=0, *, out=None) -> Tensor:
             raise RuntimeError(f"stack expects each tensor to be equal size, but got "
                                f"{list(tensors[0].shape)} at entry 0 and {list(t.shape)} at entry {i}")
     r = apply(_stack, *tensors, dim=_wrap_dim(dim, tensors[0].ndim + 1))
-    return r if out is None else out.copy_(r)
+    return write_out(r, out, check=any_dtype)
 
 
 # ================================ indexing =======================================================

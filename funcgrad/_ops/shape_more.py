@@ -21,10 +21,6 @@ from .indexing import index_select
 from .shape import _VIEW_OPS, _shape_arg, _to_basic, cat, expand, permute, reshape, unsqueeze
 
 
-def _out(r, out):
-    return r if out is None else out.copy_(r)
-
-
 def _slice_fn(x, dim, start, stop):
     return jax.lax.slice_in_dim(x, start, stop, axis=dim)
 

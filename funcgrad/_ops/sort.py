@@ -10,20 +10,57 @@ gradient evenly among the elements equal to the median, as PyTorch does.
 
 from __future__ import annotations
 
+import functools
+
 import jax
 import jax.numpy as jnp
 
-from .._tensor import _wrap_dim
-from ._registry import DIM, Tensor, _Default, apply, defop, export
+from .. import _dtype, _grad_mode
+from .._tensor import _scalar_type_name, _wrap_dim
+from ._registry import DIM, Tensor, _Default, apply, defop, export, out_grad_error, same_dtype, write_out
 from .reduce import _one_dim, return_type
 
 
-def _out(r, out):
-    if out is None:
-        return r
-    for o, v in zip(out, r):
-        o.copy_(v)
-    return type(r)(*out)
+# out=: PyTorch's kernels check their outputs' dtypes exactly, each in its own words
+_out = functools.partial(write_out, check=same_dtype)
+
+
+def _kth_values(r, o):
+    return None if r.dtype is o.dtype else "output values must be of same type as input"
+
+
+def _kth_indices(r, o):
+    return None if o.dtype is _dtype.int64 else "output indices must be of scalar type Long"
+
+
+def _median_values(r, o):
+    if r.dtype is not o.dtype:
+        return (f"Expected tensor for 'values' to have the same type as tensor for argument #2 'self'; but "
+                f"type {o._type_name()} does not equal {r._type_name()} (while checking arguments for "
+                f"median)")
+    return None
+
+
+def _median_indices(r, o):
+    if o.dtype is not _dtype.int64:
+        return (f"Expected tensor for argument #1 'indices' to have scalar type Long; but got "
+                f"{o._type_name()} instead (while checking arguments for median)")
+    return None
+
+
+def _mode_check(which):
+    def check(r, o):
+        if r.dtype is not o.dtype:
+            return (f"expected scalar type '{_scalar_type_name(r.dtype)}' but got "
+                    f"'{_scalar_type_name(o.dtype)}' for {which} output")
+        return None
+    return check
+
+
+def _cum_check(r, o):
+    if r.dtype is not o.dtype:
+        return f"expected scalar_type {_scalar_type_name(r.dtype)} but found {_scalar_type_name(o.dtype)}"
+    return None
 
 
 def _sorted_idx(x, dim, descending):
@@ -103,14 +140,15 @@ def argsort(input: Tensor, dim: int = -1, descending: bool = False, *, stable: b
         raise TypeError("argsort(): out= is taken with stable= only")
     d = _one_dim(dim, input.ndim)
     r = apply(_argsort_op, input, dim=d, descending=bool(descending))
-    return r if out is None else out.copy_(r)
+    if out is not None and input.requires_grad and _grad_mode.is_grad_enabled():
+        raise out_grad_error("sort")  # (PyTorch's argsort.stable_out is sort's, whose values need grad)
+    return _out(r, out)
 
 
 @export("msort")
 def msort(input: Tensor, *, out=None) -> Tensor:
     """Sorted along the first dimension (values only)."""
-    r = sort(input, 0).values
-    return r if out is None else out.copy_(r)
+    return _out(sort(input, 0).values, out)
 
 
 @export("topk")
@@ -142,7 +180,7 @@ def kthvalue(input: Tensor, k: int, dim: int = -1, keepdim: bool = False, *, out
     if not 1 <= k <= n:
         raise RuntimeError(f"kthvalue(): selected number k out of range for dimension {d}")
     return _out(kthvalue_result(*apply(_kth_op, input, k=int(k), dim=d, keepdim=bool(keepdim))),
-                out)
+                out, check=(_kth_values, _kth_indices))
 
 
 # ---- median / nanmedian ---------------------------------------------------------------------------
@@ -205,20 +243,20 @@ def median(input: Tensor, dim: int | None = DIM, keepdim: bool = False, *, out=N
     tensor(2.)
     """
     if dim is DIM:  # (None given is no int dim: the parser's TypeError, from _one_dim)
-        r = apply(_median0, input)
-        return r if out is None else out.copy_(r)
+        return _out(apply(_median0, input), out)
     d = _one_dim(dim, input.ndim)
-    return _out(median_result(*apply(_median1, input, dim=d, keepdim=bool(keepdim))), out)
+    return _out(median_result(*apply(_median1, input, dim=d, keepdim=bool(keepdim))), out,
+                check=(_median_values, _median_indices))
 
 
 @export("nanmedian")
 def nanmedian(input: Tensor, dim: int | None = DIM, keepdim: bool = False, *, out=None):
     """Like :func:`median`, ignoring nan."""
     if dim is DIM:
-        r = apply(_nanmedian0, input)
-        return r if out is None else out.copy_(r)
+        return _out(apply(_nanmedian0, input), out)
     d = _one_dim(dim, input.ndim)
-    return _out(nanmedian_result(*apply(_nanmedian1, input, dim=d, keepdim=bool(keepdim))), out)
+    return _out(nanmedian_result(*apply(_nanmedian1, input, dim=d, keepdim=bool(keepdim))), out,
+                check=(_median_values, _median_indices))
 
 
 # ---- mode -----------------------------------------------------------------------------------------
@@ -295,7 +333,8 @@ def mode(input: Tensor, dim: int = -1, keepdim: bool = False, *, out=None):
     d = _one_dim(dim, input.ndim)
     if input.ndim and input.shape[d] == 0:
         raise IndexError(f"mode(): Expected reduction dim {d} to have non-zero size.")
-    return _out(mode_result(*apply(_mode_op, input, dim=d, keepdim=bool(keepdim))), out)
+    return _out(mode_result(*apply(_mode_op, input, dim=d, keepdim=bool(keepdim))), out,
+                check=(_mode_check("values"), _mode_check("indices")))
 
 
 # ---- cummax / cummin ------------------------------------------------------------------------------
@@ -336,14 +375,14 @@ def cummax(input: Tensor, dim: int, *, out=None):
     tensor([0, 1, 1, 3])
     """
     d = _wrap_dim(dim, input.ndim)
-    return _out(cummax_result(*apply(_cummax_op, input, dim=d)), out)
+    return _out(cummax_result(*apply(_cummax_op, input, dim=d)), out, check=_cum_check)
 
 
 @export("cummin")
 def cummin(input: Tensor, dim: int, *, out=None):
     """Running minimum along ``dim`` → ``(values, indices)``."""
     d = _wrap_dim(dim, input.ndim)
-    return _out(cummin_result(*apply(_cummin_op, input, dim=d)), out)
+    return _out(cummin_result(*apply(_cummin_op, input, dim=d)), out, check=_cum_check)
 
 
 __all__ = ["sort", "argsort", "msort", "topk", "kthvalue", "median", "nanmedian", "mode",

@@ -19,10 +19,7 @@ import jax.scipy.special as jsp
 from .._factories import tensor
 from .._tensor import _scalar_type_name
 from ._registry import Tensor, apply, defop, export, inplace_method
-
-
-def _out(r, out):
-    return r if out is None else out.copy_(r)
+from ._registry import write_out as _out
 
 
 # ---- pure kernels and PyTorch's derivatives (the op table's ``jvp`` slot) -------------------------
@@ -205,7 +202,7 @@ def _unary(name: str):
     op = SPECIAL_OPS[name]
 
     def f(input: Tensor, *, out=None) -> Tensor:
-        return _out(apply(op, input), out)
+        return _out(apply(op, input), out, name)
     f.__name__ = f.__qualname__ = name
     f.__doc__ = f"``torch.special.{name}`` elementwise; differentiable."
     return f

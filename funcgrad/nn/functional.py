@@ -19,6 +19,7 @@ from .._dtype import uint8 as _uint8
 from .._random import _sample
 from .._ops import nn as _nn
 from .._ops._parser import checked as _checked
+from .._ops._registry import write_out
 from .._ops.linalg import addmm as _addmm, linear_2d as _linear_2d, matmul as _matmul
 from .._ops.linalg import check_addmm_dtypes as _check_addmm_dtypes
 from .._ops.nn import log_softmax as _log_softmax, softmax as _softmax
@@ -351,7 +352,7 @@ def normalize(input: Tensor, p: float = 2.0, dim: int = 1, eps: float = 1e-12, o
     tensor([[0.6000, 0.8000]])
     """
     r = _nn.apply(_nn._normalize_op, input, p=float(p), dim=dim % max(input.ndim, 1), eps=float(eps))
-    return r if out is None else out.copy_(r)
+    return write_out(r, out)
 
 
 def cosine_similarity(x1: Tensor, x2: Tensor, dim: int = 1, eps: float = 1e-8) -> Tensor:
