@@ -13,7 +13,10 @@ thresholds that keep small kernels, unless:
 * the directory is not writable: one ``UserWarning``, and compiling goes on without it;
 * a previous run found that this machine rejects its own entries (jax issue 38445: the XLA:CPU
   loader refuses executables whose recorded CPU tuning flags the host does not list, and
-  recompiles): a marker file in the directory says so, and nothing more is written.
+  recompiles): a marker file in the directory says so, and nothing more is written. A hit is
+  judged against the compile time funcgrad recorded in the entry (JAX records whole seconds,
+  0 for every small kernel), and only for programs slow enough to compile (``_DECISIVE``) that
+  a load and a recompile cannot be mistaken for each other.
 
 ``FUNCGRAD_CACHE_DIR=path`` moves it, ``FUNCGRAD_CACHE_MAX_MB`` bounds it (default 1024), and
 ``funcgrad.set_compilation_cache(path_or_None)`` does either at run time.
@@ -21,7 +24,8 @@ thresholds that keep small kernels, unless:
 The directory name includes the jax/jaxlib versions and a fingerprint of the CPU (model and
 feature flags), so a home directory shared by different machines or environments never serves
 one's executables to another. Entries are written atomically (temporary file, then rename), so
-concurrent processes never read half an entry, and reads take no lock; the size bound is kept by
+concurrent processes never read half an entry, and reads take no lock; each entry starts with
+``_HEADER`` and the milliseconds its program took to compile; the size bound is kept by
 deleting the least recently read entries, checked on the first write of a process and every
 ``_TRIM_EVERY`` writes after (not on every write: a directory scan per write would make writing
 quadratic in the number of entries).
@@ -34,6 +38,7 @@ import os
 import platform
 import tempfile
 import threading
+import time
 import warnings
 
 import jax
@@ -41,13 +46,22 @@ import jax
 from ._atomic import atomic_write
 
 ENV_DIR, ENV_SWITCH, ENV_MAX_MB = "FUNCGRAD_CACHE_DIR", "FUNCGRAD_CACHE", "FUNCGRAD_CACHE_MAX_MB"
-REJECTED_MARKER = "funcgrad-entries-rejected"
+REJECTED_MARKER = "funcgrad-entries-rejected-v2"
+# written by funcgrad before the compile time was recorded per entry: its detector took JAX's
+# compile time (whole seconds: 0 for a small kernel) as the reference, so any 16 hits in a row
+# that took over 2 ms to load marked a healthy cache rejected. Such a marker is void: removed.
+_OLD_MARKER = "funcgrad-entries-rejected"
+_HEADER = b"FGC1"  # an entry: _HEADER, the compile time in ms (4 bytes, big-endian), JAX's bytes
 _SUFFIX = "-cache"
 _TRIM_EVERY = 256
 _REJECT_AFTER = 16   # consecutive hits that loaded no faster than compiling: entries are rejected
+_DECISIVE = 0.05     # s: a program that compiled faster says nothing (a load takes ~1-10 ms)
 
 _state = {"dir": None, "warned": set(), "slow_hits": 0, "listening": False, "saved": None}
 _lock = threading.Lock()
+# per thread (JAX compiles in the calling thread): when the last compile request started, and
+# the compile time recorded in the entry the last cache read returned (None: none recorded)
+_tls = threading.local()
 
 
 def default_dir() -> str:
@@ -131,6 +145,10 @@ def _enable(path: str) -> str | None:
                           f"{ENV_DIR} to a writable directory, or {ENV_SWITCH}=0 to silence this.",
                           UserWarning, stacklevel=3)
         return None
+    try:
+        os.unlink(os.path.join(path, _OLD_MARKER))
+    except OSError:
+        pass
     if os.path.exists(os.path.join(path, REJECTED_MARKER)):
         _disable()  # this machine cannot load what it writes: writing would only cost time
         return None
@@ -201,21 +219,27 @@ def _listen() -> None:
     if _state["listening"]:
         return
     _state["listening"] = True
-    pending = {}
+
+    def on_event(name, **_kw):
+        if name == "/jax/compilation_cache/compile_requests_use_cache":  # (then read, compile, put)
+            _tls.t0 = time.monotonic()
 
     def on_duration(name, secs, **_kw):
-        if name == "/jax/compilation_cache/compile_time_saved_sec":
-            pending["saved"] = secs
-        elif name == "/jax/compilation_cache/cache_retrieval_time_sec" and "saved" in pending:
-            _note_hit(pending.pop("saved"), secs)
+        if name == "/jax/compilation_cache/cache_retrieval_time_sec":  # a hit, loaded in ``secs``
+            compiled, _tls.compiled = getattr(_tls, "compiled", None), None
+            _note_hit(compiled, secs)
+    jax.monitoring.register_event_listener(on_event)
     jax.monitoring.register_event_duration_secs_listener(on_duration)
 
 
-def _note_hit(saved: float, retrieval: float) -> None:
-    """One cache hit: ``saved`` = original compile time - ``retrieval`` (JAX's own numbers)."""
-    if _state["dir"] is None:
+def _note_hit(compiled: float | None, retrieval: float) -> None:
+    """One cache hit: ``compiled`` = the seconds its program took to compile, as the entry
+    recorded them (None: not recorded), ``retrieval`` = the seconds this read and load took.
+    A program that compiled in under ``_DECISIVE`` counts neither way.
+    """
+    if _state["dir"] is None or compiled is None or compiled < _DECISIVE:
         return
-    if retrieval > 0.002 and saved <= retrieval:  # loading cost at least half of compiling
+    if 2 * retrieval >= compiled:  # loading cost at least half of compiling
         _state["slow_hits"] += 1
         if _state["slow_hits"] >= _REJECT_AFTER:
             _mark_rejected()
@@ -260,6 +284,10 @@ class _FileCache:
             os.utime(f)  # the mtime orders eviction: least recently read goes first
         except OSError:
             pass
+        if val[:4] == _HEADER:
+            _tls.compiled = int.from_bytes(val[4:8], "big") / 1000
+            return val[8:]
+        _tls.compiled = None  # (written by an older funcgrad: no compile time recorded)
         return val
 
     def put(self, key: str, value: bytes) -> None:
@@ -268,8 +296,11 @@ class _FileCache:
         f = self._file(key)
         if os.path.exists(f):
             return
+        t0 = getattr(_tls, "t0", None)  # JAX writes right after compiling: since its request
+        ms = 0 if t0 is None else min(int((time.monotonic() - t0) * 1000), 2 ** 32 - 1)
+        entry = _HEADER + ms.to_bytes(4, "big") + value
         # atomic: a concurrent reader sees no entry or the whole entry; a lost entry is a recompile
-        atomic_write(f, lambda fh: fh.write(value), durable=False)
+        atomic_write(f, lambda fh: fh.write(entry), durable=False)
         with _lock:
             self._writes += 1
             due = self._writes % _TRIM_EVERY == 1

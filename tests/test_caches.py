@@ -153,7 +153,7 @@ _SCRIPT = textwrap.dedent("""
         out["writes_after"] = ev.get("/jax/compilation_cache/cache_misses", 0)
         from funcgrad import _compile_cache as cc
         for _ in range(cc._REJECT_AFTER):  # hits that load as slowly as compiling: jax issue 38445
-            cc._note_hit(0.0, 0.05)
+            cc._note_hit(0.2, 0.15)
         out["after_reject"] = funcgrad.compilation_cache_dir()
         out["marker"] = os.path.exists(os.path.join(sys.argv[2], cc.REJECTED_MARKER))
         out["again"] = funcgrad.set_compilation_cache(sys.argv[2])
@@ -210,14 +210,79 @@ def test_default_dir_is_per_version_and_machine(monkeypatch, tmp_path):
 def test_file_cache_trims_least_recently_read(tmp_path):
     c = _compile_cache._FileCache(str(tmp_path), max_bytes=1000)
     for i in range(8):
-        c.put(f"k{i}", bytes(200))
+        c.put(f"k{i}", bytes(192))  # 200 bytes on disk, with the 8-byte header
         os.utime(tmp_path / f"k{i}-cache", ns=(i * 10**9, i * 10**9))
     os.utime(tmp_path / "k0-cache", ns=(100 * 10**9,) * 2)  # k0 read last: kept
-    assert c.get("k0") == bytes(200) and c.get("missing") is None
+    assert c.get("k0") == bytes(192) and c.get("missing") is None
     assert c.trim() == 4  # 1600 bytes -> at most 800
     assert _entries(str(tmp_path)) == ["k0-cache", "k5-cache", "k6-cache", "k7-cache"]
     c.put("k0", b"other")  # an existing entry is never rewritten
-    assert c.get("k0") == bytes(200)
+    assert c.get("k0") == bytes(192)
+
+
+_HITS_SCRIPT = textwrap.dedent("""
+    import json, os, sys
+    import jax
+    from funcgrad import _compile_cache as cc
+    seen = []
+    note = cc._note_hit
+    cc._note_hit = lambda compiled, secs: (seen.append(compiled), note(compiled, secs))
+    import funcgrad
+    x = funcgrad.tensor([[1.0, 2.0], [3.0, 4.0]], requires_grad=True)
+    (x.exp() * x).sum().backward()
+    out = {"dir": funcgrad.compilation_cache_dir(), "recorded": list(seen)}
+    # JAX's numbers for a hit of a program that compiled in under a second (it records whole
+    # seconds): compile time saved = 0 - retrieval. The detector must not read them.
+    for _ in range(2 * cc._REJECT_AFTER):
+        jax.monitoring.record_event_duration_secs("/jax/compilation_cache/compile_time_saved_sec", -0.01)
+        jax.monitoring.record_event_duration_secs("/jax/compilation_cache/cache_retrieval_time_sec", 0.01)
+    for _ in range(2 * cc._REJECT_AFTER):  # a small program's slow load, an entry without a time
+        cc._note_hit(cc._DECISIVE / 2, 0.05)
+        cc._note_hit(None, 1.0)
+    out["after_small"] = funcgrad.compilation_cache_dir()
+    for _ in range(cc._REJECT_AFTER - 1):  # recompiled on load, but a real load in between...
+        cc._note_hit(0.2, 0.15)
+    cc._note_hit(0.2, 0.002)
+    for _ in range(cc._REJECT_AFTER - 1):
+        cc._note_hit(0.2, 0.15)
+    out["after_interrupted"] = funcgrad.compilation_cache_dir()
+    cc._note_hit(0.2, 0.15)  # ...and 16 in a row
+    out["after_rejected"] = funcgrad.compilation_cache_dir()
+    print(json.dumps(out))
+""")
+
+
+def _run_hits(d):
+    e = {k: v for k, v in os.environ.items() if not k.startswith(("FUNCGRAD_CACHE", "JAX_COMPILATION"))}
+    e.update(FUNCGRAD_CACHE_DIR=d, PYTHONPATH=ROOT, JAX_PLATFORMS="cpu")
+    r = subprocess.run([sys.executable, "-W", "error", "-c", _HITS_SCRIPT], env=e, capture_output=True,
+                       text=True, timeout=300)
+    assert r.returncode == 0, r.stderr
+    return json.loads(r.stdout.strip().splitlines()[-1])
+
+
+def test_rejection_is_judged_on_the_recorded_compile_time(tmp_path):
+    """jax issue 38445's detector: each entry records its program's compile time (ms), a hit is
+    judged against it; JAX's own number (whole seconds, 0 for a small kernel) made any 16 hits
+    that took over 2 ms to load mark a healthy cache rejected. A marker written by that detector
+    is void and removed."""
+    d = str(tmp_path / "c")
+    os.makedirs(d)
+    open(os.path.join(d, _compile_cache._OLD_MARKER), "w").close()
+    cold = _run_hits(d)
+    assert cold["dir"] == d and cold["recorded"] == []  # cold: no hits
+    assert not os.path.exists(os.path.join(d, _compile_cache._OLD_MARKER))
+    heads = []
+    for f in _entries(d):
+        with open(os.path.join(d, f), "rb") as fh:
+            heads.append(fh.read(8))
+    assert heads and all(h[:4] == _compile_cache._HEADER for h in heads)
+    assert max(int.from_bytes(h[4:], "big") for h in heads) > 0  # milliseconds, not seconds
+    os.unlink(os.path.join(d, _compile_cache.REJECTED_MARKER))
+    warm = _run_hits(d)
+    assert len(warm["recorded"]) == len(heads) and all(c is not None for c in warm["recorded"])
+    assert sorted(warm["recorded"]) == sorted(int.from_bytes(h[4:], "big") / 1000 for h in heads)
+    assert warm["after_small"] == warm["after_interrupted"] == d and warm["after_rejected"] is None
 
 
 # ---- bounded kernel caches ---------------------------------------------------------------------
