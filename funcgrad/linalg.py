@@ -45,7 +45,8 @@ def diagonal(A, *, offset=0, dim1=-2, dim2=-1):
 def vecdot(x, y, *, dim=-1, out=None):
     """``sum(conj(x) * y, dim)`` with broadcasting."""
     r = (x.conj() if x.is_complex() else x) * y
-    return _write_out(r.sum(dim), out)
+    # (PyTorch's out op: vdot for two vectors, else the sum of the product)
+    return _write_out(r.sum(dim), out, "vdot" if x.ndim == 1 and y.ndim == 1 else "sum")
 
 
 __all__ = ["LinAlgError", "cholesky", "cross", "det", "diagonal", "eigh", "eigvalsh", "inv",

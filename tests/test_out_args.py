@@ -36,11 +36,21 @@ ROWS = [
     "t.logsumexp(xd, 1, out=ol)", "t.logsumexp(xd, 1, out=t.zeros(2, dtype=t.bool))",
     "t.logsumexp(xd.long(), 1, out=o)", "t.argsort(xd[0], stable=True, out=o3)",
     "t.sort(xd, out=(t.zeros(2, 3, dtype=t.long), t.zeros(2, 3, dtype=t.long)))",
-    "t.sort(xd, out=(t.zeros(2, 3), t.zeros(2, 3)))", "t.topk(xd, 1, out=(ol, ol))", "t.kthvalue(xd, 1, out=(ol, ol))",
+    "t.sort(xd, out=(t.zeros(2, 3), t.zeros(2, 3)))", "t.topk(xd, 1, out=(ol, ol))",
+    "t.kthvalue(xd, 1, out=(ol, ol))",
     "t.kthvalue(xd, 1, out=(o, o))", "t.median(xd, 1, out=(ol, ol))", "t.median(xd, 1, out=(o, o))",
     "t.nanmedian(xd, 1, out=(ol, ol))", "t.mode(xd, 1, out=(ol, ol))", "t.mode(xd, 1, out=(o, o))",
     "t.cummax(xd, 1, out=(ol, ol))", "t.cummin(xd, 1, out=(o3, o3))", "t.quantile(xd, 0.5, out=ol)",
-    "t.special.logit(xd, out=ol)",
+    "t.special.logit(xd, out=ol)", "t.prod(t.tensor([1.5, 2.5]), 0, out=ol[0])", "t.any(xd, 1, out=o)",
+    "t.all(xd, 1, out=t.zeros(2, dtype=t.uint8))", "t.logcumsumexp(xd, 1, out=t.zeros(2, 3, dtype=t.long))",
+    "t.index_select(xd, 1, ol, out=t.zeros(2, 2, dtype=t.float64))", "t.masked_select(xd, xd > 2, out=ol)",
+    "t.gather(xd, 1, t.zeros(2, 1, dtype=t.long), out=ol)",
+    "t.take_along_dim(xd, t.zeros(2, 1, dtype=t.long), 1, out=ol)",
+    "t.tril(xd, out=ol)", "t.triu(xd, out=t.zeros(2, 3, dtype=t.float64))", "t.diag(xd, out=ol)",
+    "t.where(xd > 2, xd, xd, out=ol)", "t.nan_to_num(xd, out=ol)", "t.tensordot(xd, xd, 2, out=ol[0])",
+    "t.linalg.vector_norm(xd, out=ol[0])", "t.linalg.matrix_norm(xd, out=ol[0])",
+    "t.linalg.det(xd[:, :2], out=ol[0])",
+    "t.outer(xd[0], xd[0], out=ol)",
     # amax/amin take out=
     "t.amax(xd, 1, out=o)", "t.amax(xd, 1, out=o3)", "t.amin(xd, 0, True, out=o3)",
     "t.amax(xd, 1, out=ol)", "t.amin(xd, 1, out=t.zeros(2, dtype=t.float64))", "t.amax(x, 1, out=o)",
@@ -50,6 +60,15 @@ ROWS = [
     "t.sort(x, out=(o3, ol))", "t.argsort(x[0], stable=True, out=ol)", "t.special.logit(x, out=o3)",
     "t.atan2(x, x, out=o3)", "t.cumsum(x, 1, out=t.zeros(2, 3, dtype=t.long))",
     "t.exp(xd, out=t.zeros(2, 3, requires_grad=True))", "t.no_grad()(t.exp)(x, out=o3)",
+    # PyTorch names its out op: linalg's, special's, a composite's inner one
+    "t.linalg.vector_norm(x, out=o[0])", "t.linalg.det(x[:, :2], out=o[0])", "t.linalg.inv(x[:, 1:], out=o3)",
+    "t.outer(x[0], x[0], out=o3)", "t.kron(x, x, out=t.zeros(4, 9))", "t.msort(x, out=o3)",
+    "t.special.xlog1py(x, x, out=o3)",
+    "t.special.zeta(x, 2.0, out=o3)", "t.take_along_dim(x, t.zeros(2, 1, dtype=t.long), 1, out=o)",
+    "t.linalg.vecdot(x, x, out=o)", "t.linalg.vecdot(x[0], x[0], out=o[0])",
+    "t.nn.functional.normalize(x, out=o3)", "t.prod(x, 1, out=o)",
+    # and a composite of PyTorch's copies its result into out (CopyBackwards)
+    "t.quantile(x, 0.5, out=o[0])", "t.linalg.matrix_norm(x, out=o[0])", "t.tensordot(x, x, 2, out=o[0])",
 ]
 
 

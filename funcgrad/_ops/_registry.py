@@ -238,11 +238,13 @@ def check_out_grad(out, name: str, *inputs) -> None:
         raise out_grad_error(name)
 
 
-def write_out(r, out, name: str | None = None, check=cast_dtype):
+def write_out(r, out, name: str | None = None, check=cast_dtype, refuse_grad: bool = True):
     """``r`` (a Tensor, or a tuple of them for ``out`` a tuple) written into ``out`` as PyTorch's
     ``out=`` variants write: refused (nothing written) when ``r`` requires grad (grad mode on, an
     input requiring grad: "<name>(): functions with out=... arguments don't support automatic
-    differentiation", ``name`` by default the caller's code name) or when ``check(r, out)`` gives
+    differentiation", ``name`` PyTorch's out op, by default the caller's code name; not for
+    ``refuse_grad=False``: a composite of PyTorch's whose out= copies the result, CopyBackwards) or
+    when ``check(r, out)`` gives
     an error message (by default PyTorch's cast check; for a tuple, a check per output or one for
     all); an ``out`` of another shape is resized
     first (with PyTorch's deprecation UserWarning unless it was empty). Returns ``out``; ``r`` as it
@@ -250,7 +252,8 @@ def write_out(r, out, name: str | None = None, check=cast_dtype):
     if out is None:
         return r
     pairs = tuple(zip(out, r, strict=True)) if isinstance(r, tuple) else ((out, r),)
-    if _grad_mode._state.enabled and any(v._requires_grad or o._requires_grad for o, v in pairs):
+    if refuse_grad and _grad_mode._state.enabled and any(v._requires_grad or o._requires_grad
+                                                         for o, v in pairs):
         raise out_grad_error(name or sys._getframe(1).f_code.co_name)
     for (o, v), c in zip(pairs, check if isinstance(check, tuple) else (check,) * len(pairs), strict=True):
         msg = c(v, o)

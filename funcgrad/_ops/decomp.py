@@ -22,7 +22,7 @@ from .._dtype import to_dtype
 from .._factories import eye, zeros
 from .._tensor import _is_tracer, _scalar_type_name
 from ._parser import checked as _checked
-from ._registry import Tensor, apply, defop, export
+from ._registry import Tensor, apply, defop, export, same_dtype
 from ._registry import write_out as _out
 from .linalg import matmul
 from .reduce import _dim_list, _dims
@@ -140,7 +140,8 @@ def vector_norm(x, ord=2, dim=None, keepdim=False, *, dtype=None, out=None) -> T
     if dims is None and keepdim:
         dims = tuple(range(x.ndim))
     dt = None if dtype is None else to_dtype(dtype).np
-    return _out(apply(_vnorm, x, ord=float(ord), dim=dims, keepdim=bool(keepdim), dtype=dt), out)
+    r = apply(_vnorm, x, ord=float(ord), dim=dims, keepdim=bool(keepdim), dtype=dt)
+    return _out(r, out, "linalg_vector_norm", same_dtype)
 
 
 def matrix_norm(A, ord="fro", dim=(-2, -1), keepdim=False, *, dtype=None, out=None) -> Tensor:
@@ -164,9 +165,19 @@ def matrix_norm(A, ord="fro", dim=(-2, -1), keepdim=False, *, dtype=None, out=No
     if dtype is not None:
         A = A.to(dtype)
     if ord == "fro":
-        return vector_norm(A, 2, dims, keepdim, out=out)
-    o = ord if isinstance(ord, str) else (int(ord) if math.isfinite(ord) else ord)
-    return _out(apply(_MNORM[key], A, ord=o, dims=dims, keepdim=bool(keepdim)), out)
+        r = vector_norm(A, 2, dims, keepdim)
+    else:
+        o = ord if isinstance(ord, str) else (int(ord) if math.isfinite(ord) else ord)
+        r = apply(_MNORM[key], A, ord=o, dims=dims, keepdim=bool(keepdim))
+    # (PyTorch's matrix_norm is a composite: its out= is a copy of the result, CopyBackwards)
+    return _out(r, out, check=_matrix_norm_out, refuse_grad=False)
+
+
+def _matrix_norm_out(r, o):
+    if r.dtype is not o.dtype:
+        return (f"linalg.matrix_norm expected out tensor dtype {_scalar_type_name(r.dtype)} but got: "
+                f"{_scalar_type_name(o.dtype)}")
+    return None
 
 
 def norm(A, ord=None, dim=None, keepdim=False, *, dtype=None, out=None) -> Tensor:
@@ -253,14 +264,14 @@ def inv(A, *, out=None) -> Tensor:
     if not _all_finite(r) and _all_finite(A):
         raise LinAlgError(f"linalg.inv: The diagonal element {_singular_index(A)} is zero, the inversion "
                           f"could not be completed because the input matrix is singular.")
-    return _out(r, out)
+    return _out(r, out, name="linalg_inv_ex", check=same_dtype)
 
 
 def det(A, *, out=None) -> Tensor:
     """Determinant (``LinalgDetBackward0``)."""
     _square(A, "linalg.det")
     _float_input(A, "linalg.det")
-    return _out(apply(_det, A), out)
+    return _out(apply(_det, A), out, name="_linalg_det", check=same_dtype)
 
 
 def slogdet(A, *, out=None):
@@ -282,7 +293,7 @@ def solve(A, B, *, left=True, out=None) -> Tensor:
     r = apply(_solve, A, B, vec=vec and left, left=bool(left))
     if not _all_finite(r) and _all_finite(A) and _all_finite(B):
         raise LinAlgError("torch.linalg.solve: The solver failed because the input matrix is singular.")
-    return _out(r, out)
+    return _out(r, out, name="_linalg_solve_ex", check=same_dtype)
 
 
 def _hermitian_from(a, upper):
@@ -362,7 +373,7 @@ def cholesky(A, *, upper=False, out=None) -> Tensor:
     _square(A, "linalg.cholesky")
     r = apply(_cholesky, A, upper=bool(upper))
     _check_pd(r, A, "linalg.cholesky", bool(upper))
-    return _out(r, out)
+    return _out(r, out, name="linalg_cholesky_ex")
 
 
 @export("cholesky")
@@ -440,7 +451,7 @@ def svdvals(A, *, driver=None, out=None) -> Tensor:
     """Singular values, in descending order."""
     if A.ndim < 2:
         raise RuntimeError("linalg.svdvals: The input tensor A must have at least 2 dimensions.")
-    return _out(apply(_svdvals, A), out)
+    return _out(apply(_svdvals, A), out, name="_linalg_svd")
 
 
 @export("svd")
@@ -514,7 +525,7 @@ def eigvalsh(A, UPLO="L", *, out=None) -> Tensor:
     """Eigenvalues of a Hermitian matrix, ascending."""
     _square(A, "linalg.eigvalsh")
     _check_uplo(UPLO)
-    return _out(apply(_eigvalsh, A, uplo=UPLO), out)
+    return _out(apply(_eigvalsh, A, uplo=UPLO), out, name="_linalg_eigh")
 
 
 def _pinv_fn(a, *, atol, rtol, hermitian):
@@ -559,7 +570,8 @@ def pinv(A, *, atol=None, rtol=None, hermitian=False, out=None) -> Tensor:
                            "]}): expected a tensor with 2 or more dimensions of float, double, cfloat or "
                            "cdouble types")
     return _out(apply(_pinv, A, atol=None if atol is None else float(atol),
-                      rtol=None if rtol is None else float(rtol), hermitian=bool(hermitian)), out)
+                      rtol=None if rtol is None else float(rtol), hermitian=bool(hermitian)), out,
+                "linalg_pinv")
 
 
 def matrix_power(A, n: int, *, out=None) -> Tensor:
@@ -567,7 +579,7 @@ def matrix_power(A, n: int, *, out=None) -> Tensor:
     _square(A, "linalg.matrix_power")
     if n == 0:
         e = eye(A.shape[-1], dtype=A.dtype)
-        return _out(e.expand(A.shape).clone(), out)
+        return _out(e.expand(A.shape).clone(), out, name="matmul")
     if n < 0:
         A, n = inv(A), -n
     result, base = None, A
@@ -577,7 +589,7 @@ def matrix_power(A, n: int, *, out=None) -> Tensor:
         n >>= 1
         if n:
             base = matmul(base, base)
-    return _out(result, out)
+    return _out(result, out, name="matmul")
 
 
 def matrix_rank(A, *, atol=None, rtol=None, hermitian=False, out=None) -> Tensor:
@@ -611,7 +623,7 @@ def multi_dot(tensors, *, out=None) -> Tensor:
         tensors[0] = first.view(1, -1)
     if last.ndim == 1:
         tensors[-1] = last.view(-1, 1)
-    return _out(_chain(tensors, _chain_order(tensors), 0, len(tensors) - 1).view(shape), out)
+    return _out(_chain(tensors, _chain_order(tensors), 0, len(tensors) - 1).view(shape), out, name="mm")
 
 
 def _chain_order(ms):

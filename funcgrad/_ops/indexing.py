@@ -16,6 +16,7 @@ import numpy as np
 from .._host import host_exact, host_scalar
 from .._tensor import _is_tracer, _wrap_dim
 from ._registry import Tensor, apply, defop, export, inplace_method
+from ._registry import same_dtype
 from ._registry import write_out as _out
 from .shape import nonzero
 
@@ -66,6 +67,12 @@ def _take_along_fn(x, i, dim):
 _take_along = defop("take_along_dim", _take_along_fn, "GatherBackward0", diff=(0,), linear=True)
 
 
+def _same_scalar_type(name):
+    def check(r, o):
+        return None if r.dtype is o.dtype else f"{name}(): self and result must have the same scalar type"
+    return check
+
+
 @export("index_select")
 def index_select(input, dim, index, *, out=None) -> Tensor:
     """Entries of ``input`` along ``dim`` at the 1-D ``index`` (``IndexSelectBackward0``).
@@ -91,7 +98,7 @@ def index_select(input, dim, index, *, out=None) -> Tensor:
             raise RuntimeError(f"INDICES element is out of DATA bounds, id={bad} axis_dim={size}")
     x = input if input.ndim else input.reshape(1)
     r = apply(_index_select, x, index.reshape(-1), dim=d)
-    return _out(r if input.ndim else r.reshape(()), out)
+    return _out(r if input.ndim else r.reshape(()), out, check=_same_scalar_type("index_select"))
 
 
 @export("take")
@@ -109,14 +116,14 @@ def take_along_dim(input, indices, dim=None, *, out=None) -> Tensor:
     _check_index_dtype(indices, "take_along_dim")
     if dim is None:
         _bounds(indices, input.numel(), 0, "take")
-        return _out(apply(_take_along, input, indices, dim=None), out)
+        return _out(apply(_take_along, input, indices, dim=None), out, "gather", same_dtype)
     d = _wrap_dim(dim, input.ndim)
     if input.ndim != indices.ndim:
         raise RuntimeError(f"torch.take_along_dim(): input and indices should have the same number of "
                            f"dimensions, but got {input.ndim} dimensions for input, and {indices.ndim} "
                            f"dimensions for indices")
     _bounds(indices, input.shape[d], d)
-    return _out(apply(_take_along, input, indices, dim=d), out)
+    return _out(apply(_take_along, input, indices, dim=d), out, "gather", same_dtype)
 
 
 # ================================ gather / scatter ============================================
@@ -282,7 +289,7 @@ def gather(input, dim, index, *, sparse_grad=False, out=None) -> Tensor:
     _check_index_dtype(index, "gather")
     d = _wrap_dim(dim, input.ndim)
     _check_gather_shapes(input, index, d, "gather")
-    return _out(apply(_gather, input, index, dim=d), out)
+    return _out(apply(_gather, input, index, dim=d), out, check=same_dtype)
 
 
 @export("scatter")
@@ -463,7 +470,7 @@ def masked_select(input, mask, *, out=None) -> Tensor:
     shape = tuple(np.broadcast_shapes(tuple(input.shape), tuple(mask.shape)))
     m = np.broadcast_to(np.asarray(mask._concrete("masked_select()")), shape)
     idx = jnp.asarray(np.flatnonzero(m))
-    return _out(apply(_masked_select, input, idx, shape=shape), out)
+    return _out(apply(_masked_select, input, idx, shape=shape), out, check=_same_scalar_type("masked_select"))
 
 
 # ================================ data-dependent, not differentiable ==========================

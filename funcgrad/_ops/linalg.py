@@ -191,7 +191,7 @@ def outer(input, vec2, *, out=None) -> Tensor:
     if input.ndim != 1 or vec2.ndim != 1:
         bad, n = ("self", input.ndim) if input.ndim != 1 else ("vec2", vec2.ndim)
         raise RuntimeError(f"outer: Expected 1-D argument {bad}, but got {n}-D")
-    return _out(apply(_outer, input, vec2), out)
+    return _out(apply(_outer, input, vec2), out, name="mul")
 
 
 def _add_product(kind, input, a, b, beta, alpha, out):
@@ -380,6 +380,13 @@ _tensordot = defop("tensordot", lambda a, b, axes: jnp.tensordot(a, b, axes), "V
 _kron = defop("kron", jnp.kron, "UnsafeViewBackward0", promote="binary")
 
 
+def _tensordot_out(r, o):
+    if r.dtype is not o.dtype:
+        return (f"tensordot: Expected the output tensor to have dtype {_scalar_type_name(r.dtype)}, but got "
+                f"an output tensor with dtype {_scalar_type_name(o.dtype)}")
+    return None
+
+
 @export("tensordot", method=False)
 def tensordot(a, b, dims=2, out=None) -> Tensor:
     """Contract ``dims`` trailing dims of ``a`` with leading dims of ``b`` (or explicit lists)."""
@@ -396,13 +403,13 @@ def tensordot(a, b, dims=2, out=None) -> Tensor:
         if len(da) != len(db):
             raise RuntimeError("both dimension lists should have same length")
         axes = (tuple(d % max(a.ndim, 1) for d in da), tuple(d % max(b.ndim, 1) for d in db))
-    return _out(apply(_tensordot, a, b, axes=axes), out)
+    return _out(apply(_tensordot, a, b, axes=axes), out, refuse_grad=False, check=_tensordot_out)
 
 
 @export("kron")
 def kron(input, other, *, out=None) -> Tensor:
     """Kronecker product (``UnsafeViewBackward0``)."""
-    return _out(apply(_kron, input, other), out)
+    return _out(apply(_kron, input, other), out, name="mul")
 
 
 # ================================ triangles and diagonals ======================================
@@ -423,7 +430,7 @@ def tril(input, diagonal=0, *, out=None) -> Tensor:
     """
     if input.ndim < 2:
         raise RuntimeError("tril: input tensor must have at least 2 dimensions")
-    return _out(apply(_tril, input, k=int(diagonal)), out)
+    return _out(apply(_tril, input, k=int(diagonal)), out, check=same_dtype)
 
 
 @export("triu")
@@ -431,7 +438,7 @@ def triu(input, diagonal=0, *, out=None) -> Tensor:
     """Upper triangle of the last two dims."""
     if input.ndim < 2:
         raise RuntimeError("triu: input tensor must have at least 2 dimensions")
-    return _out(apply(_triu, input, k=int(diagonal)), out)
+    return _out(apply(_triu, input, k=int(diagonal)), out, check=same_dtype)
 
 
 inplace_method("tril_", tril)
@@ -479,10 +486,10 @@ def diag_embed(input, offset=0, dim1=-2, dim2=-1) -> Tensor:
 def diag(input, diagonal=0, *, out=None) -> Tensor:
     """1-D input: a square matrix with it on a diagonal; 2-D input: a diagonal as a copy."""
     if input.ndim == 1:
-        return _out(diag_embed(input, diagonal, 0, 1), out)
+        return _out(diag_embed(input, diagonal, 0, 1), out, refuse_grad=False, check=same_dtype)
     if input.ndim != 2:
         raise RuntimeError(f"diag(): Supports 1D or 2D tensors. Got {input.ndim}D")
-    return _out(apply(_diag_copy, input, k=int(diagonal)), out)
+    return _out(apply(_diag_copy, input, k=int(diagonal)), out, refuse_grad=False, check=same_dtype)
 
 
 @export("trace")

@@ -91,7 +91,8 @@ def solve_triangular(A, B, *, upper: bool, left: bool = True, unitriangular: boo
                            f"{'AX = B' if left else 'XA = B'} ({A.shape[-2]}x{A.shape[-1]} and "
                            f"{B.shape[-2]}x{B.shape[-1]})")
     _float_input(A, "linalg.solve_triangular")
-    return _out(apply(_solve_triangular, A, B, upper=bool(upper), left=bool(left), unit=bool(unitriangular)), out)
+    r = apply(_solve_triangular, A, B, upper=bool(upper), left=bool(left), unit=bool(unitriangular))
+    return _out(r, out, "linalg_solve_triangular")
 
 
 # ================================ inv_ex / cholesky_ex ===========================================
@@ -230,12 +231,12 @@ def cond(A, p=None, *, out=None) -> Tensor:
         s = svdvals(A)
         smax, smin = s.narrow(-1, 0, 1), s.narrow(-1, s.shape[-1] - 1, 1)
         r = smin / smax if ord_ == -2 else smax / smin
-        return _out(r.squeeze(-1), out)
+        return _out(r.squeeze(-1), out, refuse_grad=False)
     _square(A, f"linalg.cond(ord={ord_ if isinstance(ord_, str) else int(ord_) if math.isfinite(ord_) else ord_})")
     res = inv_ex(A)
     inverse = res.inverse.masked_fill(res.info.unsqueeze(-1).unsqueeze(-1) > 0, math.inf)
     r = matrix_norm(A, ord_) * matrix_norm(inverse, ord_)
-    return _out(r.nan_to_num_(math.inf, math.inf, -math.inf), out)
+    return _out(r.nan_to_num_(math.inf, math.inf, -math.inf), out, refuse_grad=False)
 
 
 def vander(x, *, N=None) -> Tensor:
@@ -269,7 +270,7 @@ def tensorinv(A, ind: int = 2, *, out=None) -> Tensor:
         raise RuntimeError(f"Expected self to satisfy the requirement prod(self.shape[ind:]) == "
                            f"prod(self.shape[:ind]), but got {int(np.prod(tail))} != {rows}")
     r = inv(A.reshape(rows, -1))
-    return _out(apply(_reshape_alias, r, shape=tail + head), out)
+    return _out(apply(_reshape_alias, r, shape=tail + head), out, refuse_grad=False)
 
 
 # PyTorch's C++ composites reshape a contiguous result with ``_reshape_alias``
@@ -329,4 +330,4 @@ def householder_product(A, tau, *, out=None) -> Tensor:
     if tau.dtype is not A.dtype:
         raise RuntimeError(f"{f}: tau dtype {_scalar_type_name(tau.dtype)} does not match input dtype "
                            f"{_scalar_type_name(A.dtype)}")
-    return _out(apply(_householder, A, tau), out)
+    return _out(apply(_householder, A, tau), out, name="linalg_householder_product")

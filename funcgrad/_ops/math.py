@@ -468,7 +468,7 @@ def heaviside(input: Tensor, values: Tensor, *, out=None) -> Tensor:
     """Step function: 0 for ``input < 0``, ``values`` at 0, 1 above; not differentiable."""
     if isinstance(values, Tensor) and values.dtype is not input.dtype:
         raise RuntimeError("heaviside is not yet implemented for tensors with different dtypes.")
-    return _out(apply(_heaviside, input, values), out)
+    return _out(apply(_heaviside, input, values), out, refuse_grad=False)
 
 
 @export("clamp_min")
@@ -557,6 +557,13 @@ def _nan_to_num(x, *, nan, posinf, neginf):
 _nan_to_num_op = defop("nan_to_num", _nan_to_num, "NanToNumBackward0")
 
 
+def _nan_to_num_out(r, o):
+    if r.dtype is not o.dtype:
+        return (f"nan_to_num: dtype of out: {_scalar_type_name(o.dtype)} should be same as input: "
+                f"{_scalar_type_name(r.dtype)}")
+    return None
+
+
 @export("nan_to_num")
 def nan_to_num(input: Tensor, nan: float = 0.0, posinf: float | None = None,
                neginf: float | None = None, *, out=None) -> Tensor:
@@ -569,7 +576,7 @@ def nan_to_num(input: Tensor, nan: float = 0.0, posinf: float | None = None,
     """
     return _out(apply(_nan_to_num_op, input, nan=float(nan),
                       posinf=None if posinf is None else float(posinf),
-                      neginf=None if neginf is None else float(neginf)), out)
+                      neginf=None if neginf is None else float(neginf)), out, check=_nan_to_num_out)
 
 
 for _n, _f in [("lerp_", lerp), ("addcmul_", addcmul), ("addcdiv_", addcdiv),

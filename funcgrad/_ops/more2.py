@@ -564,7 +564,7 @@ def _quantile_frontend(name, ignore_nan):
             d = None
         r = apply(_quantile, input, qt, dim=d, keepdim=bool(keepdim), mode=interpolation,
                   ignore_nan=ignore_nan)
-        return _out(r, out, name, _quantile_dtype)
+        return _out(r, out, name, _quantile_dtype, refuse_grad=False)
     f.__name__ = f.__qualname__ = name
     f.__doc__ = (f"The ``q``-th quantiles of ``input`` along ``dim`` (flattened when None), "
                  f"{'ignoring nan' if ignore_nan else 'nan where a slice has nan'}; ``interpolation`` "

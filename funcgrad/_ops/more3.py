@@ -154,7 +154,7 @@ def chain_matmul(*matrices, out=None) -> Tensor:
         if m.ndim != 2:
             raise RuntimeError(f"Tensor dimension is {m.ndim}, expected 2 instead.")
     r = matrices[0].clone() if len(matrices) == 1 else multi_dot(matrices)
-    return _out(r, out)
+    return _out(r, out, name="mm")
 
 
 _warned = [False]

@@ -11,6 +11,7 @@ from .._dispatch import binary_caller
 from .._dtype import float64
 from .._factories import from_numpy, tensor
 from .._host import host_exact
+from .._tensor import _scalar_type_name
 from ._registry import Tensor, apply, defop, export, inplace_method, operand
 from ._registry import any_dtype, cast_dtype
 from ._registry import write_out as _out
@@ -370,7 +371,8 @@ def div(input, other, *, rounding_mode=None, out=None) -> Tensor:
 
 @export("floor_divide")
 def floor_divide(input, other, *, out=None) -> Tensor:
-    return div(input, other, rounding_mode="floor", out=out)
+    # (PyTorch's floor_divide.out has no derivative: out= takes an input requiring grad)
+    return _out(div(input, other, rounding_mode="floor"), out, refuse_grad=False)
 
 
 @export("remainder")
@@ -663,6 +665,12 @@ def _where_host(c, x, y):
 _where = defop("where", jnp.where, "WhereBackward0", promote="binary", diff=(1, 2), host=_where_host)
 
 
+def _where_out(r, o):
+    if r.dtype is not o.dtype:
+        return f"Expected out type to be {_scalar_type_name(r.dtype)} but got {_scalar_type_name(o.dtype)}"
+    return None
+
+
 @export("where")
 def where(condition, input=None, other=None, *, out=None):
     """``where(cond, x, y)`` picks from x where cond else y; ``where(cond)`` is ``nonzero(as_tuple=True)``."""
@@ -673,7 +681,7 @@ def where(condition, input=None, other=None, *, out=None):
                            f"with dtype {condition.dtype.name.capitalize()}")
     if not isinstance(input, Tensor) and not isinstance(other, Tensor):
         input = tensor(input)
-    return _out(apply(_where, condition, input, other), out)
+    return _out(apply(_where, condition, input, other), out, check=_where_out)
 
 
 def _tensor_where(self, condition, y):

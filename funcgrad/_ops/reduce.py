@@ -397,6 +397,9 @@ def prod(input: Tensor, dim: int | None = DIM, keepdim: bool = False, *, dtype=N
     >>> funcgrad.tensor([[1, 2], [3, 4]]).prod(-1)
     tensor([ 2, 12])
     """
+    _check_out_grad(out, "prod", input)
+    if dtype is None and out is not None:  # (PyTorch's computes in out's dtype)
+        dtype = out.dtype
     dt = None if dtype is None else to_dtype(dtype).np
     if dim is DIM:  # (None given is no int dim: the parser's TypeError, from _one_dim)
         return _out(apply(_prod0, input, dim=None, keepdim=False, dtype=dt), out)
@@ -591,16 +594,26 @@ def _truth_dims(dim, ndim):
     return dims if ndim else None  # (checked on a 0-d input too, then over no axis)
 
 
+def _truth_out(name):
+    def check(r, o):  # any/all write bool or uint8
+        if o.dtype.name not in ("bool", "uint8"):
+            return f"{name} only supports bool tensor for result, got: {_scalar_type_name(o.dtype)}"
+        return None
+    return check
+
+
 @export("any")
 def any(input: Tensor, dim=None, keepdim: bool = False, *, out=None) -> Tensor:
     """True if any element (over ``dim``) is nonzero; bool result (uint8 for uint8 input)."""
-    return _out(apply(_any, input, dim=_truth_dims(dim, input.ndim), keepdim=bool(keepdim)), out)
+    return _out(apply(_any, input, dim=_truth_dims(dim, input.ndim), keepdim=bool(keepdim)), out,
+                check=_truth_out("any"))
 
 
 @export("all")
 def all(input: Tensor, dim=None, keepdim: bool = False, *, out=None) -> Tensor:
     """True if every element (over ``dim``) is nonzero."""
-    return _out(apply(_all, input, dim=_truth_dims(dim, input.ndim), keepdim=bool(keepdim)), out)
+    return _out(apply(_all, input, dim=_truth_dims(dim, input.ndim), keepdim=bool(keepdim)), out,
+                check=_truth_out("all"))
 
 
 @export("count_nonzero")
@@ -836,7 +849,13 @@ def cumprod(input: Tensor, dim: int, *, dtype=None, out=None) -> Tensor:
 @export("logcumsumexp")
 def logcumsumexp(input: Tensor, dim: int, *, out=None) -> Tensor:
     """``log(cumsum(exp(input)))`` computed stably."""
-    return _out(apply(_logcumsumexp, input, dim=_wrap_dim(dim, input.ndim)), out)
+    return _out(apply(_logcumsumexp, input, dim=_wrap_dim(dim, input.ndim)), out, check=_same_scalar_type)
+
+
+def _same_scalar_type(r, o):  # logcumsumexp's out= check
+    if r.dtype is not o.dtype:
+        return f"expected scalar_type {_scalar_type_name(r.dtype)} but found {_scalar_type_name(o.dtype)}"
+    return None
 
 
 def _scan_inplace(f):

@@ -148,7 +148,7 @@ def argsort(input: Tensor, dim: int = -1, descending: bool = False, *, stable: b
 @export("msort")
 def msort(input: Tensor, *, out=None) -> Tensor:
     """Sorted along the first dimension (values only)."""
-    return _out(sort(input, 0).values, out)
+    return _out(sort(input, 0).values, out, name="sort")
 
 
 @export("topk")

@@ -19,6 +19,7 @@ import jax.scipy.special as jsp
 from .._factories import tensor
 from .._tensor import _scalar_type_name
 from ._registry import Tensor, apply, defop, export, inplace_method
+from ._registry import check_out_grad
 from ._registry import write_out as _out
 
 
@@ -222,14 +223,15 @@ def xlog1py(input, other, *, out=None) -> Tensor:
     if not isinstance(input, Tensor) and not isinstance(other, Tensor):
         input = _as_tensor(input)
     if not isinstance(input, Tensor):
-        return _out(apply(_xlog1py_self, input, other), out)
+        return _out(apply(_xlog1py_self, input, other), out, name="special_xlog1py")
     if not isinstance(other, Tensor):
-        return _out(apply(_xlog1py_other, input, other), out)
-    return _out(apply(_xlog1py_t, input, other), out)
+        return _out(apply(_xlog1py_other, input, other), out, name="special_xlog1py")
+    return _out(apply(_xlog1py_t, input, other), out, name="special_xlog1py")
 
 
 def zeta(input, other, *, out=None) -> Tensor:
     """Hurwitz zeta ``sum_k (k + other) ** -input``; differentiable in ``other`` only, as PyTorch."""
+    check_out_grad(out, "special_zeta", input, other)  # (PyTorch's out= refuses an input requiring grad too)
     if not isinstance(input, Tensor) and not isinstance(other, Tensor):
         input = _as_tensor(input)
     if not isinstance(input, Tensor):

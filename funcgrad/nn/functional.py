@@ -352,7 +352,7 @@ def normalize(input: Tensor, p: float = 2.0, dim: int = 1, eps: float = 1e-12, o
     tensor([[0.6000, 0.8000]])
     """
     r = _nn.apply(_nn._normalize_op, input, p=float(p), dim=dim % max(input.ndim, 1), eps=float(eps))
-    return write_out(r, out)
+    return write_out(r, out, "div")
 
 
 def cosine_similarity(x1: Tensor, x2: Tensor, dim: int = 1, eps: float = 1e-8) -> Tensor:
