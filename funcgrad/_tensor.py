@@ -81,6 +81,7 @@ LEAF_FLAG_MSG = "you can only change requires_grad flags of leaf variables."
 LEAF_FLAG_HINT = (" If you want to use a computed variable in a subgraph that doesn't require "
                   "differentiation use var_no_grad = var.detach().")
 LEAF_INPLACE_MSG = "a leaf Variable that requires grad is being used in an in-place operation."
+NUMPY_GRAD_MSG = "Can't call numpy() on Tensor that requires grad. Use tensor.detach().numpy() instead."
 INFERENCE_INPLACE_MSG = (
     "Inplace update to inference tensor outside InferenceMode is not allowed.You can make a clone "
     "to get a normal tensor before doing inplace update.See https://github.com/pytorch/rfcs/pull/17 "
@@ -606,11 +607,12 @@ class Tensor:
 
     def numpy(self, *, force: bool = False) -> np.ndarray:
         if self._requires_grad and not force:
-            raise RuntimeError("Can't call numpy() on Tensor that requires grad. Use "
-                               "tensor.detach().numpy() instead.")
+            raise RuntimeError(NUMPY_GRAD_MSG)
         return _above.numpy_of(self)  # shares memory on CPU, as PyTorch's (funcgrad/_numpy_share.py)
 
     def __array__(self, dtype=None, copy=None):
+        if self._requires_grad:  # (PyTorch's is self.numpy(): np.asarray(t), np.exp(t), t + array refuse)
+            raise RuntimeError(NUMPY_GRAD_MSG)
         a = np.asarray(self._concrete("__array__"))
         return a.astype(dtype) if dtype is not None else a
 

@@ -44,6 +44,9 @@ ROWS = [
     # NumPy numbers on either side
     "np.float64(2.0) + t", "np.int64(2) - t", "np.float32(2.0) * t", "np.float64(2.0) ** t",
     "np.float64(2.0) < t", "np.int64(2) < t", "t < np.int64(2)", "t.eq(np.int64(1))",
+    # a Tensor requiring grad is no array (PyTorch's __array__ is numpy()'s: its RuntimeError)
+    "np.asarray(tg)", "np.array(tg)", "tg.__array__()", "tg.__array__(np.float64)", "tg.__array__(dtype=np.int64)",
+    "np.exp(tg)", "np.add(tg, 1)", "tg + np.ones(2)", "tg * np.ones(2)", "np.asarray(tg.detach())",
 ]
 
 
