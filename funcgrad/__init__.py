@@ -57,8 +57,10 @@ from ._ops.pointwise import (abs as abs, absolute as absolute, add as add, bitwi
                              bitwise_not as bitwise_not, bitwise_or as bitwise_or,
                              bitwise_xor as bitwise_xor, clamp as clamp, cos as cos, div as div,
                              eq as eq, exp as exp, float_power as float_power,
-                             floor_divide as floor_divide, ge as ge, gt as gt, le as le, log as log,
-                             lt as lt, maximum as maximum, minimum as minimum, mul as mul, ne as ne,
+                             floor_divide as floor_divide, ge as ge, greater as greater,
+                             greater_equal as greater_equal, gt as gt, le as le, less as less,
+                             less_equal as less_equal, log as log, lt as lt, maximum as maximum,
+                             minimum as minimum, mul as mul, ne as ne, not_equal as not_equal,
                              neg as neg, negative as negative, pow as pow, relu as relu,
                              remainder as remainder, rsub as rsub, sigmoid as sigmoid, sin as sin,
                              sqrt as sqrt, sub as sub, tanh as tanh, where as where)
@@ -138,7 +140,6 @@ divide = true_divide = div
 multiply = mul
 subtract = sub
 swapaxes = swapdims = transpose
-greater, greater_equal, less, less_equal, not_equal = gt, ge, lt, le, ne
 
 float = float32  # noqa: A001  (torch.float)
 double = float64

@@ -47,11 +47,25 @@ ROWS = [
     # a Tensor requiring grad is no array (PyTorch's __array__ is numpy()'s: its RuntimeError)
     "np.asarray(tg)", "np.array(tg)", "tg.__array__()", "tg.__array__(np.float64)", "tg.__array__(dtype=np.int64)",
     "np.exp(tg)", "np.add(tg, 1)", "tg + np.ones(2)", "tg * np.ones(2)", "np.asarray(tg.detach())",
+    # a comparison's or bitwise op's function or method takes no array (nor list, str, None): the parser's
+    # TypeError; its operator declines (Python's TypeError)
+    "t.eq(np.ones(2))", "t.ne(np.ones(2))", "t.not_equal(np.ones(2))", "t.lt(np.ones(2))",
+    "t.greater(np.ones(2))",
+    "funcgrad.eq(t, np.ones(2))", "funcgrad.greater(t, np.ones(2))", "funcgrad.less_equal(t, [1.0, 2.0])",
+    "t.eq(other=np.ones(2))", "t.eq(x2=t)", "t.le('a')", "t.eq(None)", "t.eq([1.0, 2.0])",
+    "t.eq(np.float64(1.0))",
+    "tb.bitwise_and(np.ones(2, bool))", "funcgrad.bitwise_or(tb, np.ones(2, bool))", "t.bitwise_xor('a')",
+    "t < 'a'", "tb & 'a'", "tb.logical_and(np.ones(2, bool))", "t.add(np.ones(2))",
+    # a NumPy bool is a double Scalar to a bitwise op (its kernel's NotImplementedError)
+    "tb & np.bool_(True)", "tb | np.bool_(False)", "tb ^ np.bool_(True)", "np.bool_(True) & tb",
+    "tb.bitwise_and(np.bool_(True))", "funcgrad.bitwise_or(tb, np.bool_(True))", "ti & np.bool_(True)",
+    "tb & True", "tb == np.bool_(True)",
 ]
 
 
 def _env(L):
-    return {"np": np, "t": L.tensor([1.0, 2.0]), "ti": L.tensor([1, 2]), "tb": L.tensor([True, False]),
+    return {"np": np, "funcgrad": L,
+            "t": L.tensor([1.0, 2.0]), "ti": L.tensor([1, 2]), "tb": L.tensor([True, False]),
             "s": L.tensor(3.0), "tg": L.tensor([1.0, 2.0], requires_grad=True)}
 
 

@@ -90,6 +90,13 @@ SCHEMAS: dict[str, tuple] = {
     "argsort": ("Tensor input, *, bool stable, int dim=-1, bool descending=False, Tensor out=None",
                 "Tensor input, int dim=-1, bool descending=False"),
 }
+# the comparisons (and their aliases) and the bitwise ops: a Tensor or a Number other
+for _n in ("eq", "ne", "not_equal", "lt", "less", "le", "less_equal", "gt", "greater", "ge", "greater_equal"):
+    SCHEMAS[_n] = ("Tensor input, Tensor other, *, Tensor out=None",
+                   "Tensor input, Scalar other, *, Tensor out=None")
+for _n in ("bitwise_and", "bitwise_or", "bitwise_xor"):  # (the Number self overload: the function's only)
+    SCHEMAS[_n] = ("Tensor input, Tensor other, *, Tensor out=None", "Scalar self, Tensor other",
+                   "Tensor input, Scalar other, *, Tensor out=None")
 
 _TYPE_NAMES = {"Tensor": "Tensor", "bool": "bool", "int": "int", "int[]": "tuple of ints", "float": "float",
                "Scalar": "Number", "dtype": "funcgrad.dtype", "str": "str", "Tensor[]": "tuple of Tensors"}
@@ -139,8 +146,10 @@ class _Signature:
 
 @functools.cache
 def signatures(name: str, method: bool) -> tuple:
-    """The overloads of ``name`` (``SCHEMAS``) as its function or its Tensor method."""
-    return tuple(_Signature(name, s, method) for s in SCHEMAS[name])
+    """The overloads of ``name`` (``SCHEMAS``) as its function or its Tensor method (which has none
+    whose first argument is not a Tensor)."""
+    return tuple(_Signature(name, s, method) for s in SCHEMAS[name]
+                 if not (method and not s.startswith("Tensor")))
 
 
 # ---- the parser's type checks ---------------------------------------------------------------------

@@ -88,7 +88,7 @@ def _require_tensors(f, name: str, params: tuple, method: bool):
             v = args[i] if i < len(args) else kwargs.get(p, _MISSING)
             if not isinstance(v, Tensor) and v is not _MISSING:
                 raise TypeError(f"{name}(): argument '{p}'{_at(i, args, method)} must be Tensor, not "
-                                f"{type(v).__name__}")
+                                f"{_parser.type_name(v)}")
         return f(*args, **kwargs)
     return g
 
@@ -126,7 +126,7 @@ def _take_operands(f, name: str, params: tuple, method: bool):
                 w = operand(v)
                 if w is NotImplemented:
                     raise TypeError(f"{name}(): argument '{p}'{at} must be Tensor, not "
-                                    f"{type(v).__name__}") from None
+                                    f"{_parser.type_name(v)}") from None
                 if w is not v:  # a NumPy number: the call again with its Python number
                     fixed = True
                     if i < len(args):
