@@ -125,6 +125,19 @@ ROWS = list(dict.fromkeys([r for template, ops in SPEC for op in ops for r in _e
     "t.linalg.matrix_norm(x, 'fro', (0, 1, 0))", "t.linalg.matrix_norm(x, 'fro', (0, 1, 5))",
     "t.linalg.matrix_norm(x, 'fro', (0, -2))", "t.linalg.matrix_norm(x, 'nuc', (0,))",
     "t.linalg.matrix_norm(x, 'abc', (0, 1, 2))", "t.linalg.matrix_norm(x, 'fro', (0, True, 1))",
+    # axis= outside the reductions: every native op's dim takes it (not nn.functional's Python softmax),
+    # keepdims= none without a keepdim; a dim of None is the parser's TypeError
+    "t.cumsum(x, axis=1)", "x.cumsum(axis=1)", "t.cumprod(x, axis=1)", "x.cumprod(axis=1)",
+    "t.softmax(x, axis=1)", "x.softmax(axis=1)", "t.log_softmax(x, axis=1)", "x.log_softmax(axis=1)",
+    "t.nn.functional.softmax(x, axis=1)", "t.cat([x, x], axis=1)", "t.concat([x, x], axis=1)",
+    "t.concatenate([x, x], axis=1)", "t.stack([x, v[:3].expand(2, 3)], axis=1)", "t.squeeze(x[:1], axis=0)",
+    "x[:1].squeeze(axis=0)", "x.squeeze(axis=(0,))", "t.unsqueeze(x, axis=0)", "x.unsqueeze(axis=0)",
+    "t.topk(x, 1, axis=1)", "x.topk(1, axis=1)", "x.argmin(axis=0, keepdims=True)",
+    "t.logcumsumexp(x, axis=1)", "t.cummax(x, axis=1)", "t.movedim(x, axis=0)",
+    "t.moveaxis(x, source=0, destination=1)", "t.cumsum(x, None)", "x.cumsum(None)", "t.cumsum(x, dim=None)",
+    "t.cumprod(x, None)", "t.softmax(x, 1, keepdims=True)", "x.cumsum(axis=1, keepdims=True)",
+    "t.cumsum(x, 1, axis=1)", "t.cat([x, x], 1, axis=1)", "t.cumsum(x, 'a')",
+    "x.squeeze('a', 'b')", "x.topk(1, 1, True, True, True)",
 ]
 
 

@@ -90,6 +90,23 @@ SCHEMAS: dict[str, tuple] = {
     "argsort": ("Tensor input, *, bool stable, int dim=-1, bool descending=False, Tensor out=None",
                 "Tensor input, int dim=-1, bool descending=False"),
 }
+# ops with a dim outside the reductions (the parser takes axis= for it, as for every dim)
+_CUM = "Tensor input, int dim, *, dtype? dtype=None, Tensor out=None"
+SCHEMAS.update({
+    "cumsum": (_CUM,), "cumprod": (_CUM,), "logcumsumexp": ("Tensor input, int dim, *, Tensor out=None",),
+    "cummax": ("Tensor input, int dim, *, Tensor[] out=None",),
+    "cummin": ("Tensor input, int dim, *, Tensor[] out=None",),
+    "softmax": ("Tensor input, int dim, dtype? dtype=None, *, Tensor out=None",),
+    "log_softmax": ("Tensor input, int dim, dtype? dtype=None, *, Tensor out=None",),
+    "squeeze": ("Tensor input", "Tensor input, int dim", "Tensor input, int[] dim"),
+    "unsqueeze": ("Tensor input, int dim",),
+    "topk": ("Tensor input, int k, int dim=-1, bool largest=True, bool sorted=True, *, Tensor[] out=None",),
+    **{n: ("Tensor[] tensors, int dim=0, *, Tensor out=None",)
+       for n in ("cat", "concat", "concatenate", "stack")},
+    # (no axis= for movedim: its dims are named otherwise; the parser's error for it)
+    **{n: ("Tensor input, int source, int destination", "Tensor input, int[] source, int[] destination")
+       for n in ("movedim", "moveaxis")},
+})
 # the comparisons (and their aliases) and the bitwise ops: a Tensor or a Number other
 for _n in ("eq", "ne", "not_equal", "lt", "less", "le", "less_equal", "gt", "greater", "ge", "greater_equal"):
     SCHEMAS[_n] = ("Tensor input, Tensor other, *, Tensor out=None",
