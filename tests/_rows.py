@@ -9,8 +9,10 @@ live with PyTorch where it is installed. A refused call must leave its inputs as
 from __future__ import annotations
 
 import functools
+import inspect
 import json
 import pathlib
+import pydoc
 
 try:
     import torch
@@ -37,6 +39,16 @@ def run(L, expr, env, describe):
     except Exception as e:  # noqa: BLE001 (the row's outcome)
         return [type(e).__name__, str(e).replace("torch.", "funcgrad.")], _state(L, env) == before
     return ["ok", *describe(r, env)], True
+
+
+def shown_signatures(name: str):
+    """``inspect.signature`` of ``funcgrad.<name>`` and ``Tensor.<name>``, each checked to show no
+    sentinel object (``object at``) there or in ``help()``: a frontend telling a left-out argument
+    apart from the same value given shows PyTorch's default."""
+    for f in (getattr(funcgrad, name), getattr(funcgrad.Tensor, name)):
+        sig = inspect.signature(f)
+        assert "object at" not in str(sig) + pydoc.render_doc(f, renderer=pydoc.plaintext), sig
+        yield sig
 
 
 class Recorded:
