@@ -51,6 +51,9 @@ ROWS = [
     "t.linalg.vector_norm(xd, out=ol[0])", "t.linalg.matrix_norm(xd, out=ol[0])",
     "t.linalg.det(xd[:, :2], out=ol[0])",
     "t.outer(xd[0], xd[0], out=ol)",
+    "t.cat([xd, xd], out=ol)", "t.stack([xd, xd], out=t.zeros(2, 2, 3, dtype=t.long))",
+    "t.cat([ol, ol], out=o3)",
+    "t.cat([xd, xd], 1, out=t.zeros(2, 6, dtype=t.bool))",
     # amax/amin take out=
     "t.amax(xd, 1, out=o)", "t.amax(xd, 1, out=o3)", "t.amin(xd, 0, True, out=o3)",
     "t.amax(xd, 1, out=ol)", "t.amin(xd, 1, out=t.zeros(2, dtype=t.float64))", "t.amax(x, 1, out=o)",

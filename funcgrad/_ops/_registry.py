@@ -257,8 +257,8 @@ def write_out(r, out, name: str | None = None, check=cast_dtype, refuse_grad: bo
         raise out_grad_error(name or sys._getframe(1).f_code.co_name)
     for (o, v), c in zip(pairs, check if isinstance(check, tuple) else (check,) * len(pairs), strict=True):
         msg = c(v, o)
-        if msg is not None:
-            raise RuntimeError(msg)
+        if msg is not None:  # (a message: PyTorch's RuntimeError; else its own exception)
+            raise msg if isinstance(msg, Exception) else RuntimeError(msg)
     for o, v in pairs:
         if o.shape != v.shape and o._viewinfo is None:
             if o.numel():

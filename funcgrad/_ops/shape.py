@@ -13,7 +13,7 @@ from .._host import has_subnormal, host_exact
 from .._errors import TracedValueError
 from .._tensor import Size, _is_tracer, _scatter_fn, _wrap_dim
 from ._fanin import FanInOp
-from ._registry import OPS, Tensor, any_dtype, apply, defop, export, inplace_method, write_out
+from ._registry import OPS, Tensor, apply, defop, export, inplace_method, write_out
 
 
 def _shape_arg(shape):
@@ -378,6 +378,13 @@ _stack = _def_fanin("stack", lambda *xs, dim: jnp.stack(xs, axis=dim), "StackBac
                     merge=_cat, host=_fanin_host(np.stack))
 
 
+def _cat_out(r, o):  # cat's (and stack's, which is cat's) out= check: a TypeError
+    if "bifc".index(r.dtype._kind) > "bifc".index(o.dtype._kind):
+        return TypeError(f"funcgrad.cat(): input types can't be cast to the desired output type "
+                         f"{_tensor._scalar_type_name(o.dtype)}")
+    return None
+
+
 @export("cat", "concat", "concatenate", method=False)
 def cat(tensors, dim=0, *, out=None) -> Tensor:
     """Concatenate along an existing dim (1-D empty tensors are skipped, as in PyTorch)."""
@@ -398,7 +405,7 @@ def cat(tensors, dim=0, *, out=None) -> Tensor:
                 raise RuntimeError(f"Sizes of tensors must match except in dimension {d}. Expected size "
                                    f"{ref.shape[k]} but got size {t.shape[k]} for tensor number {i} in the list.")
     r = apply(_cat, *tensors, dim=d)
-    return write_out(r, out, check=any_dtype)  # (the dtype checked above, in PyTorch's words)
+    return write_out(r, out, check=_cat_out)
 
 
 @export("stack", method=False)
@@ -412,7 +419,7 @@ def stack(tensors, dim=0, *, out=None) -> Tensor:
             raise RuntimeError(f"stack expects each tensor to be equal size, but got "
                                f"{list(tensors[0].shape)} at entry 0 and {list(t.shape)} at entry {i}")
     r = apply(_stack, *tensors, dim=_wrap_dim(dim, tensors[0].ndim + 1))
-    return write_out(r, out, check=any_dtype)
+    return write_out(r, out, check=_cat_out)
 
 
 # ================================ indexing =======================================================
