@@ -285,8 +285,7 @@ def numpy_call(f, input, dim, keepdim, dtype, numpy):
     out, input = bound.pop("out", None), bound.pop("input", input)
     if out is None:
         return f(input, **bound)
-    if input.requires_grad and _grad_mode.is_grad_enabled():  # (before sum's dtype: no result needs grad)
-        raise out_grad_error(f.__name__)
+    check_out_grad(out, f.__name__, input)  # (before sum's dtype: no result needs grad)
     if f.__name__ == "sum" and bound.get("dtype") is None:  # PyTorch's sum computes in out's dtype
         bound["dtype"] = out.dtype
     return write_out(f(input, **bound), out, f.__name__)

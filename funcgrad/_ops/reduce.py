@@ -852,7 +852,7 @@ def logcumsumexp(input: Tensor, dim: int, *, out=None) -> Tensor:
     return _out(apply(_logcumsumexp, input, dim=_wrap_dim(dim, input.ndim)), out, check=_same_scalar_type)
 
 
-def _same_scalar_type(r, o):  # logcumsumexp's out= check
+def _same_scalar_type(r, o):  # logcumsumexp's, cummax's and cummin's out= check
     if r.dtype is not o.dtype:
         return f"expected scalar_type {_scalar_type_name(r.dtype)} but found {_scalar_type_name(o.dtype)}"
     return None

@@ -15,10 +15,10 @@ import functools
 import jax
 import jax.numpy as jnp
 
-from .. import _dtype, _grad_mode
+from .. import _dtype
 from .._tensor import _scalar_type_name, _wrap_dim
-from ._registry import DIM, Tensor, _Default, apply, defop, export, out_grad_error, same_dtype, write_out
-from .reduce import _one_dim, return_type
+from ._registry import DIM, Tensor, _Default, apply, check_out_grad, defop, export, same_dtype, write_out
+from .reduce import _one_dim, _same_scalar_type, return_type
 
 
 # out=: PyTorch's kernels check their outputs' dtypes exactly, each in its own words
@@ -55,12 +55,6 @@ def _mode_check(which):
                     f"'{_scalar_type_name(o.dtype)}' for {which} output")
         return None
     return check
-
-
-def _cum_check(r, o):
-    if r.dtype is not o.dtype:
-        return f"expected scalar_type {_scalar_type_name(r.dtype)} but found {_scalar_type_name(o.dtype)}"
-    return None
 
 
 def _sorted_idx(x, dim, descending):
@@ -140,8 +134,7 @@ def argsort(input: Tensor, dim: int = -1, descending: bool = False, *, stable: b
         raise TypeError("argsort(): out= is taken with stable= only")
     d = _one_dim(dim, input.ndim)
     r = apply(_argsort_op, input, dim=d, descending=bool(descending))
-    if out is not None and input.requires_grad and _grad_mode.is_grad_enabled():
-        raise out_grad_error("sort")  # (PyTorch's argsort.stable_out is sort's, whose values need grad)
+    check_out_grad(out, "sort", input)  # (PyTorch's argsort.stable_out is sort's, whose values need grad)
     return _out(r, out)
 
 
@@ -375,14 +368,14 @@ def cummax(input: Tensor, dim: int, *, out=None):
     tensor([0, 1, 1, 3])
     """
     d = _wrap_dim(dim, input.ndim)
-    return _out(cummax_result(*apply(_cummax_op, input, dim=d)), out, check=_cum_check)
+    return _out(cummax_result(*apply(_cummax_op, input, dim=d)), out, check=_same_scalar_type)
 
 
 @export("cummin")
 def cummin(input: Tensor, dim: int, *, out=None):
     """Running minimum along ``dim`` → ``(values, indices)``."""
     d = _wrap_dim(dim, input.ndim)
-    return _out(cummin_result(*apply(_cummin_op, input, dim=d)), out, check=_cum_check)
+    return _out(cummin_result(*apply(_cummin_op, input, dim=d)), out, check=_same_scalar_type)
 
 
 __all__ = ["sort", "argsort", "msort", "topk", "kthvalue", "median", "nanmedian", "mode",
