@@ -13,7 +13,7 @@ from .._host import has_subnormal, host_exact
 from .._errors import TracedValueError
 from .._tensor import Size, _is_tracer, _scatter_fn, _wrap_dim
 from ._fanin import FanInOp
-from ._registry import OPS, Tensor, apply, defop, export, inplace_method, write_out
+from ._registry import OPS, Tensor, apply, cast_dtype, defop, export, inplace_method, write_out
 
 
 def _shape_arg(shape):
@@ -378,8 +378,8 @@ _stack = _def_fanin("stack", lambda *xs, dim: jnp.stack(xs, axis=dim), "StackBac
                     merge=_cat, host=_fanin_host(np.stack))
 
 
-def _cat_out(r, o):  # cat's (and stack's, which is cat's) out= check: a TypeError
-    if "bifc".index(r.dtype._kind) > "bifc".index(o.dtype._kind):
+def _cat_out(r, o):  # cat's (and stack's, which is cat's) out= check: the cast check, a TypeError
+    if cast_dtype(r, o) is not None:
         return TypeError(f"funcgrad.cat(): input types can't be cast to the desired output type "
                          f"{_tensor._scalar_type_name(o.dtype)}")
     return None
