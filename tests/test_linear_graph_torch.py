@@ -30,8 +30,16 @@ CASES = {
     "transposed, no bias": ((4, 3, 5), True, True, False,
                             "UnsafeViewBackward0|MmBackward0|UnsafeViewBackward0|CloneBackward0|"
                             "TransposeBackward0|AccumulateGrad|TBackward0|AccumulateGrad"),
+    # a vector: one row of the flattened path (nn.Linear on a single sample)
+    "1d bias": ((5,), False, True, True,
+                "ViewBackward0|AddmmBackward0|AccumulateGrad|ViewBackward0|AccumulateGrad|TBackward0|"
+                "AccumulateGrad"),
+    "1d bias, frozen weight": ((5,), False, False, True,
+                               "ViewBackward0|AddmmBackward0|AccumulateGrad|ViewBackward0|AccumulateGrad"),
 }
-# Not yet PyTorch's: a non-contiguous input whose weight is frozen, which PyTorch's matmul does not
+# Not yet PyTorch's: a vector without bias (PyTorch's SqueezeBackward4 of an mm of the unsqueezed
+# vector; funcgrad's matmul node is one SqueezeBackward4 over the vector and weight.t()), and
+# a non-contiguous input whose weight is frozen, which PyTorch's matmul does not
 # fold (its bmm of expanded operands); funcgrad's generic matmul node stands for those nodes.
 
 
@@ -114,3 +122,61 @@ def test_nd_input_never_materialises_the_weights_transpose(bias):
         y = lin(x)
     ref = x.numpy() @ lin.weight.detach().numpy().T + (lin.bias.detach().numpy() if bias else 0)
     np.testing.assert_allclose(y.numpy(), ref, rtol=1e-5, atol=1e-6)
+
+
+# F.linear of a vector where PyTorch does not flatten it, recorded from PyTorch 2.13: (graph, value,
+# input grad, weight grad) of `linear(x, w, b)` (backward of (y*y).sum(), or of y for a scalar)
+VECTORS = {
+    "1-D weight": ("AddBackward0|DotBackward0|AccumulateGrad|TBackward0|AccumulateGrad|AccumulateGrad",
+                   5.0, [0.5, 0.5, 0.5, 0.5], [0.0, 1.0, 2.0, 3.0]),
+    "non-contiguous, bias": (None, [13.0, 13.0, 13.0], [[78.0, 0.0]] * 4, [[0.0, 52.0, 104.0, 156.0]] * 3),
+}
+
+
+def _vector_case(lib, label):
+    if label == "1-D weight":
+        x = lib.arange(4.0, requires_grad=True)
+        w = lib.full((4,), 0.5, requires_grad=True)
+        y = lib.nn.functional.linear(x, w, lib.tensor(2.0, requires_grad=True))
+        y.backward()
+        return y, x.grad, w.grad
+    base = lib.arange(8.0).reshape(4, 2).requires_grad_()
+    w = lib.ones(3, 4, requires_grad=True)
+    y = lib.nn.functional.linear(base.t()[0], w, lib.ones(3, requires_grad=True))
+    (y * y).sum().backward()
+    return y, base.grad, w.grad
+
+
+@pytest.mark.parametrize("label", VECTORS)
+def test_vector_input_as_pytorch(label):
+    graph, value, xgrad, wgrad = VECTORS[label]
+    y, xg, wg = _vector_case(funcgrad, label)
+    if graph is not None:
+        assert "|".join(_graph(y.grad_fn)) == graph
+    else:  # PyTorch adds the bias in place onto matmul's result
+        assert y.grad_fn.name() == "AddBackward0"
+    assert y.tolist() == value and xg.tolist() == xgrad and wg.tolist() == wgrad
+
+
+@pytest.mark.parametrize("args, msg", [
+    (((), (3, 4), None), "both arguments to linear need to be at least 1D, but they are 0D and 2D"),
+    (((), (3, 4), (3,)), "both arguments to linear need to be at least 1D, but they are 0D and 2D"),
+    (((5,), (3, 4), (3,)), "mat1 and mat2 shapes cannot be multiplied (1x5 and 4x3)"),
+    (((5,), (3, 4), None), "mat1 and mat2 shapes cannot be multiplied (1x5 and 4x3)"),
+])
+def test_vector_input_errors(args, msg):  # (PyTorch 2.13's messages)
+    x, w, b = (None if s is None else funcgrad.ones(*s) for s in args)
+    with pytest.raises(RuntimeError) as e:
+        F.linear(x, w, b)
+    assert str(e.value) == msg
+
+
+@pytest.mark.torch
+@pytest.mark.parametrize("label", VECTORS)
+def test_vector_rows_are_pytorchs(label):
+    torch = pytest.importorskip("torch")
+    y, xg, wg = _vector_case(torch, label)
+    graph, value, xgrad, wgrad = VECTORS[label]
+    if graph is not None:
+        assert "|".join(_graph(y.grad_fn)) == graph
+    assert y.tolist() == value and xg.tolist() == xgrad and wg.tolist() == wgrad

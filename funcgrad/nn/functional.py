@@ -39,7 +39,8 @@ def linear(input: Tensor, weight: Tensor, bias: Tensor | None = None) -> Tensor:
     """``input @ weight.T + bias`` as PyTorch's ``at::linear`` builds it: 2-D input with bias is
     ``AddmmBackward0``, without bias ``MmBackward0``; a contiguous input of more dimensions is
     flattened to 2-D first (``ViewBackward0`` of the addmm; without bias, matmul's fold:
-    ``UnsafeViewBackward0`` of the mm), so it gives the flattened input's bits.
+    ``UnsafeViewBackward0`` of the mm), so it gives the flattened input's bits; so is a vector (one
+    row: ``ViewBackward0`` of the addmm; without bias, ``SqueezeBackward4`` of the mm).
 
     >>> import funcgrad
     >>> import funcgrad.nn.functional as F
@@ -53,15 +54,21 @@ def linear(input: Tensor, weight: Tensor, bias: Tensor | None = None) -> Tensor:
         return out  # the same graph, no transposed weight copy (operands of one dtype only)
     if bias is not None:  # addmm's dtype checks (PyTorch does not promote); without bias, mm's
         _check_addmm_dtypes(bias, input, weight)
-    if nd == 0 and bias is not None:
-        raise RuntimeError("both arguments to linear need to be at least 1D, but they are 0D and 2D")
-    if nd < 3 or weight.ndim != 2 or input.shape[-1] != weight.shape[1]:
+    if nd == 0 or weight.ndim == 0:
+        raise RuntimeError(f"both arguments to linear need to be at least 1D, but they are {nd}D and "
+                           f"{weight.ndim}D")
+    if nd == 1 and weight.ndim != 2:  # a dot (or matmul's error), the bias added in place
+        out = _matmul(input, weight.t())
+        return out if bias is None else out.add_(bias)
+    if nd == 2 or weight.ndim != 2 or nd > 2 and input.shape[-1] != weight.shape[1]:
         return _matmul(input, weight.t()) if bias is None else _addmm(bias, input, weight.t())
-    lead = tuple(input.shape[:-1])
+    lead = tuple(input.shape[:-1])  # (a vector: () and one row, as PyTorch's flattening)
     flat = (math.prod(lead), input.shape[-1])  # (not -1: a 0 in lead would make it ambiguous)
     if bias is not None and input.is_contiguous():  # PyTorch's _flatten_nd_linear
         return linear(input.reshape(flat), weight, bias).view(*lead, weight.shape[0])
-    if weight.requires_grad or _foldable(input):  # matmul's fold: mm of the flattened input
+    if nd == 1:  # matmul's vector-matrix product (SqueezeBackward4 of an mm)
+        out = _matmul(input, weight.t())
+    elif weight.requires_grad or _foldable(input):  # matmul's fold: mm of the flattened input
         out = _nn.apply(_unsafe_view_op, linear(input.reshape(flat), weight),
                         shape=(*lead, weight.shape[0]))
     else:
