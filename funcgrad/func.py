@@ -14,13 +14,15 @@ from __future__ import annotations
 from typing import Any, Callable
 
 import jax
+from jax.extend.core import Literal as _Literal
 
 from . import _random, _storage
+from ._ops.shape import stack as _stack
 from ._tensor import Tensor
 from .autograd.grad_mode import no_grad
 
-__all__ = ["functional_call", "grad", "grad_and_value", "vjp", "jacrev", "vmap", "to_jax",
-           "from_jax"]
+__all__ = ["functional_call", "grad", "grad_and_value", "vjp", "jvp", "linearize", "jacrev", "jacfwd",
+           "hessian", "vmap", "stack_module_state", "to_jax", "from_jax"]
 
 _is_t = lambda x: isinstance(x, Tensor)  # noqa: E731
 
@@ -203,6 +205,13 @@ def _array_fn(func, has_aux=False):
     return f
 
 
+def _as_called(func, args):
+    """``func`` seeing its arguments' dicts in the caller's key order (``args``: the call's), which
+    a JAX transformation's flattening sorts."""
+    like = _skeleton(args)
+    return lambda *a, **k: func(*_in_order(a, like), **k)
+
+
 def _detach(tree):
     return jax.tree.map(lambda x: Tensor._wrap(x._value) if isinstance(x, Tensor) else x, tree,
                         is_leaf=_is_t)
@@ -232,9 +241,8 @@ def grad(func: Callable, argnums: int | tuple[int, ...] = 0, has_aux: bool = Fal
     >>> funcgrad.func.grad(lambda x: (x ** 2).sum())(funcgrad.tensor([1.0, 2.0]))
     tensor([2., 4.])
     """
-    g = jax.grad(_array_fn(func, has_aux), argnums=argnums, has_aux=has_aux)
-
     def run(*a, **k):
+        g = jax.grad(_array_fn(_as_called(func, a), has_aux), argnums=argnums, has_aux=has_aux)
         r = _detach(g(*a, **k))
         if has_aux:
             return _in_order(r[0], _like_args(a, argnums)), r[1]
@@ -244,9 +252,8 @@ def grad(func: Callable, argnums: int | tuple[int, ...] = 0, has_aux: bool = Fal
 
 def grad_and_value(func: Callable, argnums: int | tuple[int, ...] = 0, has_aux: bool = False) -> Callable:
     """``torch.func.grad_and_value``: ``(gradient, value)``."""
-    g = jax.value_and_grad(_array_fn(func, has_aux), argnums=argnums, has_aux=has_aux)
-
     def run(*a, **k):
+        g = jax.value_and_grad(_array_fn(_as_called(func, a), has_aux), argnums=argnums, has_aux=has_aux)
         v, gr = g(*a, **k)
         return _in_order(_detach(gr), _like_args(a, argnums)), from_jax(v)
     return run
@@ -254,7 +261,7 @@ def grad_and_value(func: Callable, argnums: int | tuple[int, ...] = 0, has_aux: 
 
 def vjp(func: Callable, *primals, has_aux: bool = False):
     """``torch.func.vjp``: ``(output, vjp_fn)`` with ``vjp_fn(cotangent) -> grads`` (a tuple)."""
-    out = jax.vjp(_array_fn(func, has_aux), *primals, has_aux=has_aux)
+    out = jax.vjp(_array_fn(_as_called(func, primals), has_aux), *primals, has_aux=has_aux)
     pull = out[1]
 
     def vjp_fn(ct):
@@ -264,18 +271,200 @@ def vjp(func: Callable, *primals, has_aux: bool = False):
     return from_jax(out[0]), vjp_fn
 
 
-def jacrev(func: Callable, argnums: int | tuple[int, ...] = 0, has_aux: bool = False) -> Callable:
-    """``torch.func.jacrev``: the Jacobian by reverse mode."""
-    j = jax.jacrev(_array_fn(func, has_aux), argnums=argnums, has_aux=has_aux)
-    return lambda *a, **k: from_jax(_detach(j(*a, **k)))
+def _skeleton(tree):
+    """``tree``'s containers, leaves None: the dict key order a JAX transformation's result lost."""
+    if type(tree) is dict:
+        return {k: _skeleton(v) for k, v in tree.items()}
+    if isinstance(tree, (list, tuple)):
+        return [_skeleton(v) for v in tree]
+    return None
+
+
+def _graft(skel, inner):
+    """``skel`` with each leaf replaced by ``inner``: a Jacobian's structure (outputs over inputs)."""
+    if type(skel) is dict:
+        return {k: _graft(v, inner) for k, v in skel.items()}
+    if isinstance(skel, list):
+        return [_graft(v, inner) for v in skel]
+    return inner
+
+
+def _jac(transform, func, argnums, has_aux):
+    """``jacrev``/``jacfwd``: ``transform`` (``jax.jacrev``/``jax.jacfwd``) of ``func``, its result
+    as Tensors with dicts in the caller's key order (outputs', then arguments')."""
+    seen = []
+
+    def run(*a, **k):
+        def f(*a, **k):
+            out = g(*a, **k)
+            seen[:] = [_skeleton(out[0] if has_aux else out)]
+            return _array_fn(lambda: out, has_aux)()
+        g = _as_called(func, a)
+        r = _detach(transform(f, argnums=argnums, has_aux=has_aux)(*a, **k))
+        like = _graft(seen[0], _skeleton(_like_args(a, argnums)))
+        return (_in_order(r[0], like), r[1]) if has_aux else _in_order(r, like)
+    return run
+
+
+def jacrev(func: Callable, argnums: int | tuple[int, ...] = 0, has_aux: bool = False, *,
+           chunk_size=None) -> Callable:
+    """``torch.func.jacrev``: the Jacobian by reverse mode (``jax.jacrev``): for each output, its
+    derivative w.r.t. each of the arguments ``argnums``, of shape ``output.shape + input.shape``."""
+    return _jac(jax.jacrev, func, argnums, has_aux)
+
+
+def jacfwd(func: Callable, argnums: int | tuple[int, ...] = 0, has_aux: bool = False, *,
+           randomness: str = "error") -> Callable:
+    """``torch.func.jacfwd``: the Jacobian by forward mode (``jax.jacfwd``), as ``jacrev``'s.
+
+    >>> import funcgrad
+    >>> funcgrad.func.jacfwd(lambda t: t.sin())(funcgrad.zeros(2))
+    tensor([[1., 0.],
+            [0., 1.]])
+    """
+    return _jac(jax.jacfwd, func, argnums, has_aux)
+
+
+def hessian(func: Callable, argnums: int | tuple[int, ...] = 0) -> Callable:
+    """``torch.func.hessian``: ``jacfwd(jacrev(func, argnums), argnums)``, as PyTorch computes it.
+
+    >>> import funcgrad
+    >>> funcgrad.func.hessian(lambda t: (t ** 3).sum())(funcgrad.tensor([1.0, 2.0]))
+    tensor([[ 6.,  0.],
+            [ 0., 12.]])
+    """
+    return jacfwd(jacrev(func, argnums), argnums)
+
+
+_JVP = "jvp(f, primals, tangents)"
+
+
+def _independent(fn, primals, tangents) -> list:
+    """Which outputs of ``jax.jvp(fn, primals, tangents)``'s tangents do not depend on the
+    tangents (PyTorch's ``strict=True`` refuses them): read from the jaxpr, nothing computed."""
+    jaxpr = jax.make_jaxpr(lambda *t: jax.jvp(fn, primals, t)[1])(*tangents).jaxpr
+    live = set(jaxpr.invars)
+    for eqn in jaxpr.eqns:
+        if any(not isinstance(v, _Literal) and v in live for v in eqn.invars):
+            live.update(eqn.outvars)
+    return [isinstance(v, _Literal) or v not in live for v in jaxpr.outvars]
+
+
+def jvp(func: Callable, primals: Any, tangents: Any, *, strict: bool = False, has_aux: bool = False):
+    """``torch.func.jvp``: ``(func(*primals), J @ tangents)`` by forward mode (``jax.jvp``), and
+    ``func``'s auxiliary output with ``has_aux``. An output that does not depend on the primals
+    gets a zero tangent (``strict=True``: PyTorch's RuntimeError instead).
+
+    >>> import funcgrad
+    >>> x = funcgrad.tensor([0.0, 1.0])
+    >>> funcgrad.func.jvp(lambda t: t * t, (x,), (funcgrad.ones(2),))
+    (tensor([0., 1.]), tensor([0., 2.]))
+    """
+    if not isinstance(primals, tuple):
+        raise RuntimeError(f"{_JVP}: Expected primals to be a tuple. E.g. it should be valid to call "
+                           f"f(*primals).")
+    p_leaves, p_spec = jax.tree.flatten(primals, is_leaf=_is_t)
+    t_leaves, t_spec = jax.tree.flatten(tangents, is_leaf=_is_t)
+    if p_spec != t_spec:
+        raise RuntimeError(
+            f"{_JVP}: Expected primals and tangents to have the same python structure. For example, if "
+            f"primals is a tuple of 3 tensors, tangents also must be. Got primals with structure {p_spec} "
+            f"and tangents with structure {t_spec}")
+    for what, leaves in (("primals", p_leaves), ("tangents", t_leaves)):
+        if not leaves:
+            raise RuntimeError(f"{_JVP}: Expected {what} to be a non-empty list of Tensors.")
+        if not all(isinstance(v, Tensor) for v in leaves):
+            raise RuntimeError(f"{_JVP}: Expected {what} to only contain Tensors.")
+    seen = []
+
+    g = _as_called(func, primals)
+
+    def f(*a):
+        out = g(*a)
+        if has_aux and not (isinstance(out, tuple) and len(out) == 2):
+            raise RuntimeError(f"{_JVP}: output of function f should be a tuple: (output, aux) if has_aux "
+                               f"is True")
+        seen[:] = [_skeleton(out[0] if has_aux else out)]
+        return _array_fn(lambda: out, has_aux)()
+    tangents = jax.tree.unflatten(p_spec, t_leaves)  # (as primals' containers)
+    res = jax.jvp(f, primals, tangents, has_aux=has_aux)
+    if strict and any(_independent(lambda *a: f(*a)[0] if has_aux else f(*a), primals, tangents)):
+        raise RuntimeError("jvp(f, primals, tangents, strict=True): The output of f is independent of the "
+                           "inputs. This is not allowed with strict=True.")
+    out, tan = (_in_order(from_jax(_detach(r)), seen[0]) for r in res[:2])
+    return (out, tan, res[2]) if has_aux else (out, tan)
+
+
+def linearize(func: Callable, *primals):
+    """``torch.func.linearize``: ``(func(*primals), jvp_fn)``, ``jvp_fn(*tangents)`` the tangent
+    ``J @ tangents`` of the linearization at ``primals`` (``jax.linearize``: evaluated once,
+    applied as often as wanted).
+
+    >>> import funcgrad
+    >>> out, jvp_fn = funcgrad.func.linearize(lambda t: t.sin(), funcgrad.zeros(2))
+    >>> jvp_fn(funcgrad.ones(2))
+    tensor([1., 1.])
+    """
+    seen, g = [], _as_called(func, primals)
+
+    def f(*a):
+        out = g(*a)
+        seen[:] = [_skeleton(out)]
+        return to_jax(out)
+    out, lin = jax.linearize(f, *primals)
+
+    def jvp_fn(*tangents):
+        return _in_order(from_jax(_detach(lin(*tangents))), seen[0])
+    return _in_order(from_jax(_detach(out)), seen[0]), jvp_fn
 
 
 def vmap(func: Callable, in_dims=0, out_dims=0, randomness: str = "error", *,
          chunk_size=None) -> Callable:
-    """``torch.func.vmap``: map ``func`` over a batch dimension (``jax.vmap``; Tensors welcome).
+    """``torch.func.vmap``: map ``func`` over a batch dimension (``jax.vmap``; Tensors welcome),
+    dicts in its result in ``func``'s key order (JAX's pytrees sort them).
 
     >>> import funcgrad
     >>> funcgrad.func.vmap(lambda r: r.sum())(funcgrad.ones(3, 2))
     tensor([2., 2., 2.])
     """
-    return jax.vmap(func, in_axes=in_dims, out_axes=out_dims)
+    seen = []
+
+    def run(*a, **k):
+        def f(*a, **k):
+            out = g(*a, **k)
+            seen[:] = [_skeleton(out)]
+            return out
+        g = _as_called(func, a)
+        return _in_order(jax.vmap(f, in_axes=in_dims, out_axes=out_dims)(*a, **k), seen[0])
+    return run
+
+
+def stack_module_state(models) -> tuple[dict, dict]:
+    """``torch.func.stack_module_state``: the parameters and buffers of ``models`` (modules of one
+    class, in one training mode) stacked along a new first dimension, as two dicts by name: an
+    ensemble's state for ``vmap(functional_call ...)``. Stacked parameters are new leaves that
+    require grad where the models' do.
+
+    >>> import funcgrad
+    >>> params, buffers = funcgrad.func.stack_module_state([funcgrad.nn.Linear(3, 2) for _ in range(4)])
+    >>> params["weight"].shape, params["weight"].requires_grad
+    (funcgrad.Size([4, 2, 3]), True)
+    """
+    if len(models) == 0:
+        raise RuntimeError("stack_module_state: Expected at least one model, got 0.")
+    if not (all(m.training for m in models) or all(not m.training for m in models)):
+        raise RuntimeError("stack_module_state: Expected all models to have the same training/eval mode.")
+    if not all(type(m) is type(models[0]) for m in models):
+        raise RuntimeError("stack_module_state: Expected all models to be of the same class.")
+    def stacked(named):
+        all_ = [dict(n) for n in named]
+        out = {}
+        for k in all_[0]:
+            ts = tuple(d[k] for d in all_)
+            grads = {t.requires_grad for t in ts}
+            if len(grads) > 1:
+                raise RuntimeError(f"Expected {k} from each model to have the same .requires_grad")
+            r = _stack(ts)
+            out[k] = r.detach().requires_grad_() if grads == {True} else r
+        return out
+    return stacked(m.named_parameters() for m in models), stacked(m.named_buffers() for m in models)
