@@ -220,6 +220,8 @@ from .nn.functional import (adaptive_avg_pool1d as adaptive_avg_pool1d,  # noqa:
                             pixel_shuffle as pixel_shuffle, pixel_unshuffle as pixel_unshuffle,
                             prelu as prelu, relu_ as relu_, selu as selu, threshold as threshold)
 from . import func as func  # noqa: E402
+from . import storage as storage  # noqa: E402  (Tensor.untyped_storage(), Tensor.storage())
+from .storage import TypedStorage as TypedStorage, UntypedStorage as UntypedStorage  # noqa: E402
 from . import special as special  # noqa: E402
 from ._ops.decomp import logdet as logdet  # noqa: E402
 from ._ops.special import (frexp as frexp, i0 as i0, ldexp as ldexp, logit as logit,  # noqa: E402

@@ -39,10 +39,36 @@ except ImportError:  # (private in JAX: then every value takes the generic path)
 
 
 class _Cell:
-    __slots__ = ("value", "gen")
+    __slots__ = ("value", "gen", "addr")  # (addr: set by ``address`` only, on first asking)
 
     def __init__(self, value):
         self.value, self.gen = value, 0
+
+
+_NEXT_ADDRESS = [0x55D0_0000_0000]  # where the next storage asked for its address starts
+_ADDRESS_LOCK = threading.Lock()
+
+
+def address(cell) -> int:
+    """The storage address of ``cell`` (``Tensor.data_ptr()``): funcgrad's arrays are immutable
+    and an in-place write replaces the cell's array, so the address is the cell's, not its
+    buffer's: given on first asking from one address space (64-byte aligned, each storage its
+    extent, never reused), kept for the cell's life, shared by every view of it. An empty
+    storage's is 0, as PyTorch's null allocation."""
+    try:
+        return cell.addr
+    except AttributeError:
+        pass
+    v = cell.value
+    nbytes = v.size * v.dtype.itemsize
+    with _ADDRESS_LOCK:
+        try:
+            return cell.addr  # (another thread was first)
+        except AttributeError:
+            a = 0 if nbytes == 0 else _NEXT_ADDRESS[0]
+            _NEXT_ADDRESS[0] += -(-nbytes // 64) * 64
+            cell.addr = a
+            return a
 
 
 # the slots themselves, under the properties of _PackedCell; and the plain class

@@ -26,6 +26,7 @@ from ._storage import _Cell, _PackedCell, _PlainCell, _raw_gen, _raw_value  # no
 from ._storage import RAW_TRANSFORM_MSG as RAW_TRANSFORM_MSG
 from ._storage import _local as _storage_local
 from ._storage import ACTIVE as _storage_active
+from ._storage import address as _storage_address
 from ._storage import _Array as _Array
 from ._storage import new_cell as _new_cell
 from ._storage import view_binding as _view_binding
@@ -42,10 +43,11 @@ class _Above:
     that defines it, through ``register_above``: ``apply`` (funcgrad/_dispatch.py); ``to_device``,
     ``_to_copy``, ``expand``, ``COPY_SLICES`` (funcgrad/_ops/shape.py); ``backward``
     (funcgrad/autograd/__init__.py); ``legacy`` (funcgrad/_legacy.py); ``numpy_of``
-    (funcgrad/_numpy_share.py); ``from_numpy`` (funcgrad/_factories.py)."""
+    (funcgrad/_numpy_share.py); ``from_numpy`` (funcgrad/_factories.py); ``storage_of``
+    (funcgrad/storage.py)."""
 
     __slots__ = ("apply", "to_device", "_to_copy", "expand", "COPY_SLICES", "backward", "legacy",
-                 "numpy_of", "from_numpy")
+                 "numpy_of", "from_numpy", "storage_of")
 
 
 _above = _Above()
@@ -405,6 +407,32 @@ class Tensor:
     def storage_offset(self) -> int:
         """Where this view starts in its base's storage, in elements."""
         return self._layout()[2]
+
+    def data_ptr(self) -> int:
+        """The address of this tensor's first element: its storage's (shared by its views, by
+        ``detach()`` and ``.data``, kept across in-place writes) plus its offset, as PyTorch's.
+        funcgrad's storages have addresses of their own (``_storage.address``): compare them
+        with each other, never with a NumPy or JAX buffer's.
+
+        >>> import funcgrad
+        >>> x = funcgrad.zeros(2, 3)
+        >>> x[1].data_ptr() - x.data_ptr(), x.detach().data_ptr() == x.data_ptr()
+        (12, True)
+        """
+        return _storage_address(self._cell) + self._layout()[2] * self.dtype.itemsize
+
+    def untyped_storage(self):
+        """The bytes under this tensor and its views (``funcgrad.storage.UntypedStorage``), read
+        live: ``data_ptr()``, ``nbytes()``, ``tolist()``…"""
+        return _above.storage_of(self, False)
+
+    def storage(self):
+        """PyTorch's deprecated ``TypedStorage`` of this tensor's storage (UserWarning once)."""
+        return _above.storage_of(self, True)
+
+    def is_set_to(self, tensor) -> bool:
+        """Whether both tensors are the same view of the same storage (offset, sizes, strides)."""
+        return self._cell is tensor._cell and self._layout() == tensor._layout()
 
     def is_contiguous(self, memory_format=None) -> bool:
         """Whether the elements lie in storage in row-major order without gaps (PyTorch's rule).
