@@ -16,3 +16,4 @@ from . import parametrize as parametrize  # noqa: F401,E402
 from . import parametrizations as parametrizations  # noqa: F401,E402
 from .spectral_norm import remove_spectral_norm as remove_spectral_norm  # noqa: F401,E402
 from .spectral_norm import spectral_norm as spectral_norm  # noqa: F401,E402
+from . import prune as prune  # noqa: F401,E402
