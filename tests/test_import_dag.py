@@ -49,6 +49,9 @@ ALIASES = {"funcgrad.autograd.graph": "funcgrad._graph",
 # function-local imports of funcgrad modules that stay, (importer, imported): reason. An importer
 # "pkg.*" with "*" covers every function-local import in that package.
 ALLOWED_LOCAL = {
+    ("funcgrad.nn.module", "funcgrad._jit"):
+        "Module.compile() compiles the module's own calls (an upward call, as torch.nn.Module.compile "
+        "calls torch.compile)",
     ("funcgrad.parallel", "funcgrad._jit"):
         "compiled_text inspects a funcgrad.jit step (an upward call); the rest of parallel.py, the "
         "sharding helpers, is the base of nn.parallel, which nn imports, and nn must not import _jit",

@@ -23,7 +23,7 @@ from .compiled import jit
 from .discover import _WRAPPERS, _is_module, _walk
 
 
-def compile(model_or_fn=None, **kwargs):  # noqa: A001  (funcgrad.compile, as torch.compile)
+def compile(model_or_fn=None, *, _call=None, **kwargs):  # noqa: A001  (funcgrad.compile, as torch.compile)
     """``compile(fn)`` is :func:`jit`; ``compile(module)`` returns a module whose forward is compiled.
 
     The compiled module shares the original's parameters and buffers (training continues
@@ -39,20 +39,22 @@ def compile(model_or_fn=None, **kwargs):  # noqa: A001  (funcgrad.compile, as to
     True
     """
     if model_or_fn is None:
-        return functools.partial(compile, **kwargs)
+        return functools.partial(compile, _call=_call, **kwargs)
     kwargs.pop("mode", None), kwargs.pop("fullgraph", None), kwargs.pop("dynamic", None)
     kwargs.pop("backend", None)
-    if _is_module(model_or_fn):
-        return _CompiledModule(model_or_fn)
+    if _is_module(model_or_fn):  # (_call: Module.compile()'s, the module's call without its compiled one)
+        return _CompiledModule(model_or_fn, _call)
     return jit(model_or_fn, **kwargs)
 
 
 class _CompiledModule:
     """What ``funcgrad.compile(module)`` returns; attribute access reaches the module."""
 
-    def __init__(self, module):
+    def __init__(self, module, call=None):
+        call = module.__call__ if call is None else call
         object.__setattr__(self, "_module", module)
-        object.__setattr__(self, "_fwd", jit(module.__call__))
+        object.__setattr__(self, "_call", call)
+        object.__setattr__(self, "_fwd", jit(call))
         object.__setattr__(self, "_diff", {})
         object.__setattr__(self, "_extra", [])  # cells the forward read that discovery missed
         object.__setattr__(self, "_extra_grad", [])  # ...and tensors so read that require grad
@@ -142,7 +144,7 @@ def _forward_op(cm, leaves, tree):
                     call[i] = Tensor._wrap(v)
                 a, kw = jax.tree.unflatten(tree, call)
                 with no_grad():
-                    out = module(*a, **kw)
+                    out = cm._call(*a, **kw)
                 flat, info["tree"] = jax.tree.flatten(out, is_leaf=lambda x: isinstance(x, Tensor))
                 info["n"] = len(flat)
                 return tuple(x._value if isinstance(x, Tensor) else x for x in flat) + tuple(

@@ -17,6 +17,9 @@ from ..autograd import grad_mode
 from . import _hooks
 from .parameter import Buffer, Parameter, UninitializedParameter
 
+_EXTRA_STATE = "_extra_state"  # the state_dict key of get_extra_state()'s value
+_HOOK_DICTS = ("_state_dict_hooks", "_state_dict_pre_hooks", "_load_state_dict_pre_hooks",
+               "_load_state_dict_post_hooks")
 _global_forward_pre_hooks: OrderedDict = OrderedDict()
 _global_forward_hooks: OrderedDict = OrderedDict()
 
@@ -98,6 +101,8 @@ class Module:
         s(self, "_backward_hooks", OrderedDict())
         s(self, "_backward_pre_hooks", OrderedDict())
         s(self, "_state_dict_hooks", OrderedDict())
+        s(self, "_state_dict_pre_hooks", OrderedDict())
+        s(self, "_load_state_dict_pre_hooks", OrderedDict())
         s(self, "_load_state_dict_post_hooks", OrderedDict())
 
     # ---- registration ------------------------------------------------------------------------
@@ -162,6 +167,21 @@ class Module:
             raise KeyError(f'{kind} name can\'t contain "."')
         if name == "":
             raise KeyError(f'{kind} name can\'t be empty string ""')
+
+    def set_submodule(self, target: str, module: "Module", strict: bool = False) -> None:
+        """Set the submodule at dotted path ``target`` (its parent must exist); ``strict``: the
+        attribute must exist already. PyTorch's errors."""
+        if target == "":
+            raise ValueError("Cannot set the submodule without a target name!")
+        atoms = target.split(".")
+        if not isinstance(module, Module):
+            raise ValueError(f"`module` is not an nn.Module, found {type(module)}")
+        parent = self if len(atoms) == 1 else self.get_submodule(".".join(atoms[:-1]))
+        if strict and not hasattr(parent, atoms[-1]):
+            raise AttributeError(parent._get_name() + " has no attribute `" + atoms[-1] + "`")
+        if hasattr(parent, atoms[-1]) and not isinstance(getattr(parent, atoms[-1]), Module):
+            raise AttributeError("`" + atoms[-1] + "` is not an nn.Module")
+        setattr(parent, atoms[-1], module)
 
     def get_submodule(self, target: str) -> "Module":
         """The submodule at dotted path ``target`` (``""`` is ``self``)."""
@@ -273,8 +293,15 @@ class Module:
         keys = list(object.__dir__(self)) + list(self._parameters) + list(self._modules) + list(self._buffers)
         return sorted(k for k in set(keys) if not k[0].isdigit())
 
+    def __getstate__(self):
+        state = self.__dict__.copy()
+        state.pop("_compiled_call_impl", None)  # (Module.compile()'s program is not pickled, as PyTorch's)
+        return state
+
     def __setstate__(self, state):
         self.__dict__.update(state)
+        for name in _HOOK_DICTS:  # (a module pickled before these hooks existed)
+            self.__dict__.setdefault(name, OrderedDict())
 
     # ---- traversal ---------------------------------------------------------------------------
     def _named_members(self, get_members, prefix="", recurse=True, remove_duplicate=True):
@@ -490,6 +517,23 @@ class Module:
         for name, b in self._buffers.items():
             if b is not None and name not in self._non_persistent_buffers_set:
                 destination[prefix + name] = b if keep_vars else b.detach()
+        if type(self).get_extra_state is not Module.get_extra_state:
+            destination[prefix + _EXTRA_STATE] = self.get_extra_state()
+
+    def get_extra_state(self) -> Any:
+        """What a module overriding it adds to its ``state_dict`` (key ``_extra_state``), given back
+        to its ``set_extra_state`` by ``load_state_dict``. Not to be called unless overridden."""
+        raise RuntimeError(
+            "Reached a code path in Module.get_extra_state() that should never be called. Please file an "
+            "issue at https://github.com/pytorch/pytorch/issues/new?template=bug-report.yml to report "
+            "this bug.")
+
+    def set_extra_state(self, state: Any) -> None:
+        """Takes back what ``get_extra_state`` gave (see there)."""
+        raise RuntimeError(
+            "Reached a code path in Module.set_extra_state() that should never be called. Please file an "
+            "issue at https://github.com/pytorch/pytorch/issues/new?template=bug-report.yml to report "
+            "this bug.")
 
     def state_dict(self, *args, destination=None, prefix: str = "", keep_vars: bool = False) -> dict:
         """An ``OrderedDict`` of parameters and persistent buffers by dotted name (detached,
@@ -511,6 +555,8 @@ class Module:
         meta = getattr(destination, "_metadata", None)
         if meta is not None:
             meta[prefix[:-1]] = {"version": self._version}
+        for h in self._state_dict_pre_hooks.values():
+            h(self, prefix, keep_vars)
         self._save_to_state_dict(destination, prefix, keep_vars)
         for name, m in self._modules.items():
             if m is not None:
@@ -526,6 +572,8 @@ class Module:
 
     def _load_plan(self, state_dict, prefix, metadata, missing, unexpected, errors, plan, strict):
         local_metadata = {} if metadata is None else metadata.get(prefix[:-1], {})
+        for h in self._load_state_dict_pre_hooks.values():
+            h(self, state_dict, prefix, local_metadata, strict, missing, unexpected, errors)
         self._upgrade_state_dict(state_dict, prefix, local_metadata)
         local = {k: v for k, v in self._parameters.items() if v is not None}
         local.update((k, v) for k, v in self._buffers.items()
@@ -551,9 +599,17 @@ class Module:
                               f"checkpoint, the shape in current model is {cur.shape}.")
                 continue
             plan.append((self, name, cur, src))
+        extra = prefix + _EXTRA_STATE
+        if type(self).set_extra_state is not Module.set_extra_state:
+            if extra in state_dict:
+                plan.append((self, None, None, state_dict[extra]))  # (set after the module's tensors)
+            elif strict:
+                missing.append(extra)
+        elif strict and extra in state_dict:
+            unexpected.append(extra)
         if strict:
             for key in state_dict:
-                if key.startswith(prefix):
+                if key.startswith(prefix) and key != extra:
                     input_name = key[len(prefix):].split(".", 1)[0]
                     if input_name not in self._modules and input_name not in local:
                         unexpected.append(key)
@@ -579,7 +635,8 @@ class Module:
         metadata = getattr(state_dict, "_metadata", None)
         state_dict = OrderedDict(state_dict)
         missing, unexpected, errors, plan = [], [], [], []
-        self._load_plan(state_dict, "", metadata, missing, unexpected, errors, plan, strict)
+        # (the keys are checked with strict=False too, and given back: PyTorch loads each module strictly)
+        self._load_plan(state_dict, "", metadata, missing, unexpected, errors, plan, True)
         if strict:
             if unexpected:
                 errors.insert(0, "Unexpected key(s) in state_dict: {}. ".format(
@@ -592,6 +649,9 @@ class Module:
                 type(self).__name__, "\n\t".join(errors)))
         with grad_mode.no_grad():
             for module, name, cur, src in plan:
+                if name is None:
+                    module.set_extra_state(src)
+                    continue
                 if isinstance(cur, UninitializedParameter):
                     cur.materialize(src.shape)
                 if assign:
@@ -613,6 +673,16 @@ class Module:
 
     def register_state_dict_post_hook(self, hook: Callable) -> _hooks.RemovableHandle:
         return _hooks.add_hook(self._state_dict_hooks, hook)
+
+    def register_state_dict_pre_hook(self, hook: Callable) -> _hooks.RemovableHandle:
+        """``hook(module, prefix, keep_vars)`` runs before ``state_dict`` saves this module."""
+        return _hooks.add_hook(self._state_dict_pre_hooks, hook)
+
+    def register_load_state_dict_pre_hook(self, hook: Callable) -> _hooks.RemovableHandle:
+        """``hook(module, state_dict, prefix, local_metadata, strict, missing_keys, unexpected_keys,
+        error_msgs)`` runs before ``load_state_dict`` reads this module's entries; it may change
+        ``state_dict`` (the copy being loaded, e.g. renaming an old checkpoint's keys) and the lists."""
+        return _hooks.add_hook(self._load_state_dict_pre_hooks, hook)
 
     _register_state_dict_hook = register_state_dict_post_hook
 
@@ -659,7 +729,18 @@ class Module:
         return self.register_full_backward_hook(hook)
 
     # ---- call -----------------------------------------------------------------------------------
+    _compiled_call_impl = None  # (Module.compile())
+
     def __call__(self, *args, **kwargs):
+        if self._compiled_call_impl is not None:
+            return self._compiled_call_impl(*args, **kwargs)
+        if not (self._forward_pre_hooks or self._forward_hooks or self._backward_hooks
+                or self._backward_pre_hooks or _global_forward_hooks or _global_forward_pre_hooks):
+            return self.forward(*args, **kwargs)
+        return self._call_impl(*args, **kwargs)
+
+    def _call_impl(self, *args, **kwargs):
+        """The call without ``compile()``: the forward and its hooks."""
         if not (self._forward_pre_hooks or self._forward_hooks or self._backward_hooks
                 or self._backward_pre_hooks or _global_forward_hooks or _global_forward_pre_hooks):
             return self.forward(*args, **kwargs)
@@ -693,7 +774,13 @@ class Module:
             result = bw.setup_output_hook(result)
         return result
 
-    _call_impl = __call__
+    def compile(self, *args, **kwargs) -> None:
+        """Compile this module's calls in place (``funcgrad.compile(self, ...)``, as PyTorch's
+        ``torch.compile(self._call_impl, ...)``): its parameters, ``state_dict`` keys and repr stay
+        the module's own; ``copy``/``pickle`` give the module uncompiled."""
+        from .._jit import compile as _compile
+        compiled = _compile(self, *args, _call=self._call_impl, **kwargs)
+        object.__setattr__(self, "_compiled_call_impl", compiled)
 
     # ---- printing -------------------------------------------------------------------------------
     def extra_repr(self) -> str:

@@ -1,0 +1,166 @@
+"""``nn.Module``'s API beyond the forward: ``set_submodule``, ``get_extra_state``/``set_extra_state``
+(the ``_extra_state`` key), ``register_state_dict_pre_hook``, ``register_load_state_dict_pre_hook``,
+the keys ``load_state_dict(strict=False)`` gives back, and ``Module.compile()``. One script runs on
+funcgrad and gives ``EXPECTED``, its transcript recorded from PyTorch 2.13 (where torch is installed
+the script runs on it too, so the recording stays PyTorch's)."""
+
+import copy
+import io
+import warnings
+
+import pytest
+
+import funcgrad
+
+
+def _transcript(torch):
+    nn, out = torch.nn, []
+
+    def show(f):
+        try:
+            r = f()
+            out.append(r if isinstance(r, str) else repr(r))
+        except Exception as e:  # noqa: BLE001  (the error is the transcript's line)
+            out.append(f"ERR {type(e).__name__} {str(e).replace('funcgrad', 'torch')}")
+
+    torch.manual_seed(0)
+    m = nn.Sequential(nn.Linear(2, 3), nn.Sequential(nn.ReLU(), nn.Linear(3, 1)))
+    show(lambda: (m.set_submodule("1.0", nn.Tanh()), str(m))[1])
+    show(lambda: (m.set_submodule("0", nn.Linear(2, 3)), type(m[0]).__name__)[1])
+    show(lambda: m.set_submodule("", nn.Tanh()))
+    show(lambda: m.set_submodule("0", 3))
+    show(lambda: m.set_submodule("1.zz", nn.Tanh(), strict=True))
+    show(lambda: m.set_submodule("0.weight", nn.Tanh()))
+    show(lambda: m.set_submodule("5.x", nn.Tanh()))
+    show(lambda: (m.set_submodule("1.new", nn.Tanh()), list(dict(m.named_modules())))[1])
+
+    class WithExtra(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.lin, self.count = nn.Linear(1, 1), 3
+
+        def get_extra_state(self):
+            return {"count": self.count}
+
+        def set_extra_state(self, st):
+            self.count = st["count"]
+
+    sd = nn.Sequential(WithExtra()).state_dict()
+    show(lambda: list(sd))
+    show(lambda: sd["0._extra_state"])
+    b = nn.Sequential(WithExtra())
+    b[0].count = 0
+    show(lambda: (b.load_state_dict(sd), b[0].count))
+    no_extra = {k: v for k, v in sd.items() if not k.endswith("_extra_state")}
+    show(lambda: b.load_state_dict(no_extra))
+    show(lambda: b.load_state_dict(no_extra, strict=False))
+    show(lambda: nn.Sequential(nn.Linear(1, 1)).load_state_dict(
+        {"0.weight": torch.ones(1, 1), "0.bias": torch.ones(1), "0._extra_state": 1}))
+    show(lambda: nn.Linear(1, 1).load_state_dict({"weight": torch.ones(1, 1), "extra": torch.ones(1)}, strict=False))
+    show(lambda: nn.Linear(1, 1).get_extra_state())
+
+    calls = []
+    seq = nn.Sequential(nn.Linear(1, 1))
+    for mod in (seq, seq[0]):
+        mod.register_state_dict_pre_hook(lambda mod, prefix, keep_vars: calls.append((type(mod).__name__, prefix,
+                                                                                       keep_vars)))
+    seq.state_dict(keep_vars=True)
+    show(lambda: calls)
+
+    def rename(mod, state_dict, prefix, local_metadata, strict, missing, unexpected, errors):
+        calls.append(("load", prefix, strict, sorted(state_dict)))
+        if prefix + "w" in state_dict:  # an old checkpoint's name
+            state_dict[prefix + "weight"] = state_dict.pop(prefix + "w")
+    calls.clear()
+    old = nn.Sequential(nn.Linear(1, 1))
+    old[0].register_load_state_dict_pre_hook(rename)
+    ckpt = {"0.w": torch.full((1, 1), 2.0), "0.bias": torch.zeros(1)}
+    show(lambda: (old.load_state_dict(ckpt, strict=False), old[0].weight.item(), calls, sorted(ckpt)))
+
+    def refuse(mod, state_dict, prefix, local_metadata, strict, missing, unexpected, errors):
+        errors.append("nope")
+    lin = nn.Linear(1, 1)
+    lin.register_load_state_dict_pre_hook(refuse)
+    show(lambda: lin.load_state_dict(nn.Linear(1, 1).state_dict()))
+
+    torch.manual_seed(0)
+    net = nn.Sequential(nn.Linear(4, 8), nn.ReLU(), nn.Linear(8, 2))
+    x, y = torch.randn(5, 4), torch.randint(0, 2, (5,))
+    ref = net(x)
+    show(lambda: net.compile())
+    show(lambda: bool(torch.allclose(net(x), ref)))
+    opt = torch.optim.SGD(net.parameters(), lr=0.1)
+    losses = []
+    for _ in range(3):
+        opt.zero_grad()
+        loss = nn.functional.cross_entropy(net(x), y)
+        loss.backward()
+        opt.step()
+        losses.append(round(loss.item(), 4))
+    show(lambda: losses)
+    show(lambda: (list(net.state_dict())[:2], net._compiled_call_impl is not None,
+                  copy.deepcopy(net)._compiled_call_impl))
+    buf = io.BytesIO()
+    torch.save(net, buf)
+    buf.seek(0)
+    show(lambda: torch.load(buf, weights_only=False)._compiled_call_impl)
+    show(lambda: str(net)[:40])
+    return out
+
+
+EXPECTED = [
+    "Sequential(\n  (0): Linear(in_features=2, out_features=3, bias=True)\n  (1): Sequential(\n    (0): Tanh()\n"
+    "    (1): Linear(in_features=3, out_features=1, bias=True)\n  )\n)",
+    "Linear",
+    "ERR ValueError Cannot set the submodule without a target name!",
+    "ERR ValueError `module` is not an nn.Module, found <class 'int'>",
+    "ERR AttributeError Sequential has no attribute `zz`",
+    "ERR AttributeError `weight` is not an nn.Module",
+    "ERR AttributeError Sequential has no attribute `5`",
+    "['', '0', '1', '1.0', '1.1', '1.new']",
+    "['0._extra_state', '0.lin.weight', '0.lin.bias']",
+    "{'count': 3}",
+    "(<All keys matched successfully>, 3)",
+    'ERR RuntimeError Error(s) in loading state_dict for Sequential:\n\tMissing key(s) in state_dict: "0._extra_state". ',
+    "_IncompatibleKeys(missing_keys=['0._extra_state'], unexpected_keys=[])",
+    'ERR RuntimeError Error(s) in loading state_dict for Sequential:\n\tUnexpected key(s) in state_dict: '
+    '"0._extra_state". ',
+    "_IncompatibleKeys(missing_keys=['bias'], unexpected_keys=['extra'])",
+    "ERR RuntimeError Reached a code path in Module.get_extra_state() that should never be called. Please file an "
+    "issue at https://github.com/pytorch/pytorch/issues/new?template=bug-report.yml to report this bug.",
+    "[('Sequential', '', True), ('Linear', '0.', True)]",
+    "(<All keys matched successfully>, 2.0, [('load', '0.', True, ['0.bias', '0.w'])], ['0.bias', '0.w'])",
+    "ERR RuntimeError Error(s) in loading state_dict for Linear:\n\tnope",
+    "None",
+    "True",
+    "[0.7316, 0.6933, 0.6625]",
+    "(['0.weight', '0.bias'], True, None)",
+    "None",
+    "Sequential(\n  (0): Linear(in_features=4,",
+]
+
+
+def test_module_api_as_pytorch():
+    got = _transcript(funcgrad)
+    assert len(got) == len(EXPECTED)
+    for g, e in zip(got, EXPECTED, strict=True):
+        assert g == e
+
+
+@pytest.mark.torch
+def test_recorded_transcript_is_pytorchs():
+    torch = pytest.importorskip("torch")
+    with warnings.catch_warnings():  # (torch.compile's own deprecation warnings)
+        warnings.simplefilter("ignore")
+        assert _transcript(torch) == EXPECTED
+
+
+def test_module_compile_is_one_program_and_not_a_prefix():
+    net = funcgrad.nn.Linear(3, 2)
+    x = funcgrad.randn(4, 3)
+    eager = net(x)
+    net.compile()
+    assert isinstance(net._compiled_call_impl, funcgrad._jit.module._CompiledModule)
+    for _ in range(3):
+        assert funcgrad.equal(net(x), eager)
+    assert list(net.state_dict()) == ["weight", "bias"] and str(net) == "Linear(in_features=3, out_features=2, bias=True)"
