@@ -22,7 +22,11 @@ requiring grad, ``o`` an output).
 
 from __future__ import annotations
 
+import sys
+
 import pytest
+
+import funcgrad
 
 from ._rows import Recorded, shown_signatures
 from .test_keepdim_args import _run
@@ -136,6 +140,20 @@ ROWS = list(dict.fromkeys([r for template, ops in SPEC for op in ops for r in _e
     "t.cumprod(x, None)", "t.softmax(x, 1, keepdims=True)", "x.cumsum(axis=1, keepdims=True)",
     "t.cumsum(x, 1, axis=1)", "t.cat([x, x], 1, axis=1)", "t.cumsum(x, 'a')",
     "x.squeeze('a', 'b')", "x.topk(1, 1, True, True, True)",
+    # the frameless frontends (no wrapper: FRAMELESS below) read a refused call back as PyTorch's parser
+    # reads it: an argument left out, more positional arguments than the op has, a keyword it does not
+    # take (a method's out=), a non-bool for a bool, a TypeError of the frontend (a dim of another type)
+    "x.unsqueeze()", "t.unsqueeze(dim=0)", "t.cat()", "x.cumsum()", "t.topk(x)", "t.squeeze(dim=0)",
+    "x.unsqueeze(0, 1)", "t.cat([x, x], 0, 0)", "t.softmax(x, 1, 1, 1)", "x.cumsum(1, t.float64)",
+    "t.cummin(x, 1, 1)", "t.eq(x, x, x)", "x.eq(v, 1)", "t.squeeze(x[:1], 0, 1)", "x.squeeze(0, 1)",
+    "x.unsqueeze(None)", "x.unsqueeze('a')", "x.squeeze('a')", "t.stack([x, x], 'a')", "x.cummin('a')",
+    "x.logcumsumexp(None)", "x.movedim(0, 1.0)", "x.log_softmax('a')", "x.cummax(None)",
+    "t.cat((a for a in [x, x]), None)", "t.not_equal(x, 'a')", "x.bitwise_and(None)",
+    "t.unsqueeze(x, dim=0, foo=1)", "x.cumsum(1, out=o)", "x.cumsum(1, out=None)", "x.eq(x, out=o)",
+    "x.cummax(1, out=(o, o))", "x.topk(1, out=None)", "x.ne(a=x)", "t.less(x, v, out=None, foo=1)",
+    "t.cat([x, x], 0, out=None, foo=1)", "x.cumsum(1, dtype=1)", "t.eq(other=x)", "t.movedim(x, source=0)",
+    "x.topk(1, 1, 1)", "x.topk(1, 1, True, 1)", "x.topk(1, largest=1)", "t.stack(tensors=[x, x], dim=1)",
+    "t.gt(input=x, other=v)", "t.cummax(x, 1, out=None)", "x.cumprod(axis=1, dtype=t.float64)",
 ]
 
 
@@ -156,3 +174,42 @@ def test_signature_shows_no_sentinel(name):
     for sig in shown_signatures(name):
         assert sig.parameters["stable"].kind == sig.parameters["stable"].KEYWORD_ONLY, sig
         assert repr(sig.parameters["stable"].default) == "False", sig
+
+
+# the ops of _parser.SCHEMAS whose frontend takes PyTorch's parser's keywords itself (``**``): no wrapper
+FRAMELESS = ["cumsum", "cumprod", "logcumsumexp", "cummax", "cummin", "softmax", "log_softmax", "squeeze",
+             "unsqueeze", "topk", "movedim", "moveaxis", "eq", "ne", "not_equal", "lt", "less", "le", "less_equal",
+             "gt", "greater", "ge", "greater_equal", "bitwise_and", "bitwise_or", "bitwise_xor", "sum", "mean"]
+HOT = ["x.unsqueeze(0)", "t.unsqueeze(x, 0)", "r.squeeze(0)", "t.cat([x, x])", "t.stack([x, x], 1)",
+       "x.softmax(1)", "t.log_softmax(x, 1)", "x.cumsum(1)", "t.cumprod(x, dim=1)", "x.logcumsumexp(1)",
+       "x.cummax(1)", "x.cummin(0)", "x.topk(1)", "x.movedim(0, 1)", "x.eq(x)", "t.ne(x, 1)", "x.less(x)",
+       "x.greater_equal(1)", "i.bitwise_and(i)", "x.sum(1)", "x.mean()"]
+
+
+@pytest.mark.parametrize("expr", HOT)
+def test_hot_call_runs_no_wrapper(expr):
+    # a plain call of a frameless op enters its frontend first (named as the op: Tensor.<op> for the method),
+    # no wrapper frame in between; PyTorch's parser is read only for a call it refuses or that uses its keywords
+    env = {"t": funcgrad, "x": funcgrad.ones(2, 3), "r": funcgrad.ones(1, 3), "i": funcgrad.ones(2, dtype=funcgrad.int64)}
+    first = []
+
+    def profile(frame, event, arg):
+        if event == "call" and frame.f_code.co_filename != "<string>" and not first:
+            first.append(frame.f_code)
+
+    code = compile(expr, "<string>", "eval")
+    sys.setprofile(profile)
+    try:
+        eval(code, env)
+    finally:
+        sys.setprofile(None)
+    op = expr.split("(")[0].split(".")[-1]
+    method = not expr.startswith("t.")
+    assert (first[0].co_name, first[0].co_qualname) == (op, f"Tensor.{op}" if method else op)
+
+
+@pytest.mark.parametrize("name", FRAMELESS)
+def test_frameless_signature(name):
+    # help() and inspect.signature show PyTorch's parameters: no sentinel, no *args, no **numpy
+    for sig in shown_signatures(name):
+        assert all(p.kind not in (p.VAR_POSITIONAL, p.VAR_KEYWORD) for p in sig.parameters.values()), sig

@@ -10,9 +10,11 @@ them (the function form; a method drops ``input`` and ``out``). ``export`` wraps
 first; any other call runs the frontend at once, and only a TypeError it raises is looked at (a
 call that works pays two comparisons). A keyword the frontend does not take under that name
 (NumPy's: ``axis=`` for ``dim``, ``keepdims=``, ``a=``/``x=``/``x1=`` for ``input``, ``x2=`` for
-``other``; a method's ``out=``) is bound by the parser, as PyTorch's takes it. ``sum`` and ``mean``
-take no wrapper (their hot calls pay no frame): they take those keywords as ``**numpy`` and call
-``_registry.keepdim`` / ``numpy_call`` / ``refuse`` themselves, off their fast paths.
+``other``; a method's ``out=``) is bound by the parser, as PyTorch's takes it. A frontend taking
+``**`` itself gets no wrapper (its hot calls pay no frame): ``sum`` and ``mean`` call
+``_registry.keepdim`` / ``numpy_call`` / ``refuse`` off their fast paths; the hot ops with a dim or
+an ``other`` (cumsum, softmax, squeeze, unsqueeze, cat, stack, topk, movedim, the comparisons...)
+call ``rerun`` for a call giving their ``*`` or ``**`` anything, and ``refuse`` for a TypeError.
 """
 
 from __future__ import annotations
@@ -471,34 +473,69 @@ def _call_site(frame):
     return op.arg - len(kw), tuple(kw)
 
 
+_PLAIN = (bool, int, float, str, type(None))
+
+
 def refuse(f, depth: int = 1):
-    """For ``f``, a frontend taking its parameters by name with no wrapper (``sum``, ``mean``; its
-    Tensor method a ``_registry.method_copy``, whose code is named ``Tensor.<name>``), called from the
-    frame ``depth`` levels up: the call its caller made (the method or the function, which arguments
-    by position), recovered from the caller's bytecode and ``f``'s parameters (its ``**`` ones too:
-    keywords it takes under any name) and sentinel defaults, parsed as PyTorch parses it. Raises
-    PyTorch's TypeError when its parser refuses the call; otherwise returns what it bound."""
+    """For ``f``, a frontend taking its parameters by name with no wrapper (``sum``, ``mean``, the
+    frameless ops: see ``rerun``), called from the frame ``depth`` levels up (``f`` itself, or one of
+    ``export``'s copies of it: its code names the op, ``Tensor.<name>`` for the method): the call its
+    caller made (the method or the function, which arguments by position), recovered from the
+    caller's bytecode and the frame's parameters (its ``*`` and ``**`` ones too: arguments it takes
+    under any name) and ``f``'s sentinel defaults, parsed as PyTorch parses it. Raises PyTorch's
+    TypeError when its parser refuses the call; otherwise returns what it bound. (The frontend must
+    not have rebound a parameter by then: they are the call.)"""
     frame = sys._getframe(depth)
-    method = frame.f_code.co_qualname.startswith("Tensor.")
-    code = f.__code__
-    names = code.co_varnames[:code.co_argcount + code.co_kwonlyargcount]
-    values = {n: frame.f_locals[n] for n in names}
+    code = frame.f_code
+    method = code.co_qualname.startswith("Tensor.")
+    nargs, nall = code.co_argcount, code.co_argcount + code.co_kwonlyargcount
+    local = frame.f_locals
+    # (a method copy's hidden out is no name a call spells: not a parameter of the method)
+    names = [n for n in code.co_varnames[:nall] if n.isidentifier()]
+    values = {n: local[n] for n in names}
+    extra = local[code.co_varnames[nall]] if code.co_flags & inspect.CO_VARARGS else ()
     if code.co_flags & inspect.CO_VARKEYWORDS:
-        values.update(frame.f_locals[code.co_varnames[len(names)]])
+        values.update(local[code.co_varnames[nall + bool(code.co_flags & inspect.CO_VARARGS)]])
     positional = f.__defaults__ or ()
-    defaults = dict(zip(names[code.co_argcount - len(positional):code.co_argcount], positional, strict=True))
+    defaults = dict(zip(names[nargs - len(positional):nargs], positional, strict=True))
     defaults.update(f.__kwdefaults__ or {})
     site, form = _call_site(frame.f_back), None
     if site is not None:
         npos, kw = site
-        given = names[:npos + method]
+        given = names[:min(npos + method, nargs)]
         rest = [n for n in names[len(given):] if n not in kw]
-        if len(given) <= code.co_argcount and not set(given) & set(kw) and set(kw) <= set(values) \
-                and all(values[n] is not defaults.get(n, _UNSET) for n in given) \
+        # (a given argument is no sentinel default: the call read is the frame's; a plain one may be given)
+        if npos + method == len(given) + len(extra) and not set(given) & set(kw) and set(kw) <= set(values) \
+                and all(values[n] is not defaults.get(n, _UNSET) or type(values[n]) in _PLAIN
+                        for n in given) \
                 and all(values[n] is defaults.get(n) for n in rest):
-            form = tuple(values[n] for n in given[method:]), {k: values[k] for k in kw}
+            form = (*(values[n] for n in given[method:]), *extra), {k: values[k] for k in kw}
     if form is None:  # not readable (f(*args, **kw), map, partial): by position while it can be
-        given = [n for n in values if values[n] is not defaults.get(n, _UNSET)]
-        k = next((i for i, n in enumerate(given) if i >= code.co_argcount or n != names[i]), len(given))
-        form = tuple(values[n] for n in given[method:k]), {n: values[n] for n in given[k:]}
-    return parse(f.__name__, method, *form)
+        given = [n for n in values
+                 if n in names[:nargs] and extra or values[n] is not defaults.get(n, _UNSET)]
+        k = next((i for i, n in enumerate(given) if i >= nargs or n != names[i]), len(given))
+        form = (*(values[n] for n in given[method:k]), *extra), {n: values[n] for n in given[k:]}
+    return parse(code.co_name, method, *form)
+
+
+def rerun(f):
+    """The slow path of a frameless frontend ``f`` of ``SCHEMAS`` (``export`` puts no wrapper on one
+    taking ``**``: its function and method pay no frame). Its hot calls run at once; one that gave
+    what only PyTorch's parser takes or refuses (NumPy's names, ``out=`` to a method, an unknown
+    keyword: its ``**``; more positional arguments than it has: its ``*``) calls this, which parses
+    the call as PyTorch does (``refuse``: its TypeError) and makes it again with PyTorch's names. A
+    TypeError of a hot call is PyTorch's when its parser refuses the call: ``f`` catches it and calls
+    ``refuse``, then raises it again. ``f``'s required parameters default to ``REQUIRED``, any use of
+    which is a TypeError, so a call leaving one out is refused so too."""
+    frame = sys._getframe(1)
+    bound = refuse(f, 2)
+    code = f.__code__
+    names = code.co_varnames[:code.co_argcount + code.co_kwonlyargcount]
+    if "input" in bound:  # (f may name it otherwise)
+        bound[names[0]] = bound.pop("input")
+    for k in bound:  # (a keyword of PyTorch's that f does not take: Python's error for it)
+        if k not in names:
+            raise TypeError(f"{frame.f_code.co_name}() got an unexpected keyword argument '{k}'")
+    if frame.f_code.co_qualname.startswith("Tensor."):
+        return f(frame.f_locals[names[0]], **bound)
+    return f(**bound)

@@ -169,20 +169,47 @@ class _Default:
 
 KEEPDIM = _Default(False)  # keepdim left out
 DIM = _Default(None)  # dim left out (a reduction over all: PyTorch's no-dim overload, SumBackward0)
-# input left out: PyTorch requires it, but under NumPy's names too (torch.sum(a=x)), which a frontend
-# taking them itself (sum, mean: **numpy) takes by keyword; its signature shows it required
-REQUIRED = object()
+class _Required:
+    """A required argument left out: PyTorch requires it, but under NumPy's names too (torch.sum(a=x)),
+    which a frontend taking them itself (``**numpy``) takes by keyword, so its parameter has this
+    default (its signature shows it required). Using it is a TypeError, which the frontend's fallback
+    words as PyTorch's parser does (``_parser.rerun``)."""
+
+    __slots__ = ()
+
+    def __getattr__(self, name):
+        if name.startswith("__"):  # (introspection: hasattr(v, "__wrapped__") stays False)
+            raise AttributeError(name)
+        raise TypeError("a required argument was left out")
 
 
-def method_copy(f):
-    """``f``'s Tensor method as a function of its own with no wrapper frame, its code named
-    ``Tensor.<name>``: a frontend that reads its call back (``_parser.refuse``) knows from it that it
-    was called as the method."""
-    m = types.FunctionType(f.__code__.replace(co_qualname=f"Tensor.{f.__name__}"), f.__globals__, f.__name__,
-                           f.__defaults__, f.__closure__)
-    m.__kwdefaults__, m.__qualname__, m.__doc__ = f.__kwdefaults__, f.__qualname__, f.__doc__
+REQUIRED = _Required()
+_HIDDEN_OUT = "out "  # (a method's out parameter renamed away: no call spells it)
+
+
+def method_copy(f, name: str | None = None):
+    """``f``'s Tensor method (or with ``name``: its function ``name``) as a function of its own with
+    no wrapper frame, its code named ``Tensor.<name>`` (``<name>``): a frontend that reads its call
+    back (``_parser.refuse``) knows from it which op it is and that it was called as the method. A
+    method's ``out`` parameter is renamed away (PyTorch's methods take no ``out=``: it falls into the
+    frontend's ``**``, whose slow path refuses it as PyTorch does)."""
+    code, kwdefaults, qualname = f.__code__, f.__kwdefaults__, f.__qualname__
+    if name is None:
+        name = code.co_name
+        code = code.replace(co_qualname=f"Tensor.{name}",
+                            co_varnames=tuple(_HIDDEN_OUT if v == "out" else v for v in code.co_varnames))
+        if kwdefaults and "out" in kwdefaults:
+            kwdefaults = {_HIDDEN_OUT if k == "out" else k: v for k, v in kwdefaults.items()}
+    else:
+        code, qualname = code.replace(co_name=name, co_qualname=name), name
+    m = types.FunctionType(code, f.__globals__, name, f.__defaults__, f.__closure__)
+    m.__dict__.update(f.__dict__)  # (its __signature__: export's, PyTorch's names)
+    m.__kwdefaults__, m.__qualname__, m.__doc__ = kwdefaults, qualname, f.__doc__
     m.__module__, m.__annotations__ = f.__module__, f.__annotations__
     return m
+
+
+rerun, refuse = _parser.rerun, _parser.refuse  # (the frameless frontends' slow path, fallback)
 
 
 def keepdim(f, dim, keepdim):
@@ -305,7 +332,7 @@ def export(*names: str, method: bool = True, function: bool = True, tensors: tup
         params = sig.parameters
         # (help() and inspect.signature show no sentinel, and no **numpy)
         shown = [p.replace(default=p.empty) if p.default is REQUIRED else p for p in params.values()
-                 if p.default is not _MISSING and p.kind != p.VAR_KEYWORD]
+                 if p.default is not _MISSING and p.kind not in (p.VAR_KEYWORD, p.VAR_POSITIONAL)]
         if len(shown) < len(params) or any(p.default is REQUIRED for p in params.values()):
             f.__signature__ = sig.replace(parameters=shown)
         # PyTorch's parser checks an op's arguments (keepdim a bool, NumPy's names): the ops of
@@ -318,6 +345,9 @@ def export(*names: str, method: bool = True, function: bool = True, tensors: tup
         for n in names:
             ff = _parser.checked(f, n, False) if parsed else f
             mf = _parser.checked(f, n, True) if parsed else f
+            if own and n in _parser.SCHEMAS:  # frameless (see _parser.rerun): copies naming the op
+                ff = f if f.__code__.co_name == n else method_copy(f, n)
+                mf = method_copy(ff)
             if n in _PYTHON_LEVEL:
                 f.__qualname__, mf = n, _renamed(f, f"Tensor.{n}")
             ff = _require_tensors(ff, n, tensors, False) if tensors else ff
@@ -363,5 +393,6 @@ def install() -> None:
 
 __all__ = ["OPS", "FUNCTIONS", "METHODS", "defop", "export", "inplace_method", "install", "apply",
            "Tensor", "kernel_error", "operand", "keepdim", "numpy_call", "method_copy", "KEEPDIM", "DIM",
-           "MISSING", "REQUIRED", "write_out", "cast_dtype", "same_dtype", "any_dtype", "out_grad_error",
+           "MISSING", "REQUIRED", "rerun", "refuse", "write_out", "cast_dtype", "same_dtype", "any_dtype",
+           "out_grad_error",
            "check_out_grad"]

@@ -18,7 +18,7 @@ from jax import lax
 
 from .._host import host_exact
 from .._tensor import _wrap_dim
-from ._registry import Tensor, apply, defop, export, kernel_error
+from ._registry import REQUIRED, Tensor, apply, defop, export, kernel_error, refuse, rerun
 
 # ================================ activations ===================================================
 
@@ -346,30 +346,40 @@ def _softmax_dim(input, dim, name):
 
 
 @export("softmax")
-def softmax(input: Tensor, dim: int | None = None, dtype=None) -> Tensor:
+def softmax(input: Tensor = REQUIRED, dim: int | None = None, dtype=None, *args, **numpy) -> Tensor:
     """``exp(x) / sum(exp(x))`` along ``dim`` (``SoftmaxBackward0``).
 
     >>> import funcgrad
     >>> funcgrad.tensor([1., 2., 3.]).softmax(0)
     tensor([0.0900, 0.2447, 0.6652])
     """
-    if dtype is not None:
-        input = input.to(dtype)
-    d = _softmax_dim(input, dim, "softmax")
-    if input.dtype._kind not in "fc":  # (empty: _softmax_dim refuses the others) PyTorch keeps its dtype
-        return input.clone()
-    return apply(_softmax, input, dim=d)
+    if args or numpy:  # (NumPy's names, more arguments: as PyTorch's parser reads the call, _parser.rerun)
+        return rerun(softmax)
+    try:
+        x = input if dtype is None else input.to(dtype)
+        d = _softmax_dim(x, dim, "softmax")
+        if x.dtype._kind not in "fc":  # (empty: _softmax_dim refuses the others) PyTorch keeps its dtype
+            return x.clone()
+        return apply(_softmax, x, dim=d)
+    except TypeError:  # (PyTorch's, where its parser refuses the call)
+        refuse(softmax)
+        raise
 
 
 @export("log_softmax")
-def log_softmax(input: Tensor, dim: int | None = None, dtype=None) -> Tensor:
+def log_softmax(input: Tensor = REQUIRED, dim: int | None = None, dtype=None, *args, **numpy) -> Tensor:
     """``log(softmax(x))`` computed stably (``LogSoftmaxBackward0``)."""
-    if dtype is not None:
-        input = input.to(dtype)
-    d = _softmax_dim(input, dim, "log_softmax")
-    if input.dtype._kind not in "fc":  # (empty: _softmax_dim refuses the others) PyTorch keeps its dtype
-        return input.clone()
-    return apply(_log_softmax, input, dim=d)
+    if args or numpy:  # (NumPy's names, more arguments: as PyTorch's parser reads the call, _parser.rerun)
+        return rerun(log_softmax)
+    try:
+        x = input if dtype is None else input.to(dtype)
+        d = _softmax_dim(x, dim, "log_softmax")
+        if x.dtype._kind not in "fc":  # (empty: _softmax_dim refuses the others) PyTorch keeps its dtype
+            return x.clone()
+        return apply(_log_softmax, x, dim=d)
+    except TypeError:  # (PyTorch's, where its parser refuses the call)
+        refuse(log_softmax)
+        raise
 
 
 # ================================ convolution ====================================================

@@ -12,7 +12,8 @@ from .._dtype import float64
 from .._factories import from_numpy, tensor
 from .._host import host_exact
 from .._tensor import _scalar_type_name
-from ._registry import FUNCTIONS, Tensor, apply, defop, export, inplace_method, operand
+from ._registry import (FUNCTIONS, REQUIRED, Tensor, apply, defop, export, inplace_method, operand, refuse,
+                        rerun)
 from ._parser import type_name
 from ._registry import any_dtype, cast_dtype
 from ._registry import write_out as _out
@@ -493,30 +494,47 @@ _ALIASES = {"ne": "not_equal", "lt": "less", "le": "less_equal", "gt": "greater"
 
 
 def _make_cmp(name, op, arrays=False, dunder=False):
-    """The function/method ``name`` (a refused operand: a TypeError, which the parser's wrapper words
-    as PyTorch's) or, ``dunder``, its operator (NotImplemented, Python's TypeError)."""
+    """The function/method ``name`` (frameless: a refused call is PyTorch's parser's TypeError, see
+    ``_parser.rerun``) or, ``dunder``, its operator (NotImplemented, Python's TypeError)."""
     bitwise = op.promote != "compare"
+    check = cast_dtype if bitwise else any_dtype
 
-    def f(input, other, *, out=None) -> Tensor:
-        if not isinstance(other, (Tensor, int, float, bool, complex)):
-            if arrays and isinstance(other, np.ndarray):
-                try:  # (PyTorch's __eq__ alone takes a NumPy array, as the tensor from_numpy makes of it)
-                    other = from_numpy(other)
-                except TypeError:
+    def other_operand(other):  # (off the hot path: other not a Tensor nor a Python number)
+        if arrays and isinstance(other, np.ndarray):
+            try:  # (PyTorch's __eq__ alone takes a NumPy array, as the tensor from_numpy makes of it)
+                return from_numpy(other)
+            except TypeError:
+                return NotImplemented
+        if bitwise and isinstance(other, np.bool_):
+            # (PyTorch's parser reads a NumPy bool as a double Scalar: tb & np.bool_(True) is a
+            # float operand, its kernel's NotImplementedError)
+            return float(other)
+        # a NumPy number as its Python number (its ufunc defers to the Tensor: np.int64(2) < t)
+        return operand(other)
+
+    if dunder:
+        def f(input, other, *, out=None) -> Tensor:
+            if not isinstance(other, (Tensor, int, float, bool, complex)):
+                other = other_operand(other)
+                if other is NotImplemented:
                     return NotImplemented
-            elif bitwise and isinstance(other, np.bool_):
-                # (PyTorch's parser reads a NumPy bool as a double Scalar: tb & np.bool_(True) is a
-                # float operand, its kernel's NotImplementedError)
-                other = float(other)
-            else:  # a NumPy number as its Python number (its ufunc defers to the Tensor: np.int64(2) < t)
-                o = operand(other)
-                if o is NotImplemented:
-                    if dunder:
-                        return NotImplemented
-                    raise TypeError(f"{name}(): argument 'other' must be Tensor or Number, not "
-                                    f"{type_name(other)}")
-                other = o
-        return _out(apply(op, input, other), out, name, cast_dtype if bitwise else any_dtype)
+            return _out(apply(op, input, other), out, name, check)
+    else:
+        def f(input=REQUIRED, other=REQUIRED, *args, out=None, **numpy) -> Tensor:
+            if args or numpy:  # (NumPy's names, more arguments, out= to the method: as PyTorch's parser)
+                return rerun(f)
+            try:
+                if not isinstance(other, (Tensor, int, float, bool, complex)):
+                    o = other_operand(other)
+                    if o is NotImplemented:
+                        raise TypeError(f"{name}(): argument 'other' must be Tensor or Number, not "
+                                        f"{type_name(other)}")
+                    return _out(apply(op, input, o), out, name, check)
+                return _out(apply(op, input, other), out, name, check)
+            except TypeError:  # (PyTorch's, where its parser refuses the call)
+                refuse(f)
+                raise
+        f.__code__ = f.__code__.replace(co_name=name, co_qualname=name)  # (the op refuse names)
     f.__name__ = f.__qualname__ = name
     f.__doc__ = f"Elementwise ``{name}`` comparison → bool tensor."
     return f
@@ -537,23 +555,20 @@ for _name, _fn, _dunder in _CMP:
     _op = defop(_name, _fn, None, promote="compare", host=_cmp_host(_np_fn),
                 accepts="bif" if _ordered else None, kernel=_name + "_cpu")
     _f = _make_cmp(_name, _op)
-    _checked = export(_name, *([_ALIASES[_name]] if _name in _ALIASES else []))(_f)
+    globals()[_name] = export(_name, *([_ALIASES[_name]] if _name in _ALIASES else []))(_f)
     export(_dunder, function=False)(_make_cmp(_name, _op, arrays=_name == "eq", dunder=True))
     inplace_method(_name + "_", _f)
-    globals()[_name] = _checked  # (funcgrad.<name>: the parser's wrapper, its TypeError)
-    if _name in _ALIASES:  # (an alias's wrapper names the alias in its messages)
+    if _name in _ALIASES:  # (export's copy: its code names the alias in PyTorch's messages)
         globals()[_ALIASES[_name]] = FUNCTIONS[_ALIASES[_name]]
 
 _BITWISE = [("bitwise_and", jnp.bitwise_and, "__and__"), ("bitwise_or", jnp.bitwise_or, "__or__"),
             ("bitwise_xor", jnp.bitwise_xor, "__xor__")]
 for _name, _fn, _dunder in _BITWISE:
     _op = defop(_name, _fn, None, promote="binary", accepts="bi", kernel=_name + "_cpu")
-    _f = _make_cmp(_name, _op)
-    _checked = export(_name)(_f)
+    _f = globals()[_name] = export(_name)(_make_cmp(_name, _op))
     export(_dunder, "__r" + _dunder[2:], function=False)(_make_cmp(_name, _op, dunder=True))
     inplace_method(_name + "_", _f)
     export("__i" + _dunder[2:], function=False)(lambda self, o, _n=_name: self._inplace(globals()[_n], o))
-    globals()[_name] = _checked
 
 _not = defop("bitwise_not", jnp.invert, None, accepts="bi", kernel="bitwise_not_cpu")
 

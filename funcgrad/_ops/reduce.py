@@ -20,8 +20,8 @@ from ._parser import refuse as _refuse
 from ._registry import DIM, KEEPDIM, REQUIRED, Tensor, apply, defop, export
 from ._registry import check_out_grad as _check_out_grad
 from ._registry import keepdim as _keepdim
-from ._registry import method_copy as _method_copy
 from ._registry import numpy_call as _numpy_call
+from ._registry import rerun as _rerun
 from ._registry import write_out as _out
 from .math import isnan, logical_not
 from .pointwise import maximum, minimum
@@ -98,7 +98,7 @@ _MEAN0 = _mean0.call_with(dim=None, keepdim=False, dtype=None)
 _SUM_DIM: dict = {}  # (int dim, ndim, keepdim) -> x.sum(dim, keepdim) (a few entries per rank)
 
 
-@export("sum", method=False)
+@export("sum")  # (its method: export's copy, code named Tensor.sum, see _registry.method_copy)
 def sum(input=REQUIRED, dim=DIM, keepdim=KEEPDIM, *, dtype=None, **numpy) -> Tensor:
     """Sum of all elements (``SumBackward0``) or over ``dim`` (``SumBackward1``; ``dim=None``
     given: over all, as PyTorch's dim overload). NumPy's ``axis=``, ``keepdims=`` and ``a=`` are
@@ -135,7 +135,7 @@ def sum(input=REQUIRED, dim=DIM, keepdim=KEEPDIM, *, dtype=None, **numpy) -> Ten
     return apply(_sum1, input, dim=dims, keepdim=kd, dtype=dt)
 
 
-@export("mean", method=False)
+@export("mean")
 def mean(input=REQUIRED, dim=DIM, keepdim=KEEPDIM, *, dtype=None, **numpy) -> Tensor:
     """Mean of all elements (``MeanBackward0``) or over ``dim`` (``MeanBackward1``; ``dim=None``
     given: over all, as PyTorch's dim overload). NumPy's names as sum's."""
@@ -161,11 +161,6 @@ def mean(input=REQUIRED, dim=DIM, keepdim=KEEPDIM, *, dtype=None, **numpy) -> Te
         return apply(_mean0, input, dim=None, keepdim=False, dtype=dt)
     return apply(_mean1, input, dim=dims, keepdim=kd, dtype=dt)
 
-
-# Tensor.sum and Tensor.mean: the same frontends, as copies whose code is named Tensor.<name> (so
-# refuse tells a method's call from the function's where it cannot read the call back: np.sum(t))
-export("sum", function=False)(_method_copy(sum))
-export("mean", function=False)(_method_copy(mean))
 
 
 def _scalar_name(d):
@@ -821,35 +816,52 @@ _logcumsumexp = defop("logcumsumexp", _logcumsumexp_fn, "LogcumsumexpBackward0",
                       vjp=_logcumsumexp_vjp, accepts="fc", kernel="logcumsumexp_out_cpu")
 
 
+# (cumsum, cumprod, logcumsumexp: frameless frontends of _parser.SCHEMAS, see _parser.rerun)
 @export("cumsum")
-def cumsum(input: Tensor, dim: int, *, dtype=None, out=None) -> Tensor:
+def cumsum(input: Tensor = REQUIRED, dim: int = REQUIRED, *args, dtype=None, out=None, **numpy) -> Tensor:
     """Cumulative sum along ``dim`` (integers accumulate in int64).
 
     >>> import funcgrad
     >>> funcgrad.tensor([1, 2, 3]).cumsum(0)
     tensor([1, 3, 6])
     """
-    _check_out_grad(out, "cumsum", input)
-    if dtype is None and out is not None:  # (PyTorch's computes in out's dtype)
-        dtype = out.dtype
-    dt = None if dtype is None else to_dtype(dtype).np
-    return _out(apply(_cumsum, input, dim=_wrap_dim(dim, input.ndim), dtype=dt), out)
+    if args or numpy:  # (NumPy's names, more arguments, out= to the method: as PyTorch's parser reads them)
+        return _rerun(cumsum)
+    try:
+        _check_out_grad(out, "cumsum", input)
+        dt = dtype if dtype is not None or out is None else out.dtype  # (PyTorch's computes in out's dtype)
+        dt = None if dt is None else to_dtype(dt).np
+        return _out(apply(_cumsum, input, dim=_wrap_dim(dim, input.ndim), dtype=dt), out)
+    except TypeError:  # (PyTorch's, where its parser refuses the call)
+        _refuse(cumsum)
+        raise
 
 
 @export("cumprod")
-def cumprod(input: Tensor, dim: int, *, dtype=None, out=None) -> Tensor:
+def cumprod(input: Tensor = REQUIRED, dim: int = REQUIRED, *args, dtype=None, out=None, **numpy) -> Tensor:
     """Cumulative product along ``dim``; the gradient is exact with zeros in the input."""
-    _check_out_grad(out, "cumprod", input)
-    if dtype is None and out is not None:  # (PyTorch's computes in out's dtype)
-        dtype = out.dtype
-    dt = None if dtype is None else to_dtype(dtype).np
-    return _out(apply(_cumprod, input, dim=_wrap_dim(dim, input.ndim), dtype=dt), out)
+    if args or numpy:
+        return _rerun(cumprod)
+    try:
+        _check_out_grad(out, "cumprod", input)
+        dt = dtype if dtype is not None or out is None else out.dtype  # (PyTorch's computes in out's dtype)
+        dt = None if dt is None else to_dtype(dt).np
+        return _out(apply(_cumprod, input, dim=_wrap_dim(dim, input.ndim), dtype=dt), out)
+    except TypeError:
+        _refuse(cumprod)
+        raise
 
 
 @export("logcumsumexp")
-def logcumsumexp(input: Tensor, dim: int, *, out=None) -> Tensor:
+def logcumsumexp(input: Tensor = REQUIRED, dim: int = REQUIRED, *args, out=None, **numpy) -> Tensor:
     """``log(cumsum(exp(input)))`` computed stably."""
-    return _out(apply(_logcumsumexp, input, dim=_wrap_dim(dim, input.ndim)), out, check=_same_scalar_type)
+    if args or numpy:
+        return _rerun(logcumsumexp)
+    try:
+        return _out(apply(_logcumsumexp, input, dim=_wrap_dim(dim, input.ndim)), out, check=_same_scalar_type)
+    except TypeError:
+        _refuse(logcumsumexp)
+        raise
 
 
 def _same_scalar_type(r, o):  # logcumsumexp's, cummax's and cummin's out= check

@@ -13,7 +13,8 @@ from .._host import has_subnormal, host_exact
 from .._errors import TracedValueError
 from .._tensor import Size, _is_tracer, _scatter_fn, _wrap_dim
 from ._fanin import FanInOp
-from ._registry import OPS, Tensor, apply, cast_dtype, defop, export, inplace_method, write_out
+from ._registry import (OPS, REQUIRED, Tensor, apply, cast_dtype, defop, export, inplace_method, refuse,
+                        rerun, write_out)
 
 
 def _shape_arg(shape):
@@ -160,19 +161,32 @@ Tensor.H = property(lambda self: _T(self).conj() if self.is_complex() else _T(se
 Tensor.mH = property(lambda self: _mT(self))
 
 
+# (squeeze, unsqueeze, cat, stack: frameless frontends of _parser.SCHEMAS, see _parser.rerun)
 @export("squeeze")
-def squeeze(input, dim=None) -> Tensor:
-    n = input.ndim
-    if dim is None:
-        return apply(_squeeze0, input, dims=tuple(i for i, s in enumerate(input.shape) if s == 1))
-    dims = dim if isinstance(dim, (tuple, list)) else (dim,)
-    dims = tuple(d for d in (_wrap_dim(d, n) for d in dims) if n and input.shape[d] == 1)
-    return apply(_squeeze2 if isinstance(dim, (tuple, list)) else _squeeze1, input, dims=dims)
+def squeeze(input=REQUIRED, dim=None, *args, **numpy) -> Tensor:
+    if args or numpy:  # (NumPy's names, more arguments: as PyTorch's parser reads the call)
+        return rerun(squeeze)
+    try:
+        n = input.ndim
+        if dim is None:
+            return apply(_squeeze0, input, dims=tuple(i for i, s in enumerate(input.shape) if s == 1))
+        dims = dim if isinstance(dim, (tuple, list)) else (dim,)
+        dims = tuple(d for d in (_wrap_dim(d, n) for d in dims) if n and input.shape[d] == 1)
+        return apply(_squeeze2 if isinstance(dim, (tuple, list)) else _squeeze1, input, dims=dims)
+    except TypeError:  # (PyTorch's, where its parser refuses the call)
+        refuse(squeeze)
+        raise
 
 
 @export("unsqueeze")
-def unsqueeze(input, dim) -> Tensor:
-    return apply(_unsqueeze, input, dim=_wrap_dim(dim, input.ndim + 1))
+def unsqueeze(input=REQUIRED, dim=REQUIRED, *args, **numpy) -> Tensor:
+    if args or numpy:
+        return rerun(unsqueeze)
+    try:
+        return apply(_unsqueeze, input, dim=_wrap_dim(dim, input.ndim + 1))
+    except TypeError:
+        refuse(unsqueeze)
+        raise
 
 
 @export("expand", function=False)
@@ -386,40 +400,52 @@ def _cat_out(r, o):  # cat's (and stack's, which is cat's) out= check: the cast 
 
 
 @export("cat", "concat", "concatenate", method=False)
-def cat(tensors, dim=0, *, out=None) -> Tensor:
+def cat(tensors=REQUIRED, dim=0, *args, out=None, **numpy) -> Tensor:
     """Concatenate along an existing dim (1-D empty tensors are skipped, as in PyTorch)."""
-    tensors = list(tensors)
-    for i, t in enumerate(tensors):
-        if t.ndim == 0:
-            raise RuntimeError(f"zero-dimensional tensor (at position {i}) cannot be concatenated")
-    tensors = [t for t in tensors if not (t.ndim == 1 and t.shape[0] == 0)] or list(tensors)[:1]
-    if not tensors:
-        raise RuntimeError("torch.cat(): expected a non-empty list of Tensors")
-    ref = tensors[0]
-    d = _wrap_dim(dim, ref.ndim)
-    for i, t in enumerate(tensors[1:], 1):
-        if t.ndim != ref.ndim:
-            raise RuntimeError(f"Tensors must have same number of dimensions: got {ref.ndim} and {t.ndim}")
-        for k in range(ref.ndim):
-            if k != d and t.shape[k] != ref.shape[k]:
-                raise RuntimeError(f"Sizes of tensors must match except in dimension {d}. Expected size "
-                                   f"{ref.shape[k]} but got size {t.shape[k]} for tensor number {i} in the list.")
-    r = apply(_cat, *tensors, dim=d)
-    return write_out(r, out, check=_cat_out)
+    if args or numpy:
+        return rerun(cat)
+    try:
+        ts = list(tensors)
+        for i, t in enumerate(ts):
+            if t.ndim == 0:
+                raise RuntimeError(f"zero-dimensional tensor (at position {i}) cannot be concatenated")
+        ts = [t for t in ts if not (t.ndim == 1 and t.shape[0] == 0)] or ts[:1]
+        if not ts:
+            raise RuntimeError("torch.cat(): expected a non-empty list of Tensors")
+        ref = ts[0]
+        d = _wrap_dim(dim, ref.ndim)
+        for i, t in enumerate(ts[1:], 1):
+            if t.ndim != ref.ndim:
+                raise RuntimeError(f"Tensors must have same number of dimensions: got {ref.ndim} and "
+                                   f"{t.ndim}")
+            for k in range(ref.ndim):
+                if k != d and t.shape[k] != ref.shape[k]:
+                    raise RuntimeError(f"Sizes of tensors must match except in dimension {d}. Expected "
+                                       f"size {ref.shape[k]} but got size {t.shape[k]} for tensor number {i} "
+                                       f"in the list.")
+        return write_out(apply(_cat, *ts, dim=d), out, check=_cat_out)
+    except TypeError:
+        refuse(cat)
+        raise
 
 
 @export("stack", method=False)
-def stack(tensors, dim=0, *, out=None) -> Tensor:
+def stack(tensors=REQUIRED, dim=0, *args, out=None, **numpy) -> Tensor:
     """Stack equal-shaped tensors along a new dim."""
-    tensors = list(tensors)
-    if not tensors:
-        raise RuntimeError("stack expects a non-empty TensorList")
-    for i, t in enumerate(tensors[1:], 1):
-        if t.shape != tensors[0].shape:
-            raise RuntimeError(f"stack expects each tensor to be equal size, but got "
-                               f"{list(tensors[0].shape)} at entry 0 and {list(t.shape)} at entry {i}")
-    r = apply(_stack, *tensors, dim=_wrap_dim(dim, tensors[0].ndim + 1))
-    return write_out(r, out, check=_cat_out)
+    if args or numpy:
+        return rerun(stack)
+    try:
+        ts = list(tensors)
+        if not ts:
+            raise RuntimeError("stack expects a non-empty TensorList")
+        for i, t in enumerate(ts[1:], 1):
+            if t.shape != ts[0].shape:
+                raise RuntimeError(f"stack expects each tensor to be equal size, but got "
+                                   f"{list(ts[0].shape)} at entry 0 and {list(t.shape)} at entry {i}")
+        return write_out(apply(_stack, *ts, dim=_wrap_dim(dim, ts[0].ndim + 1)), out, check=_cat_out)
+    except TypeError:
+        refuse(stack)
+        raise
 
 
 # ================================ indexing =======================================================

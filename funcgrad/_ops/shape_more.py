@@ -16,7 +16,7 @@ import numpy as np
 
 from .._tensor import Size, _wrap_dim
 from .._dispatch import Op
-from ._registry import Tensor, apply, defop, export
+from ._registry import REQUIRED, Tensor, apply, defop, export, refuse, rerun
 from .indexing import index_select
 from .shape import _VIEW_OPS, _shape_arg, _to_basic, cat, expand, permute, reshape, unsqueeze
 
@@ -311,23 +311,28 @@ def rot90(input, k=1, dims=(0, 1)) -> Tensor:
 
 
 @export("movedim", "moveaxis")
-def movedim(input, source, destination) -> Tensor:
+def movedim(input=REQUIRED, source=REQUIRED, destination=REQUIRED, *args, **numpy) -> Tensor:
     """Move dims ``source`` to positions ``destination`` (a permute view)."""
-    n = input.ndim
-    src = (source,) if isinstance(source, int) else tuple(source)
-    dst = (destination,) if isinstance(destination, int) else tuple(destination)
-    if len(src) != len(dst):
-        raise RuntimeError(f"movedim: Invalid source or destination dims: source ({list(src)} dims) "
-                           f"should contain the same number of dims as destination ({list(dst)} dims)")
-    src = tuple(_wrap_dim(s, n) for s in src)
-    dst = tuple(_wrap_dim(s, n) for s in dst)
-    order = [i for i in range(n) if i not in src]
-    perm = [None] * n
-    for s, d in zip(src, dst):
-        perm[d] = s
-    it = iter(order)
-    perm = tuple(p if p is not None else next(it) for p in perm)
-    return permute(input, perm)
+    if args or numpy:  # (more arguments, a keyword not PyTorch's: as its parser reads it, _parser.rerun)
+        return rerun(movedim)
+    try:
+        n = input.ndim
+        src = (source,) if isinstance(source, int) else tuple(source)
+        dst = (destination,) if isinstance(destination, int) else tuple(destination)
+        if len(src) != len(dst):
+            raise RuntimeError(f"movedim: Invalid source or destination dims: source ({list(src)} dims) "
+                               f"should contain the same number of dims as destination ({list(dst)} dims)")
+        src = tuple(_wrap_dim(s, n) for s in src)
+        dst = tuple(_wrap_dim(s, n) for s in dst)
+        order = [i for i in range(n) if i not in src]
+        perm = [None] * n
+        for s, d in zip(src, dst):
+            perm[d] = s
+        it = iter(order)
+        return permute(input, tuple(p if p is not None else next(it) for p in perm))
+    except TypeError:  # (PyTorch's, where its parser refuses the call)
+        refuse(movedim)
+        raise
 
 
 # ================================ broadcasting ================================================

@@ -17,7 +17,8 @@ import jax.numpy as jnp
 
 from .. import _dtype
 from .._tensor import _scalar_type_name, _wrap_dim
-from ._registry import DIM, Tensor, _Default, apply, check_out_grad, defop, export, same_dtype, write_out
+from ._registry import (DIM, REQUIRED, Tensor, _Default, apply, check_out_grad, defop, export, refuse, rerun,
+                        same_dtype, write_out)
 from .reduce import _one_dim, _same_scalar_type, return_type
 
 
@@ -145,8 +146,8 @@ def msort(input: Tensor, *, out=None) -> Tensor:
 
 
 @export("topk")
-def topk(input: Tensor, k: int, dim: int = -1, largest: bool = True, sorted: bool = True, *,
-         out=None):
+def topk(input: Tensor = REQUIRED, k: int = REQUIRED, dim: int = -1, largest: bool = True,
+         sorted: bool = True, *args, out=None, **numpy):
     """The ``k`` largest (or smallest) elements along ``dim`` → ``(values, indices)``.
 
     Ties are broken by position (the earlier element first); PyTorch's CPU kernel may pick a
@@ -158,11 +159,18 @@ def topk(input: Tensor, k: int, dim: int = -1, largest: bool = True, sorted: boo
     values=tensor([5., 3.]),
     indices=tensor([1, 2]))
     """
-    d = _wrap_dim(dim, input.ndim)
-    n = input.shape[d] if input.ndim else 1
-    if not 0 <= k <= n:
-        raise RuntimeError("selected index k out of range")
-    return _out(topk_result(*apply(_topk_op, input, k=int(k), dim=d, largest=bool(largest))), out)
+    # (NumPy's names, more arguments, a non-bool largest or sorted: as PyTorch's parser reads the call)
+    if args or numpy or type(largest) is not bool or type(sorted) is not bool:
+        return rerun(topk)
+    try:
+        d = _wrap_dim(dim, input.ndim)
+        n = input.shape[d] if input.ndim else 1
+        if not 0 <= k <= n:
+            raise RuntimeError("selected index k out of range")
+        return _out(topk_result(*apply(_topk_op, input, k=int(k), dim=d, largest=largest)), out)
+    except TypeError:  # (PyTorch's, where its parser refuses the call)
+        refuse(topk)
+        raise
 
 
 @export("kthvalue")
@@ -359,23 +367,36 @@ cummax_result = return_type("cummax")
 cummin_result = return_type("cummin")
 
 
+# (topk, cummax, cummin: frameless frontends of _parser.SCHEMAS, see _parser.rerun)
 @export("cummax")
-def cummax(input: Tensor, dim: int, *, out=None):
+def cummax(input: Tensor = REQUIRED, dim: int = REQUIRED, *args, out=None, **numpy):
     """Running maximum along ``dim`` → ``(values, indices)`` (index of the latest maximum).
 
     >>> import funcgrad
     >>> funcgrad.tensor([1, 1, 0, 2]).cummax(0).indices
     tensor([0, 1, 1, 3])
     """
-    d = _wrap_dim(dim, input.ndim)
-    return _out(cummax_result(*apply(_cummax_op, input, dim=d)), out, check=_same_scalar_type)
+    if args or numpy:
+        return rerun(cummax)
+    try:
+        d = _wrap_dim(dim, input.ndim)
+        return _out(cummax_result(*apply(_cummax_op, input, dim=d)), out, check=_same_scalar_type)
+    except TypeError:
+        refuse(cummax)
+        raise
 
 
 @export("cummin")
-def cummin(input: Tensor, dim: int, *, out=None):
+def cummin(input: Tensor = REQUIRED, dim: int = REQUIRED, *args, out=None, **numpy):
     """Running minimum along ``dim`` → ``(values, indices)``."""
-    d = _wrap_dim(dim, input.ndim)
-    return _out(cummin_result(*apply(_cummin_op, input, dim=d)), out, check=_same_scalar_type)
+    if args or numpy:
+        return rerun(cummin)
+    try:
+        d = _wrap_dim(dim, input.ndim)
+        return _out(cummin_result(*apply(_cummin_op, input, dim=d)), out, check=_same_scalar_type)
+    except TypeError:
+        refuse(cummin)
+        raise
 
 
 __all__ = ["sort", "argsort", "msort", "topk", "kthvalue", "median", "nanmedian", "mode",
