@@ -155,12 +155,52 @@ def test_recorded_transcript_is_pytorchs():
         assert _transcript(torch) == EXPECTED
 
 
+def _compiled_transcript(torch):
+    """``torch.compile(module)``: PyTorch's OptimizedModule, the original its ``_orig_mod``."""
+    torch.manual_seed(0)
+    m = torch.nn.Sequential(torch.nn.Linear(2, 2), torch.nn.Tanh())
+    c = torch.compile(m)
+    x = torch.randn(3, 2)
+    c.note = "set through"
+    c.eval()
+    out = [str(c), type(c).__name__, isinstance(c, torch.nn.Module), c._orig_mod is m, len(c),
+           list(dict(c.named_parameters())), list(c.state_dict()), getattr(m, "note", None), m.training,
+           c.training, bool(torch.allclose(c(x), m(x))), type(copy.deepcopy(c)).__name__,
+           list(copy.deepcopy(c).state_dict())]
+    c.train()
+    out.append(m.training)
+    del c.note
+    out.append(hasattr(m, "note"))
+    ref = torch.nn.Sequential(torch.nn.Linear(2, 2), torch.nn.Tanh())
+    out.append(repr(torch.compile(ref).load_state_dict(c.state_dict())))
+    return out
+
+
+COMPILED_EXPECTED = [
+    "OptimizedModule(\n  (_orig_mod): Sequential(\n    (0): Linear(in_features=2, out_features=2, bias=True)\n"
+    "    (1): Tanh()\n  )\n)", "OptimizedModule", True, True, 2, ["_orig_mod.0.weight", "_orig_mod.0.bias"],
+    ["_orig_mod.0.weight", "_orig_mod.0.bias"], "set through", False, False, True, "OptimizedModule",
+    ["_orig_mod.0.weight", "_orig_mod.0.bias"], True, False, "<All keys matched successfully>"]
+
+
+def test_compiled_module_is_pytorchs_optimized_module():
+    assert _compiled_transcript(funcgrad) == COMPILED_EXPECTED
+
+
+@pytest.mark.torch
+def test_compiled_transcript_is_pytorchs():
+    torch = pytest.importorskip("torch")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        assert _compiled_transcript(torch) == COMPILED_EXPECTED
+
+
 def test_module_compile_is_one_program_and_not_a_prefix():
     net = funcgrad.nn.Linear(3, 2)
     x = funcgrad.randn(4, 3)
     eager = net(x)
     net.compile()
-    assert isinstance(net._compiled_call_impl, funcgrad._jit.module._CompiledModule)
+    assert isinstance(net._compiled_call_impl, funcgrad._jit.module.OptimizedModule)
     for _ in range(3):
         assert funcgrad.equal(net(x), eager)
     assert list(net.state_dict()) == ["weight", "bias"] and str(net) == "Linear(in_features=3, out_features=2, bias=True)"

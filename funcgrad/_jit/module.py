@@ -1,4 +1,5 @@
-"""``funcgrad.compile(module)``: a module whose forward is one compiled program.
+"""``funcgrad.compile(module)``: a module whose forward is one compiled program (PyTorch's
+``OptimizedModule``: the original is its submodule ``_orig_mod``).
 
 Without gradients the forward is a :func:`jit` step; with them it is one recorded autograd op
 (``CompiledFunctionBackward``) whose forward is the jitted program and whose backward is its
@@ -18,6 +19,7 @@ from .._tensor import Tensor
 from .. import _storage
 from ..autograd import grad_mode
 from ..autograd.grad_mode import no_grad
+from ..nn.module import Module
 from .common import _GEN, _flatten_args, _leaf_key
 from .compiled import jit
 from .discover import _WRAPPERS, _is_module, _walk
@@ -26,8 +28,10 @@ from .discover import _WRAPPERS, _is_module, _walk
 def compile(model_or_fn=None, *, _call=None, **kwargs):  # noqa: A001  (funcgrad.compile, as torch.compile)
     """``compile(fn)`` is :func:`jit`; ``compile(module)`` returns a module whose forward is compiled.
 
-    The compiled module shares the original's parameters and buffers (training continues
-    eagerly or compiled); its forward is one XLA program and, when gradients are needed, one
+    The compiled module (``OptimizedModule``, as PyTorch's) holds the original as ``_orig_mod``:
+    it shares its parameters and buffers (training continues eagerly or compiled; its
+    ``state_dict`` keys start with ``_orig_mod.``, as PyTorch's), other attributes read and
+    write the original's; its forward is one XLA program and, when gradients are needed, one
     recorded autograd node whose backward is the jitted vjp of that program
     (``CompiledFunctionBackward``).
 
@@ -43,33 +47,71 @@ def compile(model_or_fn=None, *, _call=None, **kwargs):  # noqa: A001  (funcgrad
     kwargs.pop("mode", None), kwargs.pop("fullgraph", None), kwargs.pop("dynamic", None)
     kwargs.pop("backend", None)
     if _is_module(model_or_fn):  # (_call: Module.compile()'s, the module's call without its compiled one)
-        return _CompiledModule(model_or_fn, _call)
+        return OptimizedModule(model_or_fn, _call)
     return jit(model_or_fn, **kwargs)
 
 
-class _CompiledModule:
-    """What ``funcgrad.compile(module)`` returns; attribute access reaches the module."""
+class OptimizedModule(Module):
+    """What ``funcgrad.compile(module)`` returns: a module whose one submodule is the original,
+    ``_orig_mod``; other attributes are the original's (read, written and deleted there), its
+    ``training`` too. ``copy``/``pickle`` compile the copy of the original again."""
 
-    def __init__(self, module, call=None):
-        call = module.__call__ if call is None else call
-        object.__setattr__(self, "_module", module)
-        object.__setattr__(self, "_call", call)
-        object.__setattr__(self, "_fwd", jit(call))
-        object.__setattr__(self, "_diff", {})
-        object.__setattr__(self, "_extra", [])  # cells the forward read that discovery missed
-        object.__setattr__(self, "_extra_grad", [])  # ...and tensors so read that require grad
-        object.__setattr__(self, "_lock", threading.RLock())
+    _own = frozenset({"_orig_mod", "forward", "__dict__", "_call", "_fwd", "_diff", "_extra", "_extra_grad",
+                      "_lock", "_ready"})
+
+    def __init__(self, mod, call=None):
+        object.__setattr__(self, "_ready", False)
+        object.__setattr__(self, "_orig_mod", mod)  # (training reads it while Module.__init__ runs)
+        super().__init__()
+        object.__setattr__(self, "_ready", True)
+        del self.__dict__["_orig_mod"]
+        self._orig_mod = mod  # (the submodule: its parameters are ours, prefixed)
+        call = mod.__call__ if call is None else call
+        d = self.__dict__
+        d["_call"], d["_fwd"], d["_diff"] = call, jit(call), {}
+        d["_extra"] = []  # cells the forward read that discovery missed
+        d["_extra_grad"] = []  # ...and tensors so read that require grad
+        d["_lock"] = threading.RLock()
+
+    @property
+    def _module(self):
+        return self._modules["_orig_mod"]
+
+    @property
+    def training(self) -> bool:
+        return self.__dict__["_orig_mod"].training if not self._ready else self._modules["_orig_mod"].training
+
+    @training.setter
+    def training(self, value: bool) -> None:
+        if self._ready:  # (Module.__init__'s default is not the original's)
+            self._modules["_orig_mod"].training = value
 
     def __getattr__(self, name):
-        return getattr(self._module, name)
+        if name == "_orig_mod":
+            return self._modules["_orig_mod"]
+        return getattr(self._modules["_orig_mod"], name)
 
     def __setattr__(self, name, value):
-        setattr(self._module, name, value)
+        if hasattr(type(self), name) or name in OptimizedModule._own:
+            return super().__setattr__(name, value)
+        setattr(self._modules["_orig_mod"], name, value)
 
-    def __repr__(self) -> str:
-        return f"Compiled({self._module!r})"
+    def __delattr__(self, name):
+        if hasattr(type(self), name) or name in OptimizedModule._own:
+            return super().__delattr__(name)
+        delattr(self._modules["_orig_mod"], name)
 
-    def __call__(self, *args, **kwargs):
+    def __len__(self) -> int:
+        return len(self._modules["_orig_mod"])
+
+    def __dir__(self):
+        own = self._modules["_orig_mod"].__dir__()
+        return own + [a for a in super().__dir__() if a not in own]
+
+    def __reduce__(self):
+        return (OptimizedModule, (self._modules["_orig_mod"],))
+
+    def forward(self, *args, **kwargs):
         if not (grad_mode._state.enabled and any(p._requires_grad for p in self._module.parameters())):
             return self._fwd(*args, **kwargs)
         with self._lock:  # one call of this module at a time (its program cache)
@@ -176,4 +218,4 @@ def _forward_op(cm, leaves, tree):
     return op[:3] + (params, op[3])
 
 
-_WRAPPERS.append((_CompiledModule, "_module"))  # discovery walks the wrapped module
+_WRAPPERS.append((OptimizedModule, "_module"))  # discovery walks the wrapped module
