@@ -306,3 +306,21 @@ from ._ops.more2 import (adjoint as adjoint, bitwise_left_shift as bitwise_left_
 from ._ops.more3 import (chain_matmul as chain_matmul, cumulative_trapezoid as cumulative_trapezoid,  # noqa: E402
                          empty_strided as empty_strided, gradient as gradient, vander as vander)
 from ._ops.poisson import poisson as poisson  # noqa: E402
+
+# ---- constants, layouts and memory formats, switches and predicates (names3) --------------------
+from math import e as e, inf as inf, nan as nan, pi as pi  # noqa: E402  (plain floats, as torch.pi)
+newaxis = None  # (torch.newaxis: None, as NumPy's)
+from ._strides import layout as layout, memory_format as memory_format, strided as strided  # noqa: E402
+from ._strides import (channels_last as channels_last, channels_last_3d as channels_last_3d,  # noqa: E402
+                       contiguous_format as contiguous_format, preserve_format as preserve_format)
+from ._runtime import is_warn_always_enabled as is_warn_always_enabled  # noqa: E402
+from ._runtime import set_warn_always as set_warn_always  # noqa: E402
+from .func import vmap as vmap  # noqa: E402  (torch.vmap is torch.func.vmap)
+from ._ops.more3 import is_inference as is_inference, is_signed as is_signed  # noqa: E402
+from ._ops.complex import (angle as angle, complex as complex, conj as conj,  # noqa: E402,A004
+                           conj_physical as conj_physical, is_conj as is_conj, is_neg as is_neg,
+                           polar as polar, resolve_conj as resolve_conj, resolve_neg as resolve_neg,
+                           view_as_complex as view_as_complex, view_as_real as view_as_real)
+from ._ops.windows import (bartlett_window as bartlett_window,  # noqa: E402
+                           blackman_window as blackman_window, hamming_window as hamming_window,
+                           hann_window as hann_window, kaiser_window as kaiser_window)

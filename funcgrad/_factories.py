@@ -8,7 +8,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from . import _cache, _dtype, _numpy_share, _tensor
+from . import _cache, _dtype, _numpy_share, _strides, _tensor
 from ._random import _multinomial, _sample
 from ._device import jax_device, put
 from ._tensor import Size, Tensor
@@ -300,6 +300,7 @@ def full(size, fill_value, *, dtype=None, device=None, requires_grad=False) -> T
 
 def _like(fn):
     def f(input, *args, dtype=None, device=None, requires_grad=False, memory_format=None, layout=None):
+        _strides.check_memory_format(memory_format, f.__name__, input.ndim)  # (the result is row-major)
         return fn(*((input.shape,) + args), dtype=dtype or input.dtype, device=device,
                   requires_grad=requires_grad)
     return f
@@ -424,14 +425,17 @@ def randint(low, high=None, size=None, *, generator=None, dtype=None, device=Non
 
 
 def rand_like(input, *, dtype=None, device=None, requires_grad=False, memory_format=None) -> Tensor:
+    _strides.check_memory_format(memory_format, "rand_like", input.ndim)
     return rand(input.shape, dtype=dtype or input.dtype, requires_grad=requires_grad)
 
 
 def randn_like(input, *, dtype=None, device=None, requires_grad=False, memory_format=None) -> Tensor:
+    _strides.check_memory_format(memory_format, "randn_like", input.ndim)
     return randn(input.shape, dtype=dtype or input.dtype, requires_grad=requires_grad)
 
 
 def randint_like(input, low=0, high=None, *, dtype=None, device=None, memory_format=None) -> Tensor:
+    _strides.check_memory_format(memory_format, "randint_like", input.ndim)
     if high is None:
         low, high = 0, low
     return randint(low, high, input.shape, dtype=dtype or input.dtype)

@@ -25,7 +25,7 @@ def _cores() -> int:
 
 
 _state = {"threads": _cores(), "interop": _cores(), "interop_set": False, "det": False,
-          "det_warn": False, "precision": "highest", "device": None}
+          "det_warn": False, "precision": "highest", "device": None, "warn_always": False}
 
 
 def set_num_threads(n: int) -> None:
@@ -135,7 +135,36 @@ def get_default_device() -> _device_cls:
     return _device_cls("cpu") if jax.default_backend() == "cpu" else _device_cls("cuda", 0)
 
 
-__all__ = ["set_num_threads", "get_num_threads", "set_num_interop_threads", "get_num_interop_threads",
+def set_warn_always(b: bool) -> None:
+    """Make PyTorch's once-per-process warnings (``TORCH_WARN_ONCE``: ``float()`` of a tensor
+    that requires grad, ``chain_matmul``'s deprecation) warn on every call while set.
+
+    >>> import funcgrad
+    >>> funcgrad.set_warn_always(True); funcgrad.is_warn_always_enabled()
+    True
+    >>> funcgrad.set_warn_always(False)
+    """
+    if type(b) is not bool:
+        raise RuntimeError(f"setWarnOnlyOnce expects a bool, but got {type(b).__name__}")
+    _state["warn_always"] = b
+
+
+def is_warn_always_enabled() -> bool:
+    """Whether ``set_warn_always(True)`` is in force."""
+    return _state["warn_always"]
+
+
+def warn_once(seen: list) -> bool:
+    """Whether a once-per-process warning whose record is ``seen`` (``[False]`` until it first
+    warns) warns now: the first time, or every time under ``set_warn_always(True)``."""
+    if seen[0] and not _state["warn_always"]:
+        return False
+    seen[0] = True
+    return True
+
+
+__all__ = ["set_warn_always", "is_warn_always_enabled", "warn_once",
+           "set_num_threads", "get_num_threads", "set_num_interop_threads", "get_num_interop_threads",
            "use_deterministic_algorithms", "are_deterministic_algorithms_enabled",
            "is_deterministic_algorithms_warn_only_enabled", "set_deterministic_debug_mode",
            "get_deterministic_debug_mode", "set_float32_matmul_precision",

@@ -203,3 +203,101 @@ def of_chain(base_shape, chain):
     for op, skey, dyn in chain:
         sz, st, off = RULES[op.name](sz, st, off, dict(skey), dyn)
     return sz, st, off
+
+
+# ---- layouts and memory formats (``funcgrad.strided``, ``funcgrad.channels_last``…) -----------
+class layout:  # noqa: N801  (PyTorch's type name: torch.layout)
+    """A tensor layout; funcgrad has one, ``funcgrad.strided`` (every ``Tensor.layout``)."""
+
+    __slots__ = ("name",)
+    __module__ = "funcgrad"
+
+    def __init__(self, name: str):
+        self.name = name
+
+    def __repr__(self) -> str:
+        return f"funcgrad.{self.name}"
+
+    def __reduce__(self):  # (pickle and deepcopy give the same object back)
+        return self.name
+
+
+class memory_format:  # noqa: N801  (torch.memory_format)
+    """A memory format: ``contiguous_format``, ``channels_last``, ``channels_last_3d`` or
+    ``preserve_format``. funcgrad accepts each where PyTorch does (``contiguous``, ``to``,
+    ``*_like``, ``is_contiguous``) with PyTorch's checks, but a result of a non-view op is always
+    row-major here (README "What differs"): ``is_contiguous(memory_format=channels_last)`` answers
+    for that layout, by PyTorch's rule."""
+
+    __slots__ = ("name",)
+    __module__ = "funcgrad"
+
+    def __init__(self, name: str):
+        self.name = name
+
+    def __repr__(self) -> str:
+        return f"funcgrad.{self.name}"
+
+    def __reduce__(self):
+        return self.name
+
+
+strided = layout("strided")
+contiguous_format = memory_format("contiguous_format")
+channels_last = memory_format("channels_last")
+channels_last_3d = memory_format("channels_last_3d")
+preserve_format = memory_format("preserve_format")
+
+# the dims PyTorch walks from the fastest-varying for a channels-last layout (c10's
+# compute_channels_last_contiguous_2d / _3d), by the format's required rank
+_CHANNELS_LAST = {channels_last: (4, (1, 3, 2, 0)), channels_last_3d: (5, (1, 4, 3, 2, 0))}
+
+
+def check_memory_format(fmt, where: str, ndim: int | None = None) -> None:
+    """PyTorch's argument check of ``memory_format=`` (a ``memory_format`` or None) and, given
+    the tensor's rank, the channels-last formats' rank requirement."""
+    if fmt is not None and not isinstance(fmt, memory_format):
+        raise TypeError(f"{where}(): argument 'memory_format' must be funcgrad.memory_format, not "
+                        f"{type(fmt).__name__}")
+    if ndim is not None and fmt in _CHANNELS_LAST and ndim != _CHANNELS_LAST[fmt][0]:
+        raise RuntimeError(f"required rank {_CHANNELS_LAST[fmt][0]} tensor to use {fmt.name} format")
+
+
+def is_contiguous_as(shape, strides, fmt) -> bool:
+    """PyTorch's ``is_contiguous(memory_format=fmt)`` for these sizes and strides: row-major
+    contiguity for ``contiguous_format``/``preserve_format``; for a channels-last format, the rank
+    it needs and strides growing over (C, W, H, N) / (C, W, H, D, N), size-1 dims skipped."""
+    if fmt not in _CHANNELS_LAST:
+        return is_contiguous(shape, strides)
+    rank, order = _CHANNELS_LAST[fmt]
+    if len(shape) != rank:
+        return False
+    expected = 1
+    for d in order:
+        if shape[d] != 1:
+            if strides[d] != expected:
+                return False
+            expected *= shape[d]
+    return True
+
+
+_TO_OVERLOADS = (
+    " * (funcgrad.device device = None, funcgrad.dtype dtype = None, bool non_blocking = False, "
+    "bool copy = False, *, funcgrad.memory_format memory_format = None)\n"
+    " * (funcgrad.dtype dtype, bool non_blocking = False, bool copy = False, *, funcgrad.memory_format "
+    "memory_format = None)\n"
+    " * (Tensor tensor, bool non_blocking = False, bool copy = False, *, funcgrad.memory_format "
+    "memory_format = None)\n")
+
+
+def to_arguments_error(args, kwargs) -> TypeError:
+    """PyTorch's argument parser refusing a ``to()`` call (as for ``memory_format="..."``)."""
+    def name(v):
+        t = type(v)
+        if t.__module__.startswith("funcgrad") and t.__name__ in ("dtype", "device", "memory_format"):
+            return f"funcgrad.{t.__name__}"
+        return t.__name__
+    pos, kw = [name(a) for a in args], [f"{k}={name(v)}" for k, v in kwargs.items()]
+    got = ", ".join(pos + kw) if pos else ", ".join(kw) + ", "  # (its spelling, trailing comma and all)
+    return TypeError(f"to() received an invalid combination of arguments - got ({got}), but expected one "
+                     f"of:\n" + _TO_OVERLOADS)

@@ -17,7 +17,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from . import _dtype, _grad_mode as grad_mode, _strides
+from . import _dtype, _grad_mode as grad_mode, _runtime, _strides
 from ._device import device as _device_cls
 from ._device import from_jax as _from_jax_device
 from ._device import jax_device
@@ -63,14 +63,13 @@ _new = object.__new__
 
 SCALAR_GRAD_MSG = ("Converting a tensor with requires_grad=True to a scalar may lead to unexpected "
                    "behavior.\nConsider using tensor.detach() first.")
-_SCALAR_WARNED: list = []
+_SCALAR_WARNED = [False]
 
 
 def _warn_scalar_once() -> None:
     """PyTorch's TORCH_WARN_ONCE of ``float(t)``/``complex(t)`` on a tensor that requires grad
-    (``int(t)`` and ``.item()`` do not warn): once per process."""
-    if not _SCALAR_WARNED:
-        _SCALAR_WARNED.append(True)
+    (``int(t)`` and ``.item()`` do not warn): once per process (each time under ``set_warn_always``)."""
+    if _runtime.warn_once(_SCALAR_WARNED):
         warnings.warn(SCALAR_GRAD_MSG, UserWarning, stacklevel=3)
 
 NON_LEAF_GRAD_MSG = (
@@ -375,7 +374,7 @@ class Tensor:
     is_sparse = False
     is_quantized = False
     is_meta = False
-    layout = "strided"
+    layout = _strides.strided
 
     def is_floating_point(self) -> bool:
         return self.dtype.is_floating_point
@@ -441,7 +440,14 @@ class Tensor:
         >>> x = funcgrad.zeros(2, 3)
         >>> x.is_contiguous(), x.t().is_contiguous(), x.t().contiguous().is_contiguous()
         (True, False, True)
+
+        ``memory_format=funcgrad.channels_last`` (``channels_last_3d``) asks PyTorch's question for
+        that layout (a row-major tensor is channels-last contiguous only where C or H*W is 1).
         """
+        if memory_format is not None:
+            _strides.check_memory_format(memory_format, "is_contiguous")
+            sz, st, _ = self._layout()
+            return _strides.is_contiguous_as(sz, st, memory_format)
         if self._viewinfo is None:
             return True
         sz, st, _ = self._layout()
@@ -727,11 +733,16 @@ class Tensor:
 
     # ---- device / dtype moves -------------------------------------------------------------
     def to(self, *args, **kwargs) -> "Tensor":
-        """``to(dtype)``, ``to(device)``, ``to(device, dtype)``, ``to(other)``; ``copy=``, ``non_blocking=``."""
+        """``to(dtype)``, ``to(device)``, ``to(device, dtype)``, ``to(other)``; ``copy=``, ``non_blocking=``,
+        ``memory_format=`` (checked; the result is row-major, see ``contiguous``)."""
+        given = dict(kwargs)
         dtype, dev = kwargs.pop("dtype", None), kwargs.pop("device", None)
         copy = kwargs.pop("copy", False)
         kwargs.pop("non_blocking", None)
-        kwargs.pop("memory_format", None)
+        fmt = kwargs.pop("memory_format", None)
+        if fmt is not None and not isinstance(fmt, _strides.memory_format):
+            raise _strides.to_arguments_error(args, given)
+        _strides.check_memory_format(fmt, "to", self.ndim)
         if kwargs:
             raise TypeError(f"to() got an unexpected keyword argument '{next(iter(kwargs))}'")
         for a in args:
@@ -781,7 +792,12 @@ class Tensor:
         return self.to(other.dtype)
 
     def contiguous(self, memory_format=None) -> "Tensor":
-        """``self`` if contiguous, else a contiguous copy (``CloneBackward0``), as PyTorch."""
+        """``self`` if contiguous, else a contiguous copy (``CloneBackward0``), as PyTorch.
+
+        ``memory_format`` is checked as PyTorch checks it (a ``funcgrad.memory_format``; rank 4
+        for ``channels_last``, 5 for ``channels_last_3d``), but the copy is row-major: funcgrad
+        lays out every non-view result so (README "What differs")."""
+        _strides.check_memory_format(memory_format, "contiguous", self.ndim)
         if self.is_contiguous():
             return self
         return self.clone()

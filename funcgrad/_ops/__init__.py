@@ -15,6 +15,7 @@ from . import nn_ctc, nn_sample  # noqa: F401  (issue 18: grid_sample, affine_gr
 from . import more2, more3  # noqa: F401  (finfo, fmax, isin, renorm, cov, quantile, histogram, gradient…)
 from . import linalg2  # noqa: F401  (linalg: matrix_exp, solve_triangular, lu, lstsq, cond…)
 from . import poisson  # noqa: F401  (funcgrad.poisson: PyTorch's CPU sampler, draw for draw)
+from . import complex, windows  # noqa: F401  (complex/polar/view_as_real/conj/angle; hann_window…)
 from ._registry import FUNCTIONS, METHODS, OPS, apply, install
 from . import _saved_result  # noqa: F401,E402  (ops whose output is version-checked at backward)
 

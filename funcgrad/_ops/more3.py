@@ -12,10 +12,10 @@ import warnings
 
 import jax.numpy as jnp
 
-from .. import _dtype
+from .. import _dtype, _runtime
 from .._factories import empty, ones
 from .._tensor import _wrap_dim
-from ._registry import Tensor, apply, defop
+from ._registry import Tensor, apply, defop, export
 from .decomp import multi_dot
 from ._registry import write_out as _out
 from .shape import cat
@@ -143,8 +143,7 @@ def vander(x, N=None, increasing: bool = False) -> Tensor:
 
 def chain_matmul(*matrices, out=None) -> Tensor:
     """Deprecated product of matrices (PyTorch's warning); ``linalg.multi_dot`` of them."""
-    if not _warned[0]:
-        _warned[0] = True
+    if _runtime.warn_once(_warned):  # (PyTorch's TORCH_WARN_ONCE)
         warnings.warn("torch.chain_matmul is deprecated and will be removed in a future PyTorch release. Use "
                       "torch.linalg.multi_dot instead, which accepts a list of two or more tensors rather than "
                       "multiple parameters.", UserWarning, stacklevel=2)
@@ -169,3 +168,21 @@ def empty_strided(size, stride, *, dtype=None, layout=None, device=None, require
         raise RuntimeError(f"dimensionality of sizes ({len(size)}) must match dimensionality of strides "
                            f"({len(stride)})")
     return empty(size, dtype=dtype, device=device, requires_grad=requires_grad)
+
+
+# ================================ predicates ======================================================
+@export("is_signed", tensors=("input",))
+def is_signed(input) -> bool:
+    """Whether the tensor's dtype holds negative values (floats, complex, signed integers).
+
+    >>> import funcgrad
+    >>> funcgrad.is_signed(funcgrad.tensor([1])), funcgrad.tensor([1], dtype=funcgrad.uint8).is_signed()
+    (True, False)
+    """
+    return input.dtype.is_signed
+
+
+@export("is_inference", method=False, tensors=("input",))
+def is_inference(input) -> bool:
+    """Whether the tensor was made under ``inference_mode`` (``Tensor.is_inference``)."""
+    return input.is_inference()

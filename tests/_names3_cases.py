@@ -1,0 +1,68 @@
+"""Cases recorded from PyTorch for tests/test_names3.py (each ``case(lib)`` gives a NumPy array,
+for ``lib`` funcgrad or torch): window functions at each floating dtype, the complex functions'
+values and their gradients through real inputs, ``angle`` of real numbers and its gradient.
+``TOLERANCE`` names the cases not compared bit for bit (float32 ``cos``/``i0``: XLA's vs
+Sleef's/Cephes' last bit)."""
+
+from __future__ import annotations
+
+import numpy as np
+
+_LENGTHS = (0, 1, 2, 3, 5, 8, 17, 64, 101)
+_WINDOWS = {"hann": {}, "hamming": {}, "hamming_ab": dict(alpha=0.5, beta=0.3), "blackman": {},
+            "bartlett": {}, "kaiser": {}, "kaiser_beta": dict(beta=5.5)}
+
+
+def _window(lib, kind, dt):
+    name, kw = kind.split("_")[0] + "_window", _WINDOWS[kind]
+    ws = [getattr(lib, name)(n, periodic, dtype=getattr(lib, dt), **kw) for n in _LENGTHS for periodic in (True, False)]
+    # (float16/bfloat16 exactly as float32; the lengths are those of _LENGTHS, periodic or not)
+    return np.concatenate([(w if dt == "float64" else w.float()).numpy() for w in ws])
+
+
+def _window_cases():
+    cases = {}
+    for kind in _WINDOWS:
+        for dt in ("float32", "float64", "float16", "bfloat16"):
+            cases[f"{kind}_window_{dt}"] = (lambda lib, kind=kind, dt=dt: _window(lib, kind, dt))
+    return cases
+
+
+def complex_values(lib):
+    a = lib.tensor([1.5, -2.0, 0.0, 3.25], dtype=lib.float64)
+    b = lib.tensor([0.5, 4.0, -1.0, -0.0], dtype=lib.float64)
+    z = lib.complex(a, b)
+    p = lib.polar(a.abs(), b)
+    parts = [lib.view_as_real(z), lib.view_as_real(p), lib.view_as_real(z.conj().resolve_conj()),
+             lib.view_as_real(lib.conj_physical(z)), lib.angle(z), lib.angle(p),
+             lib.view_as_real(lib.view_as_complex(lib.stack([a, b], -1).reshape(2, 2, 2)))]
+    return np.concatenate([t.numpy().ravel() for t in parts])
+
+
+def complex_grads(lib):
+    a = lib.tensor([1.5, -2.0, 0.25, 3.0], requires_grad=True)
+    b = lib.tensor([0.5, 4.0, -1.0, 2.0], requires_grad=True)
+    x = lib.tensor([[0.3, -1.2], [2.0, 0.7]], requires_grad=True)
+    w = lib.tensor([[1.0, -2.0], [0.5, 3.0], [-1.5, 0.25], [2.0, 1.0]])
+    z = lib.complex(a, b) * lib.polar(b.abs() + 0.5, a)
+    loss = (lib.view_as_real(z.conj().resolve_conj()) * w).sum() + lib.angle(z).sum() + (lib.view_as_complex(x) ** 2).abs().sum()
+    loss.backward()
+    return np.concatenate([a.grad.numpy(), b.grad.numpy(), x.grad.numpy().ravel()])
+
+
+def angle_real(lib):
+    x = lib.tensor([1.0, -2.0, 0.0, -0.0, float("nan"), float("inf"), -float("inf")], requires_grad=True)
+    y = lib.angle(x)
+    (y * lib.tensor([1.0, 2.0, 3.0, 4.0, float("nan"), 5.0, 6.0])).sum().backward()
+    ints = lib.angle(lib.tensor([3, -1, 0]))
+    return np.concatenate([y.detach().numpy(), x.grad.numpy(), ints.numpy()])
+
+
+CASES = {**_window_cases(), **{f.__name__: f for f in (complex_values, complex_grads, angle_real)}}
+
+# float32 cos (hann/hamming/blackman) may differ from PyTorch's (Sleef's) in its last bit: at most
+# float32's eps on values in [0, 1]; kaiser's I0 is jax's, not PyTorch's Cephes code: a few ulps of
+# the float32 result, 1e-15 at float64 (float16/bfloat16 round to PyTorch's values)
+TOLERANCE = {name: 2 ** -23 for name in CASES if name.endswith("_float32") and not name.startswith("bartlett")}
+TOLERANCE.update({"kaiser_window_float32": 2 ** -21, "kaiser_beta_window_float32": 2 ** -21,
+                  "kaiser_window_float64": 4e-15, "kaiser_beta_window_float64": 4e-15, "complex_grads": 1e-6})
