@@ -4,17 +4,19 @@
 from __future__ import annotations
 
 import math
+import warnings
 
 import jax.numpy as jnp
 import numpy as np
 
 from .._dispatch import apply
+from ..backends.cuda import _sdp
 from .._factories import zeros
 from .._ops import nn_rnn as _k
 from .._ops.linalg import matmul
 from .._ops.shape import cat
 from .._random import _sample
-from .._tensor import Tensor
+from .._tensor import Tensor, _scalar_type_name
 
 __all__ = ["scaled_dot_product_attention", "multi_head_attention_forward"]
 
@@ -47,31 +49,110 @@ def scaled_dot_product_attention(query: Tensor, key: Tensor, value: Tensor,
     if is_causal and attn_mask is not None:
         raise RuntimeError("_scaled_dot_product_attention: Explicit attn_mask should not be set when "
                            "is_causal=True")
-    if query.shape[-1] != key.shape[-1]:
-        raise RuntimeError(f"Expected query, key to have the same embedding dimension, got "
-                           f"{query.shape[-1]} and {key.shape[-1]}")
     if enable_gqa and query.ndim >= 3 and query.shape[-3] != key.shape[-3]:
         rep = query.shape[-3] // key.shape[-3]
         key = key.repeat_interleave(rep, dim=-3)
         value = value.repeat_interleave(rep, dim=-3)
     s = 1.0 / math.sqrt(query.shape[-1]) if scale is None else float(scale)
     p = float(dropout_p)
-    return apply(_backend(query, key, value, attn_mask, p), query, key, value, attn_mask,
+    kernel = _backend(query, key, value, attn_mask, p)
+    if query.shape[-1] != key.shape[-1]:  # (the math composite's bmm of q and k's transpose)
+        bh = math.prod(query.shape[:-2])
+        raise RuntimeError(f"Expected size for first two dimensions of batch2 tensor to be: [{bh}, "
+                           f"{query.shape[-1]}] but got: [{bh}, {key.shape[-1]}].")
+    if not (query.dtype.is_floating_point or query.dtype.is_complex):  # (its float scale)
+        raise RuntimeError(f"expected scalar type Float but found {_scalar_type_name(query.dtype)}")
+    return apply(kernel, query, key, value, attn_mask,
                  _noise(p, query, key), scale=s, is_causal=bool(is_causal), dropout_p=p)
+
+
+def _math(q, v):
+    return _k.scaled_dot_product_attention_math_2d if q.ndim <= 2 and v.ndim <= 2 else \
+        _k.scaled_dot_product_attention_math
 
 
 def _backend(q, k, v, mask, p):
     """The kernel named as the backend PyTorch's CPU build selects (sdp_utils_cpp): flash for
-    4-D inputs of one batch size, head count and head dim, no dropout and a 2-D/4-D mask that
-    does not require grad; else the math composite."""
-    dense = q.ndim == k.ndim == v.ndim == 4
-    if (dense and p == 0.0 and q.shape[:2] == k.shape[:2] == v.shape[:2]
-            and q.shape[-1] == k.shape[-1] == v.shape[-1] and q.shape[-2] > 0 and k.shape[-2] > 0
-            and (mask is None or (mask.ndim in (2, 4) and not mask.requires_grad))):
-        return _k.scaled_dot_product_attention
-    if q.ndim <= 2 and v.ndim <= 2:
-        return _k.scaled_dot_product_attention_math_2d
-    return _k.scaled_dot_product_attention_math
+    4-D float inputs of one batch size, head count and head dim, rows of stride 1, no dropout and
+    a 2-D/4-D mask that does not require grad; else the math composite. PyTorch's switches
+    (``nn.attention.sdpa_kernel``, ``backends.cuda.enable_*_sdp``) choose as on a CPU: flash if on
+    and possible, else math if on, else PyTorch's warnings and error."""
+    flash_on, math_on = _sdp["flash"], _sdp["math"]
+    if not (q.numel() and k.numel() and v.numel()):  # (PyTorch gives empty inputs their empty result first)
+        flash_on, math_on = False, True
+    if not (flash_on or math_on):
+        raise RuntimeError("No viable backend for scaled_dot_product_attention was found. This is likely "
+                           "due to turning off both the math kernel and the fused kernels.")
+    if flash_on:
+        dense = q.ndim == k.ndim == v.ndim == 4
+        if (dense and p == 0.0 and q.shape[:2] == k.shape[:2] == v.shape[:2]
+                and q.shape[-1] == k.shape[-1] == v.shape[-1] and q.shape[-2] > 0 and k.shape[-2] > 0
+                and q.stride(-1) == k.stride(-1) == v.stride(-1) == 1
+                and q.dtype.np.name in _FLASH_DTYPES
+                and (mask is None or (mask.ndim in (2, 4) and not mask.requires_grad))):
+            return _k.scaled_dot_product_attention
+        if not math_on:
+            why = _not_flash(q, k, v, mask, p)
+            if why != "":  # (PyTorch's zero-length sequences: flash, no different from math for them)
+                warnings.warn("Flash attention kernel not used because:", UserWarning, stacklevel=3)
+                if why is not None:
+                    warnings.warn(why, UserWarning, stacklevel=3)
+                raise RuntimeError("No available kernel.  Aborting execution.")
+    elif not math_on:
+        warnings.warn("Flash attention kernel not used because:", UserWarning, stacklevel=3)
+        warnings.warn("Flash attention has been runtime disabled.", UserWarning, stacklevel=3)
+        raise RuntimeError("No available kernel.  Aborting execution.")
+    return _math(q, v)
+
+
+_FLASH_DTYPES = ("float32", "float64", "bfloat16", "float16")
+_C_NAMES = {"int64": "long int", "int32": "int", "int16": "short int", "int8": "signed char",
+            "uint8": "unsigned char", "bool": "bool", "complex64": "c10::complex<float>",
+            "complex128": "c10::complex<double>"}
+
+
+def _sizes(t) -> str:
+    return "[" + ", ".join(map(str, t.shape)) + "]"
+
+
+def _not_flash(q, k, v, mask, p):
+    """Why PyTorch's CPU flash kernel cannot serve the call (sdp_utils_cpp's checks, in order): its
+    warning, None for a check that gives none (a mask requiring grad), "" when it can after all
+    (a zero-length sequence, which funcgrad's flash kernel does not take)."""
+    if p > 0.0:
+        return "Both fused kernels do not support non-zero dropout."
+    if not q.ndim == k.ndim == v.ndim == 4:
+        return (f"All fused kernels requires query, key and value to be 4 dimensional, but got Query "
+                f"dim: {q.ndim}, Key dim: {k.ndim}, Value dim: {v.ndim} instead.")
+    if not q.shape[0] == k.shape[0] == v.shape[0]:
+        return (f"For dense inputs, both fused kernels require query, key and value to have the same "
+                f"batch_size. Query.sizes(): {_sizes(q)}, Key.sizes(): {_sizes(k)}, Value.sizes(): "
+                f"{_sizes(v)} instead. To broadcast dense inputs, try using unsqueeze and expand_to before "
+                f"passing them into the kernel.")
+    if not q.shape[1] == k.shape[1] == v.shape[1]:
+        return (f"For dense input, both fused kernels require query, key and value to have the same "
+                f"num_heads. Query.sizes(): {_sizes(q)}, Key sizes(): {_sizes(k)}, Value sizes(): "
+                f"{_sizes(v)} instead. To broadcast dense inputs, try using unsqueeze and expand_to before "
+                f"passing them into the kernel.")
+    if mask is not None and mask.ndim not in (2, 4):
+        return ("Please use the following attn mask shapes: 2d - ({Q_seq_len, 1}  x {KV_seq_len, 1}); "
+                "4d - ({Batch, 1} x {Num_heads, 1} x {Q_seq_len, 1}  x {KV_seq_len, 1})")
+    if not q.shape[-1] == k.shape[-1] == v.shape[-1]:
+        return (f"Flash attention requires q,k,v to have the same last dimension. Got Query.size(-1): "
+                f"{q.shape[-1]}, Key.size(-1): {k.shape[-1]}, Value.size(-1): {v.shape[-1]} instead.")
+    if q.shape[-2] == 0 or k.shape[-2] == 0:
+        return ""
+    if not q.stride(-1) == k.stride(-1) == v.stride(-1) == 1:
+        return (f"All fused kernels require the last dimension of the input to have stride 1. Got "
+                f"Query.stride(-1): {q.stride(-1)}, Key.stride(-1): {k.stride(-1)}, Value.stride(-1): "
+                f"{v.stride(-1)}")
+    if mask is not None and mask.requires_grad:
+        return None
+    if q.dtype.np.name not in _FLASH_DTYPES:
+        names = [_C_NAMES.get(t.dtype.np.name, t.dtype.np.name) for t in (q, k, v)]
+        return (f"Expected query, key and value to all be of dtype: {{Float, Double, BFloat16, Half}}. Got "
+                f"Query dtype: {names[0]}, Key dtype: {names[1]}, and Value dtype: {names[2]} instead.")
+    return ""
 
 
 def _linear(x, w, b):

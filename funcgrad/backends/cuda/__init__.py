@@ -41,7 +41,9 @@ class cuBLASModule:  # noqa: N801  (PyTorch's name)
 
 matmul = cuBLASModule()
 
-_sdp = {"flash": True, "mem_efficient": True, "math": True, "cudnn": True}
+# PyTorch's global switches of scaled_dot_product_attention's kernels (the math and flash ones act on
+# a CPU: funcgrad/nn/_functional_attention.py; funcgrad.nn.attention.sdpa_kernel sets them all)
+_sdp = {"flash": True, "mem_efficient": True, "math": True, "cudnn": True, "overrideable": True}
 
 
 def enable_flash_sdp(enabled: bool) -> None:
