@@ -8,6 +8,8 @@ gradients), and the Parametrizations Tutorial's printed lines."""
 
 from __future__ import annotations
 
+import warnings
+
 import numpy as np
 
 from ._prune_cases import err, norm_text
@@ -306,6 +308,22 @@ def spectral_norm_vector_and_errors(lib):
     return out
 
 
+def weight_norm_old_checkpoint(lib):
+    """A state_dict of the hook-based nn.utils.weight_norm (weight_g, weight_v) loads into the
+    parametrization (PyTorch's compatibility pre-hook)."""
+    Z = _Z(lib)
+    lib.manual_seed(12)
+    with warnings.catch_warnings():       # the hook-based form is deprecated (a FutureWarning)
+        warnings.simplefilter("ignore", FutureWarning)
+        old = lib.nn.utils.weight_norm(lib.nn.Linear(3, 2))
+    with lib.no_grad():
+        old.weight_g.mul_(3.0)
+    sd = old.state_dict()
+    new = Z.weight_norm(lib.nn.Linear(3, 2))
+    res = new.load_state_dict(sd)
+    return [norm_text(list(sd)), norm_text(res), _a(new.weight), _a(old.weight_g), *_names(new)]
+
+
 # ---- the tutorial -----------------------------------------------------------------------------------
 def tutorial(lib):
     """The Parametrizations Tutorial (its Symmetric/Skew/Cayley/matrix-exponential examples,
@@ -367,6 +385,52 @@ def tutorial(lib):
     layer.weight = X
     show(lib.dist(layer.weight, X))
 
+    class MatrixExponential(nn.Module):   # the tutorial's torch.matrix_exp is torch.linalg.matrix_exp
+        def forward(self, X):
+            return lib.linalg.matrix_exp(X)
+
+    layer_orthogonal = nn.Linear(3, 3)
+    P.register_parametrization(layer_orthogonal, "weight", Skew())
+    P.register_parametrization(layer_orthogonal, "weight", MatrixExponential())
+    X = layer_orthogonal.weight
+    show(bool(lib.dist(X.T @ X, lib.eye(3)) < 1e-5))
+    layer_spd = nn.Linear(3, 3)
+    P.register_parametrization(layer_spd, "weight", Symmetric())
+    P.register_parametrization(layer_spd, "weight", MatrixExponential())
+    X = layer_spd.weight
+    show(bool(lib.dist(X, X.T) < 1e-5))
+    show((lib.linalg.eigvalsh(X) > 0.0).all())
+
+    layer_orthogonal = nn.Linear(3, 3)
+    P.register_parametrization(layer_orthogonal, "weight", Skew())
+    P.register_parametrization(layer_orthogonal, "weight", CayleyMap(3))
+    X = lib.empty(3, 3)
+    nn.init.orthogonal_(X)
+    if X.det() < 0.0:
+        X[0].neg_()
+    layer_orthogonal.weight = X
+    show(bool(lib.dist(layer_orthogonal.weight, X) < 1e-5))
+    layer_orthogonal.weight = nn.init.orthogonal_(layer_orthogonal.weight)
+    show(layer_orthogonal.parametrizations.weight.original)
+
+    class PruningParametrization(nn.Module):
+        def __init__(self, X, p_drop=0.2):
+            super().__init__()
+            self.mask = lib.bernoulli(lib.full_like(X, 1.0 - p_drop))
+
+        def forward(self, X):
+            return X * self.mask
+
+        def right_inverse(self, A):
+            return A
+
+    layer = nn.Linear(3, 4)
+    X = lib.rand_like(layer.weight)
+    show(f"Initialization matrix:\n{X}")
+    P.register_parametrization(layer, "weight", PruningParametrization(layer.weight))
+    layer.weight = X
+    show(f"\nInitialized weight:\n{layer.weight}")
+
     layer = nn.Linear(3, 3)
     show(layer.weight)
     P.register_parametrization(layer, "weight", Skew())
@@ -395,4 +459,4 @@ def tutorial(lib):
 CASES = {f.__name__: f for f in (register_and_remove, chain_and_right_inverse, cached, errors,
                                   orthogonal_default, orthogonal_maps, orthogonal_no_trivialization,
                                   orthogonal_assign_and_errors, spectral_norm, spectral_norm_vector_and_errors,
-                                  tutorial)}
+                                  weight_norm_old_checkpoint, tutorial)}

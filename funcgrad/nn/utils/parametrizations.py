@@ -195,6 +195,17 @@ def weight_norm(module: Module, name: str = "weight", dim: int | None = 0) -> Mo
     if dim is not None and dim < -1:
         dim = dim % getattr(module, name).ndim
     parametrize.register_parametrization(module, name, _WeightNorm(dim), unsafe=True)
+
+    def load_old_keys(mod, state_dict, prefix, local_metadata, strict, missing_keys, unexpected_keys,
+                      error_msgs) -> None:
+        """A checkpoint of the hook-based ``nn.utils.weight_norm`` (``<name>_g``, ``<name>_v``)
+        loads into the parametrization's ``original0``/``original1``."""
+        g_key, v_key = f"{prefix}{name}_g", f"{prefix}{name}_v"
+        if g_key in state_dict and v_key in state_dict:
+            state_dict[f"{prefix}parametrizations.{name}.original0"] = state_dict.pop(g_key)
+            state_dict[f"{prefix}parametrizations.{name}.original1"] = state_dict.pop(v_key)
+
+    module.register_load_state_dict_pre_hook(load_old_keys)
     return module
 
 
