@@ -324,3 +324,6 @@ from ._ops.complex import (angle as angle, complex as complex, conj as conj,  # 
 from ._ops.windows import (bartlett_window as bartlett_window,  # noqa: E402
                            blackman_window as blackman_window, hamming_window as hamming_window,
                            hann_window as hann_window, kaiser_window as kaiser_window)
+from ._ops.more4 import (diagonal_scatter as diagonal_scatter, gcd as gcd, inner as inner,  # noqa: E402
+                         lcm as lcm, matrix_exp as matrix_exp, select_scatter as select_scatter,
+                         slice_scatter as slice_scatter, unravel_index as unravel_index)

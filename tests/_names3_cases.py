@@ -1,6 +1,7 @@
 """Cases recorded from PyTorch for tests/test_names3.py (each ``case(lib)`` gives a NumPy array,
 for ``lib`` funcgrad or torch): window functions at each floating dtype, the complex functions'
-values and their gradients through real inputs, ``angle`` of real numbers and its gradient.
+values and their gradients through real inputs, ``angle`` of real numbers and its gradient;
+gcd/lcm, fill_diagonal_, unravel_index, and the scatters' gradients through inner/sum_to_size.
 ``TOLERANCE`` names the cases not compared bit for bit (float32 ``cos``/``i0``: XLA's vs
 Sleef's/Cephes' last bit)."""
 
@@ -58,11 +59,42 @@ def angle_real(lib):
     return np.concatenate([y.detach().numpy(), x.grad.numpy(), ints.numpy()])
 
 
-CASES = {**_window_cases(), **{f.__name__: f for f in (complex_values, complex_grads, angle_real)}}
+def integer_names(lib):
+    a, b = lib.tensor([12, 18, -4, 0, 0, 7, -2**62]), lib.tensor([8, 27, 6, 0, 5, -3, 0])
+    x = lib.zeros(7, 3, dtype=lib.long)
+    cube = lib.zeros(3, 3, 3, dtype=lib.long)
+    return np.concatenate([lib.gcd(a, b).numpy(), lib.lcm(a[:6], b[:6]).numpy(), a.clone().gcd_(b).numpy(),
+                           x.fill_diagonal_(5, wrap=True).numpy().ravel(), cube.fill_diagonal_(2).numpy().ravel(),
+                           lib.zeros(7, 3, dtype=lib.long).fill_diagonal_(4).numpy().ravel(),
+                           *[t.numpy().ravel() for t in lib.unravel_index(lib.tensor([[4, 1], [7, -1]]), (2, 3))],
+                           *[t.numpy() for t in lib.unravel_index(lib.tensor([13, 0, 59]), (3, 4, 5))]])
+
+
+def scatter_grads(lib):
+    x = lib.tensor(np.linspace(-1, 1, 24).reshape(2, 3, 4), requires_grad=True)
+    src_d = lib.tensor(np.linspace(0, 1, 6).reshape(2, 3), requires_grad=True)
+    src_s = lib.tensor(np.linspace(2, 3, 8).reshape(2, 4), requires_grad=True)
+    src_l = lib.tensor(np.linspace(-3, 3, 12).reshape(2, 3, 2), requires_grad=True)
+    y = lib.diagonal_scatter(x, src_d, 0, 1, 2)
+    y = lib.select_scatter(y * y, src_s, 1, -2)
+    y = lib.slice_scatter(y.sin(), src_l, 2, 1, None, 2)
+    z = y.clone()
+    z[0].fill_diagonal_(0.5)
+    w = lib.tensor(np.linspace(1, 2, 24).reshape(2, 3, 4))
+    s = (z * w).sum_to_size(1, 3, 1)
+    loss = (s * lib.tensor([[[1.0], [2.0], [-1.0]]])).sum() + lib.inner(z, w).sum()
+    loss.backward()
+    return np.concatenate([t.numpy().ravel() for t in (y.detach(), s.detach(), x.grad, src_d.grad, src_s.grad,
+                                                      src_l.grad)])
+
+
+CASES = {**_window_cases(), **{f.__name__: f for f in (complex_values, complex_grads, angle_real, integer_names,
+                                                       scatter_grads)}}
 
 # float32 cos (hann/hamming/blackman) may differ from PyTorch's (Sleef's) in its last bit: at most
 # float32's eps on values in [0, 1]; kaiser's I0 is jax's, not PyTorch's Cephes code: a few ulps of
 # the float32 result, 1e-15 at float64 (float16/bfloat16 round to PyTorch's values)
 TOLERANCE = {name: 2 ** -23 for name in CASES if name.endswith("_float32") and not name.startswith("bartlett")}
 TOLERANCE.update({"kaiser_window_float32": 2 ** -21, "kaiser_beta_window_float32": 2 ** -21,
-                  "kaiser_window_float64": 4e-15, "kaiser_beta_window_float64": 4e-15, "complex_grads": 1e-6})
+                  "kaiser_window_float64": 4e-15, "kaiser_beta_window_float64": 4e-15, "complex_grads": 1e-6,
+                  "scatter_grads": 1e-12})

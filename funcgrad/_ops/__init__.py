@@ -16,6 +16,7 @@ from . import more2, more3  # noqa: F401  (finfo, fmax, isin, renorm, cov, quant
 from . import linalg2  # noqa: F401  (linalg: matrix_exp, solve_triangular, lu, lstsq, cond…)
 from . import poisson  # noqa: F401  (funcgrad.poisson: PyTorch's CPU sampler, draw for draw)
 from . import complex, windows  # noqa: F401  (complex/polar/view_as_real/conj/angle; hann_window…)
+from . import more4  # noqa: F401  (gcd/lcm, inner, scatters, sum_to_size, fill_diagonal_, unravel_index)
 from ._registry import FUNCTIONS, METHODS, OPS, apply, install
 from . import _saved_result  # noqa: F401,E402  (ops whose output is version-checked at backward)
 
