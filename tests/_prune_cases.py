@@ -7,6 +7,7 @@ libraries' spellings compare (``funcgrad``→``torch``, object addresses dropped
 
 from __future__ import annotations
 
+import copy
 import re
 
 import numpy as np
@@ -253,6 +254,8 @@ def errors(lib):
         err(lambda: twice(NoDim)),
         err(lambda: P.BasePruningMethod()),
         err(lambda: P.l1_unstructured(lib.nn.Linear(3, 2), "nope", amount=1)),
+        # the pruned weight is a non-leaf attribute: deepcopy refuses, as PyTorch's does
+        err(lambda: copy.deepcopy(P.l1_unstructured(lib.nn.Linear(3, 2), "weight", amount=1))),
     ]
 
 

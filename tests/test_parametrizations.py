@@ -95,3 +95,33 @@ def test_transfer_parametrizations_and_params():
     assert parametrize.is_parametrized(b, "weight")
     assert b.parametrizations.weight.original is a.parametrizations.weight.original
     assert bool((b.weight == a.weight).all())
+
+
+def test_pruned_and_parametrized_training_step_compiles():
+    """A training step over a pruned layer (forward pre-hook) and a spectral-normalised one (power
+    iteration writing its buffers) gives the same losses, parameters and buffers under
+    funcgrad.jit as eagerly."""
+    from funcgrad.nn.utils import prune
+
+    def run(compiled):
+        funcgrad.manual_seed(0)
+        m = nn.Sequential(nn.Linear(4, 5), nn.ReLU(), nn.Linear(5, 2))
+        prune.l1_unstructured(m[0], "weight", amount=0.5)
+        parametrizations.spectral_norm(m[2])
+        opt = funcgrad.optim.SGD(m.parameters(), lr=0.1)
+
+        def step(x):
+            opt.zero_grad()
+            loss = m(x).pow(2).sum()
+            loss.backward()
+            opt.step()
+            return loss.detach()
+
+        f = funcgrad.jit(step) if compiled else step
+        funcgrad.manual_seed(1)
+        losses = [float(f(funcgrad.randn(3, 4))) for _ in range(4)]
+        return losses, m[0].weight_orig.detach(), m[2].parametrizations.weight[0]._u.clone()
+
+    (l0, w0, u0), (l1, w1, u1) = run(False), run(True)
+    assert l0 == pytest.approx(l1, rel=1e-5)
+    assert bool(funcgrad.allclose(w0, w1, atol=1e-6)) and bool(funcgrad.allclose(u0, u1, atol=1e-6))

@@ -1,5 +1,6 @@
 """``funcgrad.nn.utils``: gradient clipping and parameter/vector conversion (``rnn`` has the
-packed-sequence helpers)."""
+packed-sequence helpers, ``parametrize``/``parametrizations`` the parametrizations — orthogonal,
+spectral_norm, weight_norm — and ``prune`` the pruning methods)."""
 
 from __future__ import annotations
 
