@@ -138,6 +138,20 @@ def iterative(lib):
     return out
 
 
+def structured_on_a_vector(lib):
+    """Structured pruning of a 1-D tensor already pruned: PyTorch's channel test is one bool and
+    indexing with it adds a leading dim, so the method sees a 1×n tensor and prunes all of it."""
+    P = _prune(lib)
+    lib.manual_seed(12)
+    m = lib.nn.Linear(3, 4)
+    P.l1_unstructured(m, "bias", amount=1)
+    P.random_structured(m, "bias", amount=1, dim=0)
+    out = [_a(m.bias_mask), _a(m.bias)]
+    P.l1_unstructured(m, "weight", amount=2)
+    P.ln_structured(m, "weight", amount=0, n=1, dim=1)
+    return out + [_a(m.weight_mask), norm_text([type(h).__name__ for h in m._forward_pre_hooks.values()])]
+
+
 def global_unstructured(lib):
     P = _prune(lib)
     lib.manual_seed(8)
@@ -340,5 +354,6 @@ def tutorial(lib):
 
 
 CASES = {f.__name__: f for f in (random_unstructured, l1_unstructured, l1_ties, ln_structured, random_structured,
+                                  structured_on_a_vector,
                                   iterative, global_unstructured, custom_and_identity, grads_and_forward, errors,
                                   tutorial)}

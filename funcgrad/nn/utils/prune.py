@@ -185,6 +185,8 @@ class PruningContainer(BasePruningMethod):
             if dim < 0:
                 raise IndexError(f"Index is out of bounds for tensor with dimensions {n_dims}")
             alive = default_mask.sum(dim=[d for d in range(n_dims) if d != dim]) != 0
+            if alive.dim() == 0:
+                return _combine_on_scalar_mask(method, t, default_mask, new_mask, bool(alive))
             part = tuple(alive if d == dim else slice(None) for d in range(n_dims))
         elif kind == "global":
             part = (slice(None),) * len(t.shape)
@@ -193,6 +195,17 @@ class PruningContainer(BasePruningMethod):
         partial = method.compute_mask(t[part], default_mask=default_mask[part])
         new_mask[part] = partial.to(dtype=new_mask.dtype)
         return new_mask
+
+
+def _combine_on_scalar_mask(method, t, default_mask, new_mask, alive: bool):
+    """A structured method after another on a 1-D tensor: the channel test sums over no dim and
+    is one bool, and PyTorch indexes with it, ``t[(b,)]``, which adds a leading dim of size 1
+    (True) or 0 (False); the method then sees a 2-D tensor (and prunes all of it if it prunes)."""
+    take = (lambda x: x.unsqueeze(0)) if alive else (lambda x: x.unsqueeze(0)[:0])
+    partial = method.compute_mask(take(t), default_mask=take(default_mask))
+    if alive:
+        new_mask.copy_(partial.to(dtype=new_mask.dtype).reshape(new_mask.shape))
+    return new_mask
 
 
 class Identity(BasePruningMethod):
