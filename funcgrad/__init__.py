@@ -327,3 +327,4 @@ from ._ops.windows import (bartlett_window as bartlett_window,  # noqa: E402
 from ._ops.more4 import (diagonal_scatter as diagonal_scatter, gcd as gcd, inner as inner,  # noqa: E402
                          lcm as lcm, matrix_exp as matrix_exp, select_scatter as select_scatter,
                          slice_scatter as slice_scatter, unravel_index as unravel_index)
+from . import signal as signal  # noqa: E402  (torch.signal.windows)

@@ -88,7 +88,22 @@ def scatter_grads(lib):
                                                       src_l.grad)])
 
 
-CASES = {**_window_cases(), **{f.__name__: f for f in (complex_values, complex_grads, angle_real, integer_names,
+_SIGNAL = ("bartlett", "blackman", "cosine", "exponential", "gaussian", "hamming", "hann", "kaiser", "nuttall")
+
+
+def _signal(lib, name, dt):
+    mod = __import__(lib.__name__ + ".signal.windows", fromlist=["windows"])
+    kw = {"exponential": dict(tau=0.7), "gaussian": dict(std=1.7), "kaiser": dict(beta=5.0)}.get(name, {})
+    return np.concatenate([getattr(mod, name)(M, sym=sym, dtype=getattr(lib, dt), **kw).numpy()
+                           for M in _LENGTHS for sym in (True, False)])
+
+
+def _signal_cases():
+    return {f"signal_{name}_{dt}": (lambda lib, name=name, dt=dt: _signal(lib, name, dt))
+            for name in _SIGNAL for dt in ("float32", "float64")}
+
+
+CASES = {**_window_cases(), **_signal_cases(), **{f.__name__: f for f in (complex_values, complex_grads, angle_real, integer_names,
                                                        scatter_grads)}}
 
 # float32 cos (hann/hamming/blackman) may differ from PyTorch's (Sleef's) in its last bit: at most
@@ -98,3 +113,7 @@ TOLERANCE = {name: 2 ** -23 for name in CASES if name.endswith("_float32") and n
 TOLERANCE.update({"kaiser_window_float32": 2 ** -21, "kaiser_beta_window_float32": 2 ** -21,
                   "kaiser_window_float64": 4e-15, "kaiser_beta_window_float64": 4e-15, "complex_grads": 1e-6,
                   "scatter_grads": 1e-12})
+# signal.windows are PyTorch's Python composites over linspace/sin/cos/exp/i0: funcgrad's linspace
+# (jnp.linspace) and those functions round differently from PyTorch's in the last bits
+TOLERANCE.update({f"signal_{name}_{dt}": 4e-6 if dt == "float32" else 1e-14 for name in _SIGNAL
+                  for dt in ("float32", "float64")})

@@ -243,6 +243,18 @@ CALLS = {
     "window_int8": lambda L: L.kaiser_window(3, dtype=L.int8),
     "window_complex": lambda L: L.hann_window(3, dtype=L.complex64),
     "window_float_length": lambda L: L.hann_window(3.0),
+    "signal_windows": lambda L: tuple(f(4, **kw) for f in (L.signal.windows.gaussian, L.signal.windows.kaiser,
+                                                           L.signal.windows.hann, L.signal.windows.bartlett,
+                                                           L.signal.windows.exponential, L.signal.windows.cosine)
+                                      for kw in ({}, dict(dtype=L.float64, requires_grad=True))),
+    "signal_negative": lambda L: L.signal.windows.hann(-1),
+    "signal_dtype": lambda L: L.signal.windows.cosine(3, dtype=L.float16),
+    "signal_tau": lambda L: L.signal.windows.exponential(3, tau=0),
+    "signal_center": lambda L: L.signal.windows.exponential(3, center=1.0),
+    "signal_std": lambda L: L.signal.windows.gaussian(3, std=-1),
+    "signal_beta": lambda L: L.signal.windows.kaiser(3, beta=-1),
+    "signal_coefficients": lambda L: L.signal.windows.general_cosine(3, a=[]),
+    "signal_coefficients_type": lambda L: L.signal.windows.general_cosine(3, a=1.0),
 }
 
 
