@@ -50,11 +50,13 @@ class Relift(Exception):
 
 
 class TraceContext:
-    """Traced hyperparameters of one trace: ``{(id(owner), key): traced value}``."""
+    """Traced hyperparameters of one trace: ``{(id(owner), key): traced value}``; the state the
+    step made lazily (``created``)."""
 
     def __init__(self, traced: dict, lifted_keys: set):
         self.traced = traced
         self.lifted_keys = lifted_keys
+        self.created: list = []
 
     def hyper(self, owner: dict, key: str, value):
         t = self.traced.get((id(owner), key))
@@ -63,6 +65,18 @@ class TraceContext:
         if is_liftable(value) and key not in self.lifted_keys:
             raise Relift(key)
         return value  # not a number (or a group the bridge did not find): a trace constant
+
+
+# ---- state a step makes lazily (an optimizer's first step()) ---------------------------------------
+def created(owner: dict, key, make) -> None:
+    """``owner[key]``, a dict of state tensors, was just made by the running step (an optimizer's
+    first ``step()``), and its first update is computed as the later ones are; ``make()``
+    returns its initial tensors again. Under ``funcgrad.jit`` the bridge may make them
+    concretely after the trace and trace the step again with them as inputs, so that the first
+    call runs the program of the later calls."""
+    ctx = getattr(_local, "ctx", None)
+    if ctx is not None:
+        ctx.created.append((owner, key, make))
 
 
 # ---- host data (e.g. pack_padded_sequence's lengths) read inside a step -------------------------

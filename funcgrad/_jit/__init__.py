@@ -46,8 +46,12 @@ Design note — the phases of a call:
    objects the step reaches (a scheduler's ``last_epoch``, a group's ``lr``, a module counter,
    a global) that the trace changes are reported once in a ``UserWarning`` (they would change
    once per trace, not per call); an aborted attempt (a hyperparameter or tensor to lift)
-   undoes them, so they change once. A trace that creates state (Adam's moments) is run but
-   not cached: the next call rediscovers with that state and its program is cached.
+   undoes them, so they change once. A trace that creates state (Adam's moments, reported by
+   ``_lift.created``) or the ``.grad`` of parameters whose ``.grad`` was None is not compiled:
+   ``trace.prime`` makes that state (initial values, zero-filled ``.grad`` slots) and traces
+   again with it, the new ``.grad`` slots hidden, so the first call runs the later calls'
+   program (the next trace, with the ``.grad`` set, finds it compiled when its jaxpr is the
+   same). Other state a trace creates: run, not cached; the next call rediscovers.
    ``retrace_reasons`` says what differs from the previous trace and the calling line.
    Arrays captured as constants are checked: a pre-existing Tensor cell read but not
    discovered (``frame.reads``, whose value is a constant of the jaxpr) is lifted and the

@@ -57,7 +57,9 @@ class CompiledFunction:
     """A step compiled by :func:`jit`; call it like the original function.
 
     Attributes:
-        num_traces: how many times the step was traced (each trace compiles a program).
+        num_traces: how many programs the step was traced into (each compiles once; a trace
+            that only gives a program already compiled, as the second call's after
+            ``trace.prime``, is not counted).
         retrace_reasons: why each trace happened (``"first call"``, ``"new input shapes"``…).
     """
 
@@ -75,6 +77,8 @@ class CompiledFunction:
         self._warned_attrs: set = set()  # Python attributes a trace changed (warned once)
         self._warned_evict: list = []  # a program was evicted (warned once)
         self._last_trace = None  # (layout, tree, leaf keys, static values, state views) of the last trace
+        self._py_last = None  # the Python attributes before the last trace (trace._py_snapshot)
+        self._primed = None  # what trace.prime made before a first call, until the next trace
         self._lock = threading.RLock()  # see __call__
         self.num_traces = 0
         self.retrace_reasons: list[str] = []
@@ -88,7 +92,7 @@ class CompiledFunction:
 
     def reset(self) -> None:
         """Forget the cached layout and programs (the next call rediscovers and retraces)."""
-        self._layout, self._entries = None, {}
+        self._layout, self._entries, self._primed = None, {}, None
         structure_changed()
 
     # -- the call ---------------------------------------------------------------------------
@@ -119,11 +123,15 @@ class CompiledFunction:
         small = _call_key(tree, leaves, layout, len(in_tensors))
         if self._static:
             small = self._with_static(small, tree, leaves)
-        entry = layout.fast.get(small)  # per layout: no hashing of the long layout key per call
+        entry, undo = layout.fast.get(small), None  # per layout: no hashing of the long layout key per call
         if entry is None:
             entry = self._lookup(layout, small, in_tensors)  # (trace.lookup)
             if entry is None:
                 entry = self._trace(layout, args, kwargs, leaves, tree, in_tensors, hyp)
+                primed = self._prime(layout, args, kwargs, leaves, tree, entry)
+                entry.created = ()
+                if primed is not None:  # the state the step makes was made: its first update
+                    _, entry, undo = primed
                 if self._static:  # the trace may have made an argument static
                     small = self._with_static(small[:3], tree, leaves)
                 if layout is not self._layout:  # the trace lifted more state: a new layout
@@ -141,7 +149,15 @@ class CompiledFunction:
         entry.tick = t = next(_TICK)  # (least recently used programs are evicted)
         if entry.tpl is not None:
             entry.tpl.tick = t
-        out = self._run(entry, layout, leaves, in_tensors, hyp)
+        if undo is None:
+            out = self._run(entry, layout, leaves, in_tensors, hyp)
+        else:
+            try:
+                out = self._run(entry, layout, leaves, in_tensors, hyp)
+            except BaseException:
+                self._layout = self._primed = None
+                undo()
+                raise
         if _cache._sweep["due"]:
             # a safe point (the program has compiled, no trace is running here unless this
             # step is nested): the eager sweep's safe point, backward(), runs inside the trace
@@ -247,6 +263,7 @@ class CompiledFunction:
     _store = _trace_mod.store
     _walk_roots = _trace_mod.walk_roots
     _scrub = _trace_mod.scrub
+    _prime = _trace_mod.prime
 
     # -- inspection ---------------------------------------------------------------------------
     def lower(self, *args, **kwargs) -> jax.stages.Lowered:

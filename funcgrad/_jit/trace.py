@@ -40,7 +40,8 @@ class _Entry:
 
     __slots__ = ("fn", "changed", "grad_none", "grad_new", "grad_objs", "new_tensors",
                  "inputs_written", "versions", "out_tree", "out_kinds", "n_changed", "one_shot",
-                 "in_cells", "hyp_idx", "inp_idx", "packs", "in_packs", "tpl", "tick", "run")
+                 "in_cells", "hyp_idx", "inp_idx", "packs", "in_packs", "tpl", "tick", "run",
+                 "created")
 
 
 # ---- programs shared by the layouts of one structure (CompiledFunction._lookup/_store) ----------
@@ -104,7 +105,7 @@ def _decode(p: _Template, layout, in_tensors) -> _Entry:
     e = _Entry()
     for k, v in p.same.items():
         setattr(e, k, v)
-    e.new_tensors = []  # (a trace that makes state tensors is never cached)
+    e.new_tensors, e.created = [], ()  # (a trace that makes state tensors is never cached)
     cells, tensors = layout.cells, layout.tensors
     e.changed = [cells[i] for i in p.changed]
     e.in_cells = [cells[i] for i in p.in_cells]
@@ -185,13 +186,16 @@ def trace(self, layout, args, kwargs, leaves, tree, in_tensors, hyp, _attempt=0)
     static = self._static.get(tree, {})
     concrete = {id(leaves[i]): leaves[i]._value for i in static}
 
+    primed = self._primed  # (.grad slots made before a first call, see prime)
+
     def pure(state, hypers, inputs):
         return _pure_body(fn, layout, plan, state, hypers, inputs, leaves, tree, in_tensors,
-                          arr_pos, self._walk_roots(leaves), frame, concrete)
+                          arr_pos, self._walk_roots(leaves), frame, concrete,
+                          primed["hidden"] if primed else ())
 
     in_vals = [t._value for t in in_tensors] + [leaves[i] for i in arr_pos]
     state_vals = list(map(_get_cell_value, layout.cells))
-    py = _py_snapshot(self._walk_roots(leaves))  # Python attributes the step may change
+    py = self._py_last = _py_snapshot(self._walk_roots(leaves))  # Python attributes the step may change
     try:
         with frame:
             closed = jax.make_jaxpr(pure)(state_vals, hyp, in_vals)
@@ -286,8 +290,10 @@ def trace(self, layout, args, kwargs, leaves, tree, in_tensors, hyp, _attempt=0)
         i for i in range(n_hyp) if keep[n_state + i]]
     e.inp_idx = None if all(keep[n_state + n_hyp:]) else [
         i for i in range(n_in) if keep[n_state + n_hyp + i]]
-    open_fn = jaxpr_as_fun(ClosedJaxpr(jx.replace(constvars=[], invars=list(jx.constvars) + [
-        v for v, k in zip(jx.invars, keep) if k]), []))
+    jx2 = jx.replace(constvars=[], invars=list(jx.constvars) + [v for v, k in zip(jx.invars, keep) if k])
+    open_fn = jaxpr_as_fun(ClosedJaxpr(jx2, []))
+    in_pos = {id(c): i for i, c in enumerate(e.in_cells)}
+    aliases = tuple(in_pos.get(id(c), -1) for c in e.changed)  # (a key of the program, below)
     # state placed on several devices (funcgrad.parallel) keeps its sharding across steps
     out_sh = _state_out_shardings(layout, e, state_vals, len(jx.outvars))
     # (out_sh is set only for multi-device state, which _devices rules out for packing too)
@@ -301,10 +307,86 @@ def trace(self, layout, args, kwargs, leaves, tree, in_tensors, hyp, _attempt=0)
     new_pos = {id(c): i for i, c in enumerate(e.in_cells)}
     donate = tuple(len(consts) + new_pos[id(c)] for c in e.changed if id(c) in new_pos) + tuple(
         len(consts) + len(e.in_cells) + r for r in range(len(e.in_packs)))
-    jitted = jax.jit(open_fn, donate_argnums=donate, keep_unused=True,
-                     **({} if out_sh is None else {"out_shardings": out_sh}))
+    jitted = None
+    if primed and out_sh is None and (primed["hidden"] or primed["fn"] is not None):
+        # the program of a first call traced with its new .grad slots hidden (prime), and the
+        # next trace's, with them set: the same program is compiled once
+        key = (str(jx2), donate, len(consts), tuple((tuple(i), r) for i, r in groups), aliases)
+        if primed["hidden"]:
+            primed["key"], primed["packs"] = key, e.packs
+        elif key == primed["key"]:
+            jitted = primed["fn"]
+            self.num_traces -= 1  # (not a new program: the first call's)
+            self.retrace_reasons.pop()
+            old = primed["packs"]
+            if [list(map(id, P.cells)) for P in old] == [list(map(id, P.cells)) for P in e.packs]:
+                # its packed buffers too (the cells are their pieces: nothing to gather)
+                e.in_packs = [old[e.packs.index(P)] for P in e.in_packs]
+                e.packs = old
+        elif self.retrace_reasons[-1].startswith("state structure changed"):
+            self.retrace_reasons[-1] = ("the step reads the .grad its first call set (accumulates "
+                                        "into it, or zero_grad(set_to_none=False))"
+                                        + self.retrace_reasons[-1][23:])
+    if primed and not primed["hidden"]:
+        self._primed = None  # (one comparison: the trace after the first call's)
+    if jitted is None:
+        jitted = jax.jit(open_fn, donate_argnums=donate, keep_unused=True,
+                         **({} if out_sh is None else {"out_shardings": out_sh}))
+        if primed and primed["hidden"]:
+            primed["fn"] = jitted
     e.fn = functools.partial(jitted, *consts) if consts else jitted
     return e
+
+
+def prime(self, layout, args, kwargs, leaves, tree, e: _Entry):
+    """After a first trace (``e``, not run yet) whose step makes state: an optimizer's first
+    update (its state, reported by ``_lift.created``), ``.grad`` tensors of parameters whose
+    ``.grad`` was None. When that is all it makes, make it now, concretely (the state's initial
+    tensors, zero-filled ``.grad`` slots), and trace the step again with it as input and those
+    ``.grad`` slots hidden (None while the step runs, as they were: only outputs). The numbers are
+    the first trace's (the same update of the same initial state), the program is the one the
+    later calls trace (same inputs and outputs): that trace finds it compiled (``trace``; a step
+    that reads its ``.grad``, e.g. accumulating, makes another). ``e``'s program never compiles.
+
+    Returns ``(layout, entry, undo)``, ``undo()`` dropping what was made (the call failed), or
+    None (``e`` is run as it is)."""
+    leaf_ids = {id(t) for t in layout.leaves}
+    # (.grad slots only on the step's first trace: a step whose .grad is cleared between calls
+    # would make them again on every call)
+    hidden = [t for t in e.grad_new if id(t) in leaf_ids and t._grad is None] \
+        if self.num_traces == 1 else []
+    made = {id(v) for owner, key, _ in e.created for v in owner.get(key, {}).values()}
+    if not (hidden or e.created) or any(id(t) not in made for t in e.new_tensors) \
+            or _devices(list(map(_get_cell_value, layout.cells))) > 1:
+        return None
+    self.num_traces -= 1  # (its program is the one traced below)
+    self.retrace_reasons.pop()
+    _py_restore(self._py_last)  # the step's Python side effects happen once, in the trace below
+    for owner, key, make in e.created:
+        owner[key].update(make())  # (the trace's tensors, holding tracers, are replaced)
+    for t in hidden:
+        v = t._value
+        t._grad = Tensor._wrap(jax.device_put(np.zeros(v.shape, v.dtype),
+                                              v.sharding if v.committed else None))
+
+    def undo():
+        for owner, key, _ in e.created:
+            owner.pop(key, None)
+        for t in hidden:
+            t._grad = None
+    self._primed = {"hidden": {id(t) for t in hidden}, "key": None, "fn": None}
+    try:
+        layout = self._discover(leaves, _objects(leaves))
+        e = self._trace(layout, args, kwargs, leaves, tree, self._in_tensors(leaves, layout),
+                        layout.hyper_values())
+    except BaseException:
+        self._primed = None
+        undo()
+        raise
+    if hidden:  # traced with them hidden: a program for this call (the next one traces anew)
+        self._primed["hidden"] = ()
+        e.one_shot = True
+    return self._layout, e, undo
 
 
 def _again(self, args, kwargs, leaves, tree, attempt) -> _Entry:
@@ -558,9 +640,10 @@ def _state_out_shardings(layout, e, state_vals, n_out):
 
 
 def _pure_body(fn, layout, plan, state, hypers, inputs, leaves, tree, in_tensors, arr_pos, roots,
-               frame, concrete):
+               frame, concrete, hidden):
     """Run the user's step on tracers bound in ``frame``; fill ``plan['entry']``; always restore
-    the objects (the bindings are dropped, the Python attributes put back)."""
+    the objects (the bindings are dropped, the Python attributes put back). The ``.grad`` of the
+    tensors in ``hidden`` is None while the step runs (see ``prime``)."""
     cells = layout.cells
     gen = next(_GEN)
     grads0 = [t._grad for t in layout.leaves]
@@ -577,6 +660,9 @@ def _pure_body(fn, layout, plan, state, hypers, inputs, leaves, tree, in_tensors
     ctx.lifted_keys = {k for _, k, _ in layout.hyper_slots}
     prev_ctx = getattr(_lift._local, "ctx", None)
     try:
+        for t in layout.leaves:
+            if id(t) in hidden:
+                t._grad = None
         for c, v in zip(cells, state):
             frame.bind(c, v, gen)
         n_t = len(in_tensors)
@@ -595,8 +681,10 @@ def _pure_body(fn, layout, plan, state, hypers, inputs, leaves, tree, in_tensors
         _lift._local.ctx = ctx
         out = fn(*a, **kw)
         _lift._local.ctx = prev_ctx
-        return _collect(plan, layout, state, inputs, in_tensors, grads0, in_leaves, in_grads0,
-                        ver0, in_ver0, out, roots)
+        out = _collect(plan, layout, state, inputs, in_tensors, grads0, in_leaves, in_grads0,
+                       ver0, in_ver0, out, roots)
+        plan["entry"].created = ctx.created
+        return out
     finally:
         _lift._local.ctx = prev_ctx
         frame.release()

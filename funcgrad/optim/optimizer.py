@@ -292,6 +292,9 @@ class Optimizer:
     """
 
     _hypers: tuple[str, ...] = ()
+    # whether ``_transform`` reads ``fresh`` (SGD's momentum buffer starts as the gradient): the
+    # first update is then not the later ones' computation on the initial state
+    _fresh_update = False
 
     def __init_subclass__(cls, **kwargs):
         super().__init_subclass__(**kwargs)
@@ -440,6 +443,8 @@ class Optimizer:
                 # like PyTorch, a stateless update (plain SGD) leaves ``self.state`` untouched
                 st = self.state[p] if new else {}
                 st.update(new)
+                if new and not self._fresh_update:  # (under funcgrad.jit: see _lift.created)
+                    _lift.created(self.state, p, functools.partial(self._init_state, p, group))
             states.append(st)
         keys = [self._state_keys(static, st) for st in states]
         h = {k: _dyn(_lift.hyper(group, k)) for k in self._hypers}

@@ -43,6 +43,7 @@ class SGD(Optimizer):
     """
 
     _hypers = ("lr", "momentum", "dampening", "weight_decay")
+    _fresh_update = True
 
     def __init__(self, params, lr: float = 1e-3, momentum: float = 0, dampening: float = 0,
                  weight_decay: float = 0, nesterov: bool = False, *, maximize: bool = False,
