@@ -138,6 +138,11 @@ ROWS = {
     "max_pool2d": (lambda L, x: L.nn.functional.max_pool2d(x.view(1, 1, 4, 4), 2), [_G]),
     "max_pool3d": (lambda L, x: L.nn.functional.max_pool3d(x.view(1, 1, 2, 2, 4), 2), [_G]),
     "histogram": None,  # its slot raises PyTorch's error: test_histogram_backward_raises_as_torch
+    "angle": (lambda L, x: L.angle(x), [[1.0, -2.0, 0.0, -0.0, NAN, INF, -INF, 0.5]]),  # zeros, nan or not
+    # a negative abs (PyTorch's d/d(abs) is sgn(result)), abs 0, and z == 0 for angle's complex branch
+    "polar": (lambda L, r, t: L.view_as_real(L.polar(r, t)),
+              [[-1.5, 0.0, 2.0, 0.5, -0.0, 3.0], [0.3, 1.0, -2.0, 0.0, 1.5, -0.7]]),
+    "angle_complex": (lambda L, x, y: L.angle(L.complex(x, y)), [[0.0, 1.0, -2.0, 0.0, -0.5], [0.0, -2.0, 0.0, 3.0, -0.5]]),
 }
 # second derivatives not compared: PyTorch does not implement them (hardsigmoid, heaviside)
 NO_DOUBLE = {"heaviside": "PyTorch's backward raises", "hardsigmoid": "PyTorch: derivative for "

@@ -55,14 +55,39 @@ def _zero_vjp(primals, g, *, grad_mode):
     return (jnp.zeros_like(primals[0]),)
 
 
+def _polar_jvp(primals, tangents, out):
+    # PyTorch's polar_backward: d/d(abs) is sgn(result) (so -e^{i angle} for a negative abs, 0 at
+    # abs 0), d/d(angle) is result * 1j
+    t_abs, t_angle = (jnp.broadcast_to(t, out.shape) for t in tangents)
+    sq = jnp.real(out) ** 2 + jnp.imag(out) ** 2  # (sgn as out / |out|: jnp.sign's derivative is 0)
+    sgn = jnp.where(sq == 0, 0, out / jnp.sqrt(jnp.where(sq == 0, 1, sq)))
+    return sgn * t_abs + out * 1j * t_angle
+
+
+def _angle_complex_jvp(primals, tangents, out):
+    # PyTorch's angle_backward of a complex z: Im(dz / z), and 0 at z == 0 (jax's atan2 gives nan)
+    z, (t,) = primals[0], tangents
+    sq = jnp.real(z) ** 2 + jnp.imag(z) ** 2
+    return jnp.imag(t * jnp.conj(z)) / jnp.where(sq == 0, 1, sq)
+
+
+def _angle_complex_vjp(primals, g, *, grad_mode):
+    # PyTorch's formula itself, where(z == 0, 0, g * z / |z|^2 * 1j), so that its derivative, a
+    # double backward, is PyTorch's too: nan at z == 0 (the 0/0 of the branch where() leaves out)
+    (z,) = primals
+    sq = jnp.real(z) ** 2 + jnp.imag(z) ** 2
+    return (jnp.where(z == 0, jnp.zeros((), z.dtype), g * z / sq * 1j),)
+
+
 _complex = defop("complex", _complex_fn, "ComplexBackward0")
-_polar = defop("polar", _polar_fn, "PolarBackward0")
+_polar = defop("polar", _polar_fn, "PolarBackward0", jvp=_polar_jvp)
 _view_as_real = defop("view_as_real", _view_as_real_fn, "ViewAsRealBackward0", linear=True)
 _view_as_complex = defop("view_as_complex", _view_as_complex_fn, "ViewAsComplexBackward0", linear=True)
 _conj = defop("conj", jnp.conj, "ConjBackward0", linear=True)
 _conj_physical = defop("conj_physical", jnp.conj, "ConjPhysicalBackward0", linear=True)
 _angle = defop("angle", _angle_real, "AngleBackward0", promote="float", jvp=_zero_jvp, vjp=_zero_vjp)
-_angle_complex = defop("angle_complex", jnp.angle, "AngleBackward0")
+_angle_complex = defop("angle_complex", jnp.angle, "AngleBackward0", jvp=_angle_complex_jvp,
+                       vjp=_angle_complex_vjp)
 
 
 def _check_parts(a: Tensor, b: Tensor) -> None:
