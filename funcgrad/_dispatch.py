@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 
 from . import _cache, _dtype, _grad_mode as grad_mode, _tensor
 from ._grad_mode import _anomaly
@@ -260,7 +261,8 @@ def result_dtype(op, args, vals):
         # fast path: two arrays of one dtype need no cast (the kernel computes in that dtype)
         a, b = vals
         dt = getattr(a, "dtype", None)
-        if dt is not None and dt is getattr(b, "dtype", None):
+        if dt is not None and dt is getattr(b, "dtype", None) and not isinstance(b, np.generic) \
+                and not isinstance(a, np.generic):  # (a NumPy number: a Python one to PyTorch, see operand)
             return None
     pos = range(len(vals)) if op.diff is None else op.diff
     key = (mode, _dtype._default[0]) + tuple(_operand_key(vals[i]) for i in pos if vals[i] is not None)
@@ -443,12 +445,16 @@ def _apply(op: Op, args: tuple, static: dict):
     skey = tuple(static.items()) if static else ()
     if op.host is None or (out := _host_forward(op, vals, static, skey, cast)) is None:
         k = op._fwd.get((skey, cast, nargs))
-        if k is None:
+        new = k is None
+        if new:
             k = op.forward(skey, cast, nargs)
         try:
             out = k(*scalar_arrays(vals))
-        except (ValueError, TypeError) as e:  # jax's broadcasting error -> PyTorch's
-            _raise_broadcast_error(vals, e)
+        except Exception as e:
+            if new:  # a kernel whose first call failed is not kept: a valid call's key may equal its
+                op._fwd.pop((skey, cast, nargs), None)  # own (dim=1 after a refused dim=1.0: 1 == 1.0)
+            if isinstance(e, (ValueError, TypeError)):  # jax's broadcasting error -> PyTorch's
+                _raise_broadcast_error(vals, e)
             raise
         if op._fast is not None and direct and (nargs == 1 or not static):
             _remember(op, args, vals, cast, k, out, skey)

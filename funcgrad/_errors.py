@@ -43,6 +43,20 @@ def _user_frame() -> str:
     return "<unknown>"
 
 
+def warn_at_user(message: str, category: type) -> None:
+    """``warnings.warn`` attributed to the innermost frame outside funcgrad and the libraries it
+    runs on (the user's line, as a warning PyTorch raises from C++ is)."""
+    import warnings
+    dirs, f = _library_dirs(), sys._getframe(1)
+    while f is not None and _is_library(f.f_code.co_filename, dirs):
+        f = f.f_back
+    if f is None:
+        warnings.warn(message, category, stacklevel=2)
+        return
+    warnings.warn_explicit(message, category, f.f_code.co_filename, f.f_lineno,
+                           f.f_globals.get("__name__"), f.f_globals.setdefault("__warningregistry__", {}))
+
+
 class TracedValueError(RuntimeError):
     """A Python value was asked of a tensor while tracing a compiled step (``funcgrad.jit``)."""
 

@@ -10,6 +10,7 @@ changed. Version counter ``_ver`` (a one-item list): shared by views and ``detac
 from __future__ import annotations
 
 import math
+import operator
 import warnings
 import weakref
 
@@ -899,6 +900,10 @@ def _scalar_type_name(d) -> str:
 
 
 def _wrap_dim(dim: int, ndim: int) -> int:
+    if type(dim) is not int:  # a NumPy or 0-d integer tensor dim as PyTorch's parser takes it; a float or a
+        if isinstance(dim, bool):  # bool refused before any kernel sees it (its key would equal an int's)
+            raise TypeError("'bool' object cannot be interpreted as a dim")
+        dim = operator.index(dim)
     n = max(ndim, 1)
     if not -n <= dim < n:
         raise IndexError(f"Dimension out of range (expected to be in range of [{-n}, {n - 1}], "

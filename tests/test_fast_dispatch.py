@@ -378,3 +378,30 @@ def test_inference_mode_of_any_thread_reaches_the_fast_path():
     finally:
         _state.inference = False
     assert INFERENCE[0] == 0
+
+
+# A float dim equals an int one as a kernel-cache key (1.0 == 1): it must be refused whatever ran
+# before, and a refused call must leave nothing that a later valid call would reuse (PyTorch 2.13's
+# messages; the ops whose dim reaches a kernel).
+FLOAT_DIMS = {"cumsum": "cumsum(): argument 'dim' (position 1) must be int, not float",
+              "cumprod": "cumprod(): argument 'dim' (position 1) must be int, not float",
+              "log_softmax": "log_softmax(): argument 'dim' (position 1) must be int, not float",
+              "softmax": "softmax(): argument 'dim' (position 1) must be int, not float",
+              "logcumsumexp": "logcumsumexp(): argument 'dim' (position 1) must be int, not float"}
+
+
+@pytest.mark.parametrize("name", FLOAT_DIMS)
+def test_a_float_dim_is_refused_whatever_ran_before(name):
+    x = funcgrad.randn(2, 3)
+    want = getattr(x, name)(1).numpy()
+    for _ in range(2):  # refused after a valid call, and a valid call after a refused one
+        with pytest.raises(TypeError) as e:
+            getattr(x, name)(1.0)
+        assert str(e.value) == FLOAT_DIMS[name]
+        assert np.array_equal(getattr(x, name)(1).numpy(), want)
+
+
+def test_a_complex64_operand_warns_at_the_callers_line():  # (PyTorch reads it as a double: NumPy's warning)
+    with pytest.warns(np.exceptions.ComplexWarning, match="Casting complex values to real discards") as w:
+        r = funcgrad.tensor([1.0, 2.0]) + np.complex64(1 + 2j)
+    assert r.tolist() == [2.0, 3.0] and w[0].filename == __file__

@@ -60,6 +60,11 @@ ROWS = [
     "tb & np.bool_(True)", "tb | np.bool_(False)", "tb ^ np.bool_(True)", "np.bool_(True) & tb",
     "tb.bitwise_and(np.bool_(True))", "funcgrad.bitwise_or(tb, np.bool_(True))", "ti & np.bool_(True)",
     "tb & True", "tb == np.bool_(True)",
+    # a NumPy number is PyTorch's Python number: an integer an int, a complex128 a complex, any other a
+    # double (np.bool_ is 1.0: float results)
+    "ti + np.bool_(True)", "tb + np.bool_(True)", "np.bool_(True) + ti", "funcgrad.add(ti, np.bool_(True))",
+    "tb.mul(np.bool_(True))", "ti.mul(np.bool_(False))", "ti * np.float16(1.5)", "(t + np.complex128(1j)).imag",
+    "ti.add(np.uint8(3))", "tb + np.int8(2)", "tb.sub(np.bool_(True))",
 ]
 
 

@@ -15,6 +15,7 @@ import numpy as np
 
 from .. import _dtype, _grad_mode
 from .._dispatch import Op, apply
+from .._errors import warn_at_user
 from .._tensor import Tensor, _dtype_cname, _scalar_type_name
 from . import _parser
 
@@ -103,7 +104,16 @@ def operand(v, numbers_too: bool = True):
     if isinstance(v, np.generic):
         if v.dtype.kind not in "biufc":
             return NotImplemented
-        v = v.item()
+        # PyTorch's parser takes a NumPy integer as an int, a complex128 (a Python complex) as a
+        # complex, and reads any other NumPy number as a double: np.bool_ is 1.0, complex64 its
+        # real part (with NumPy's ComplexWarning, at the caller's line)
+        if v.dtype.kind in "iu" or isinstance(v, (float, complex)):
+            v = v.item()
+        else:
+            if v.dtype.kind == "c":
+                warn_at_user("Casting complex values to real discards the imaginary part",
+                             np.exceptions.ComplexWarning)
+            v = float(v.real)
     if numbers_too and isinstance(v, numbers.Number):
         return v
     return NotImplemented
