@@ -183,10 +183,12 @@ class Op:
             out, pull = jax.vjp(g, *[full[i] for i in idx])
             if keep is not None:
                 cots = tuple(cots[j] for j in keep)
-            # cotangents take the output's dtype (a float64 grad_output for a float32 output)
-            cots = jax.tree.map(lambda c, o: c.astype(o.dtype), tuple(cots) if
+            # cotangents take the output's dtype (a float64 grad_output for a float32 output);
+            # complex ones in PyTorch's convention: its gradient is the conjugate of jax.vjp's
+            # (conj of the vjp of the conjugate cotangent; nothing for real dtypes)
+            cots = jax.tree.map(lambda c, o: _conj(c.astype(o.dtype)), tuple(cots) if
                                 douts is not None or type(out) is tuple else cots[0], out)
-            return pull(cots)
+            return tuple(_conj(g, True) for g in pull(cots))
         return bwd
 
     def backward(self, static, cast, nargs, mask, avals):
@@ -218,6 +220,18 @@ class Op:
                 return tuple(bwd(args, tuple(a[j:])))
             op = self._bwd_ops[key] = Op(self.grad_name + "Backward", fn, self.grad_name + "Backward")
         return op
+
+
+def _conj(x, positive_zero=False):
+    """``x`` conjugated if complex (a traced dtype test: real arrays pass untouched);
+    ``positive_zero``: a zero imaginary part +0.0 (PyTorch's gradient of a real cotangent, where the
+    conjugate of jax's would be -0.0)."""
+    if not jnp.iscomplexobj(x):
+        return x
+    if not positive_zero:
+        return jnp.conj(x)
+    im = jnp.imag(x)
+    return jax.lax.complex(jnp.real(x), jnp.where(im == 0, jnp.zeros_like(im), -im))
 
 
 def _with_jvp(fn, rule, kw):
