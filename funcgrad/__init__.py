@@ -318,13 +318,15 @@ from ._runtime import set_warn_always as set_warn_always  # noqa: E402
 from .func import vmap as vmap  # noqa: E402  (torch.vmap is torch.func.vmap)
 from ._ops.more3 import is_inference as is_inference, is_signed as is_signed  # noqa: E402
 from ._ops.complex import (angle as angle, complex as complex, conj as conj,  # noqa: E402,A004
-                           conj_physical as conj_physical, is_conj as is_conj, is_neg as is_neg,
+                           conj_physical as conj_physical, conj_physical_ as conj_physical_,
+                           is_conj as is_conj, is_neg as is_neg,
                            polar as polar, resolve_conj as resolve_conj, resolve_neg as resolve_neg,
                            view_as_complex as view_as_complex, view_as_real as view_as_real)
 from ._ops.windows import (bartlett_window as bartlett_window,  # noqa: E402
                            blackman_window as blackman_window, hamming_window as hamming_window,
                            hann_window as hann_window, kaiser_window as kaiser_window)
-from ._ops.more4 import (diagonal_scatter as diagonal_scatter, gcd as gcd, inner as inner,  # noqa: E402
-                         lcm as lcm, matrix_exp as matrix_exp, select_scatter as select_scatter,
-                         slice_scatter as slice_scatter, unravel_index as unravel_index)
+from ._ops.more4 import (diagonal_scatter as diagonal_scatter, gcd as gcd, gcd_ as gcd_,  # noqa: E402
+                         inner as inner, lcm as lcm, lcm_ as lcm_, matrix_exp as matrix_exp,
+                         select_scatter as select_scatter, slice_scatter as slice_scatter,
+                         unravel_index as unravel_index)
 from . import signal as signal  # noqa: E402  (torch.signal.windows)

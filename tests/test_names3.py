@@ -196,6 +196,10 @@ CALLS = {
     # gcd/lcm, inner, matrix_exp, sum_to_size, fill_diagonal_, scatters, new_empty_strided, unravel_index
     "gcd": lambda L: (L.gcd(L.tensor([4, 6], dtype=L.int8), L.tensor([6])), L.tensor([4]).lcm(L.tensor([6])),
                       L.tensor([4]).gcd_(L.tensor([6]))),
+    "gcd_function_inplace": lambda L: (lambda a: (L.gcd_(a, L.tensor([6])) is a, a.tolist(),
+                                                  L.lcm_(a, L.tensor([3])) is a, a.tolist()))(L.tensor([4])),
+    "gcd_function_inplace_bad": lambda L: L.gcd_(1, L.tensor([6])),
+    "conj_physical_function_inplace": lambda L: (lambda z: (L.conj_physical_(z) is z, z.tolist()))(_C(L)),
     "gcd_float": lambda L: L.gcd(L.ones(2), L.ones(2)),
     "gcd_bool": lambda L: L.lcm(L.tensor([True]), L.tensor([True])),
     "gcd_scalar": lambda L: L.gcd(L.tensor([4]), 2),

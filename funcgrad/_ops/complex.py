@@ -197,6 +197,12 @@ def _conj_physical_(self: Tensor) -> Tensor:
 inplace_method("conj_physical_", _conj_physical_)
 
 
+@export("conj_physical_", method=False, tensors=("input",))
+def conj_physical_(input: Tensor) -> Tensor:
+    """``input.conj_physical_()`` (``torch.conj_physical_``)."""
+    return input.conj_physical_()
+
+
 @export("resolve_conj")
 def resolve_conj(input: Tensor) -> Tensor:
     """``input`` itself: funcgrad's conjugates are computed, never pending (no conjugate bit)."""

@@ -55,6 +55,18 @@ inplace_method("gcd_", gcd, tensors=("other",))
 inplace_method("lcm_", lcm, tensors=("other",))
 
 
+@export("gcd_", method=False, tensors=("input", "other"))
+def gcd_(input: Tensor, other: Tensor) -> Tensor:
+    """``input.gcd_(other)`` (``torch.gcd_``)."""
+    return input.gcd_(other)
+
+
+@export("lcm_", method=False, tensors=("input", "other"))
+def lcm_(input: Tensor, other: Tensor) -> Tensor:
+    """``input.lcm_(other)`` (``torch.lcm_``)."""
+    return input.lcm_(other)
+
+
 # ================================ inner / matrix_exp / sum_to_size ===============================
 @export("inner", tensors=("input", "other"))
 def inner(input: Tensor, other: Tensor, *, out=None) -> Tensor:
