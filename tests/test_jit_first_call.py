@@ -155,3 +155,22 @@ def test_a_first_call_that_fails_leaves_no_state():
         f(funcgrad.randn(*shape), funcgrad.randint(0, 4, (shape[0],)))
     assert not o.state and all(p.grad is None for p in params)
     assert isinstance(f, CompiledFunction)
+
+
+def test_a_subclass_reading_fresh_is_not_primed():
+    """An optimizer subclass whose update reads ``fresh`` (its first update differs from the later
+    ones) is found from its code, so funcgrad.jit does not prime its state; one that does not is."""
+    from funcgrad import optim
+
+    class Reads(optim.SGD):
+        @staticmethod
+        def _transform(h, static, dtype, fresh):
+            return optim.SGD._transform(h, static, dtype, fresh)
+
+    class Ignores(optim.Adam):
+        @staticmethod
+        def _transform(h, static, dtype, fresh):
+            return optim.Adam._transform(h, static, dtype, False)
+
+    assert Reads._fresh_update and not Ignores._fresh_update
+    assert optim.SGD._fresh_update and not optim.Adam._fresh_update

@@ -24,6 +24,7 @@ as ``lr`` do not, so a scheduler changing ``lr`` never recompiles.
 from __future__ import annotations
 
 import copy
+import dis
 import functools
 import sys
 import warnings
@@ -293,11 +294,17 @@ class Optimizer:
 
     _hypers: tuple[str, ...] = ()
     # whether ``_transform`` reads ``fresh`` (SGD's momentum buffer starts as the gradient): the
-    # first update is then not the later ones' computation on the initial state
+    # first update is then not the later ones' computation on the initial state. Read from the
+    # code of a subclass's own ``_transform`` unless it says (any use of ``fresh`` counts)
     _fresh_update = False
 
     def __init_subclass__(cls, **kwargs):
         super().__init_subclass__(**kwargs)
+        t = cls.__dict__.get("_transform")
+        if t is not None and "_fresh_update" not in cls.__dict__:
+            code = getattr(t, "__func__", t).__code__
+            cls._fresh_update = any(i.argval == "fresh" for i in dis.get_instructions(code)
+                                    if i.opname.startswith("LOAD_"))
         step = cls.__dict__.get("step")
         if step is not None and not getattr(step, "_fg_hooked", False):
             cls.step = _with_hooks(step)
