@@ -77,3 +77,23 @@ class Recorded:
         got, unchanged = self.run(funcgrad, expr)
         assert got == want
         assert unchanged, "a refused call changed its inputs"
+
+
+# ---- transcripts: a script's lines, recorded from PyTorch 2.13 in the test module ----------------
+def check_transcript(got: list, expected: list) -> None:
+    """``got`` is ``expected`` line by line (the first line that differs is the failure's)."""
+    assert len(got) == len(expected)
+    for g, e in zip(got, expected, strict=True):
+        assert g == e
+
+
+def torch_transcript(script):
+    """``script(torch)`` with PyTorch 2.13, its own warnings silenced (torch.compile and torch.func
+    warn of their internals); the test is skipped where torch is not installed."""
+    import warnings
+
+    import pytest
+    torch = pytest.importorskip("torch")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return script(torch)

@@ -6,11 +6,12 @@ the script runs on it too, so the recording stays PyTorch's)."""
 
 import copy
 import io
-import warnings
 
 import pytest
 
 import funcgrad
+
+from ._rows import check_transcript, torch_transcript
 
 
 def _transcript(torch):
@@ -141,18 +142,12 @@ EXPECTED = [
 
 
 def test_module_api_as_pytorch():
-    got = _transcript(funcgrad)
-    assert len(got) == len(EXPECTED)
-    for g, e in zip(got, EXPECTED, strict=True):
-        assert g == e
+    check_transcript(_transcript(funcgrad), EXPECTED)
 
 
 @pytest.mark.torch
 def test_recorded_transcript_is_pytorchs():
-    torch = pytest.importorskip("torch")
-    with warnings.catch_warnings():  # (torch.compile's own deprecation warnings)
-        warnings.simplefilter("ignore")
-        assert _transcript(torch) == EXPECTED
+    check_transcript(torch_transcript(_transcript), EXPECTED)
 
 
 def _compiled_transcript(torch):
@@ -184,15 +179,12 @@ COMPILED_EXPECTED = [
 
 
 def test_compiled_module_is_pytorchs_optimized_module():
-    assert _compiled_transcript(funcgrad) == COMPILED_EXPECTED
+    check_transcript(_compiled_transcript(funcgrad), COMPILED_EXPECTED)
 
 
 @pytest.mark.torch
 def test_compiled_transcript_is_pytorchs():
-    torch = pytest.importorskip("torch")
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        assert _compiled_transcript(torch) == COMPILED_EXPECTED
+    check_transcript(torch_transcript(_compiled_transcript), COMPILED_EXPECTED)
 
 
 def test_module_compile_is_one_program_and_not_a_prefix():

@@ -11,6 +11,8 @@ import pytest
 
 import funcgrad
 
+from ._rows import check_transcript, torch_transcript
+
 
 def _transcript(torch):
     F = torch.nn.functional
@@ -151,13 +153,9 @@ EXPECTED = [
 
 
 def test_switches_act_as_on_pytorchs_cpu():
-    got = _transcript(funcgrad)
-    assert len(got) == len(EXPECTED)
-    for g, e in zip(got, EXPECTED, strict=True):
-        assert g == e
+    check_transcript(_transcript(funcgrad), EXPECTED)
 
 
 @pytest.mark.torch
 def test_recorded_transcript_is_pytorchs():
-    torch = pytest.importorskip("torch")
-    assert _transcript(torch) == EXPECTED
+    check_transcript(torch_transcript(_transcript), EXPECTED)
