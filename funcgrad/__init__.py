@@ -326,7 +326,8 @@ from ._ops.windows import (bartlett_window as bartlett_window,  # noqa: E402
                            blackman_window as blackman_window, hamming_window as hamming_window,
                            hann_window as hann_window, kaiser_window as kaiser_window)
 from ._ops.more4 import (diagonal_scatter as diagonal_scatter, gcd as gcd, gcd_ as gcd_,  # noqa: E402
-                         inner as inner, lcm as lcm, lcm_ as lcm_, matrix_exp as matrix_exp,
+                         inner as inner, lcm as lcm, lcm_ as lcm_, masked_scatter as masked_scatter,
+                         matrix_exp as matrix_exp,
                          select_scatter as select_scatter, slice_scatter as slice_scatter,
                          unravel_index as unravel_index)
 from . import signal as signal  # noqa: E402  (torch.signal.windows)

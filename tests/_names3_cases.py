@@ -78,6 +78,7 @@ def scatter_grads(lib):
     y = lib.diagonal_scatter(x, src_d, 0, 1, 2)
     y = lib.select_scatter(y * y, src_s, 1, -2)
     y = lib.slice_scatter(y.sin(), src_l, 2, 1, None, 2)
+    y = y.masked_scatter(y > 0.3, (src_l * 3).flatten())
     z = y.clone()
     z[0].fill_diagonal_(0.5)
     w = lib.tensor(np.linspace(1, 2, 24).reshape(2, 3, 4))

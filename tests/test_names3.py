@@ -125,6 +125,7 @@ def _describe(r):
 _X4 = lambda L: L.ones(2, 3, 4, 5)  # noqa: E731
 _C = lambda L: L.complex(L.tensor([1.0, -2.0]), L.tensor([0.5, 3.0]))  # noqa: E731
 _G = lambda L: L.tensor([1.0, -2.0, 0.0], requires_grad=True)  # noqa: E731
+_M = lambda L: L.tensor([[True, False, True], [False, True, True]])  # noqa: E731
 
 CALLS = {
     "layout": lambda L: (L.ones(1).layout, L.strided, L.contiguous_format, L.channels_last, L.channels_last_3d,
@@ -229,6 +230,17 @@ CALLS = {
     "slice_scatter_size": lambda L: L.slice_scatter(L.zeros(8, 8), L.ones(3, 8), start=6),
     "slice_scatter_step": lambda L: L.slice_scatter(L.zeros(5), L.ones(1), step=0),
     "diagonal_scatter_size": lambda L: L.diagonal_scatter(L.zeros(3, 3), L.ones(2)),
+    "masked_scatter": lambda L: (lambda x, s: (x.masked_scatter(_M(L), s), L.masked_scatter(L.zeros(3), _M(L), s),
+                                               x.detach().clone().masked_scatter_(_M(L)[0], s)))(
+        L.zeros(2, 3, requires_grad=True), L.arange(6.0, requires_grad=True)),
+    "masked_scatter_dtype": lambda L: L.zeros(2, 3).masked_scatter(_M(L), L.ones(6, dtype=L.float64)),
+    "masked_scatter_int_mask": lambda L: L.zeros(2, 3).masked_scatter(L.ones(2, 3, dtype=L.int32), L.ones(6)),
+    "masked_scatter_short": lambda L: L.zeros(2, 3).masked_scatter(_M(L), L.ones(3)),
+    "masked_scatter_shape": lambda L: L.zeros(2, 3).masked_scatter(L.ones(4, dtype=L.bool), L.ones(6)),
+    "masked_scatter_inplace_shape": lambda L: L.zeros(2, 3).masked_scatter_(L.ones(4, dtype=L.bool), L.ones(6)),
+    "masked_scatter_inplace_rank": lambda L: L.zeros(2, 3).masked_scatter_(L.ones(1, 2, 3, dtype=L.bool),
+                                                                           L.ones(6)),
+    "masked_scatter_source_type": lambda L: L.zeros(2, 3).masked_scatter(_M(L), 1.0),
     "new_empty_strided": lambda L: L.ones(2, dtype=L.float64).new_empty_strided((2, 3), (3, 1)),
     "new_empty_strided_bad": lambda L: L.ones(2).new_empty_strided((2, 3), (1,)),
     "unravel_index": lambda L: (*L.unravel_index(L.tensor([4, 1]), (2, 3)), *L.unravel_index(L.tensor(4), 6)),

@@ -1,6 +1,7 @@
 """Op table — more names real scripts use (continuing more3.py): ``gcd``/``lcm``, ``inner``,
 ``matrix_exp`` (``linalg.matrix_exp``'s alias), ``Tensor.sum_to_size``, ``fill_diagonal_``,
-``diagonal_scatter``/``select_scatter``/``slice_scatter``, ``new_empty_strided``, ``unravel_index``.
+``diagonal_scatter``/``select_scatter``/``slice_scatter``, ``new_empty_strided``, ``unravel_index``,
+``masked_scatter``.
 
 The scatters are ops of their own (PyTorch's ``*ScatterBackward0`` nodes: the gradient to
 ``input`` is zero where ``src`` went, ``src``'s is the gradient there); ``inner``,
@@ -12,12 +13,14 @@ from __future__ import annotations
 
 import itertools
 import operator
+import warnings
 
 import jax.numpy as jnp
+import numpy as np
 
 from .. import _dtype
 from .._factories import empty, tensor
-from .._tensor import _wrap_dim
+from .._tensor import _is_tracer, _scalar_type_name, _wrap_dim
 from ._registry import METHODS, Tensor, apply, defop, export, inplace_method
 from ._registry import write_out as _out
 from .linalg import tensordot
@@ -272,3 +275,81 @@ def unravel_index(indices: Tensor, shape) -> tuple:
     r = indices.unsqueeze(-1).floor_divide(tensor(coefs, dtype=_dtype.int64))
     r = r % tensor(shape, dtype=_dtype.int64)
     return tuple(unbind(r, -1))
+
+
+# ================================ masked_scatter =================================================
+def _masked_scatter_fn(x, mask, src):
+    x, mask = jnp.broadcast_arrays(x, mask)
+    if src.size == 0:
+        return jnp.where(mask, jnp.zeros((), x.dtype), x)
+    # the k-th True of the mask (row-major) takes src's k-th element
+    idx = jnp.clip(jnp.cumsum(mask.ravel()) - 1, 0, src.size - 1)
+    return jnp.where(mask, src.ravel()[idx].reshape(x.shape), x)
+
+
+_masked_scatter = defop("masked_scatter", _masked_scatter_fn, "MaskedScatterBackward0", diff=(0, 2))
+
+
+def _infer_size(a, b):
+    """ATen's infer_size (broadcasting a with b) and its error."""
+    n = max(len(a), len(b))
+    out = []
+    for i in range(n):
+        da = a[i - n + len(a)] if i - n + len(a) >= 0 else 1
+        db = b[i - n + len(b)] if i - n + len(b) >= 0 else 1
+        if da != db and da != 1 and db != 1:
+            raise RuntimeError(f"The size of tensor a ({da}) must match the size of tensor b ({db}) at "
+                               f"non-singleton dimension {i}")
+        out.append(db if da == 1 else da)
+    return tuple(out)
+
+
+def _masked_scatter_checks(input: Tensor, mask: Tensor, source: Tensor, shape) -> None:
+    if mask.dtype is not _dtype.bool_:
+        if mask.dtype is _dtype.uint8:
+            warnings.warn("masked_scatter_ received a mask with dtype torch.uint8, this behavior is now "
+                          "deprecated,please use a mask with dtype torch.bool instead.", UserWarning, stacklevel=3)
+        raise RuntimeError(f"masked_scatter_ only supports boolean masks, but got mask with dtype "
+                           f"{_scalar_type_name(mask.dtype)}")
+    if source.dtype is not input.dtype:
+        raise RuntimeError(f"masked_scatter: expected self and source to have same dtypes but got"
+                           f"{_scalar_type_name(input.dtype)} and {_scalar_type_name(source.dtype)}")
+    m = mask._value
+    if not _is_tracer(m):  # (data-dependent: checked in eager code only)
+        ones = int(np.broadcast_to(np.asarray(m), shape).sum())
+        if source.numel() < ones:
+            raise RuntimeError("Number of elements of source < number of ones in mask")
+
+
+@export("masked_scatter", tensors=("input", "mask", "source"))
+def masked_scatter(input: Tensor, mask: Tensor, source: Tensor) -> Tensor:
+    """``input`` (broadcast with ``mask``) with its masked elements, in row-major order, taken
+    from ``source``'s leading elements (``MaskedScatterBackward0``).
+
+    >>> import funcgrad
+    >>> m = funcgrad.tensor([[True, False, True], [False, True, True]])
+    >>> funcgrad.zeros(2, 3).masked_scatter(m, funcgrad.arange(6.0))
+    tensor([[0., 0., 1.],
+            [0., 2., 3.]])
+    """
+    shape = _infer_size(tuple(mask.shape), tuple(input.shape))
+    _masked_scatter_checks(input, mask, source, shape)
+    return apply(_masked_scatter, input, mask, source)
+
+
+def _masked_scatter_(self: Tensor, mask: Tensor, source: Tensor) -> Tensor:
+    have, target = tuple(mask.shape), tuple(self.shape)
+    if len(have) > len(target):
+        raise RuntimeError(f"expand(CPUBoolType{{{list(have)}}}, size={list(target)}): the number of sizes "
+                           f"provided ({len(target)}) must be greater or equal to the number of dimensions in "
+                           f"the tensor ({len(have)})")
+    for i, d in enumerate(have):
+        t = target[i + len(target) - len(have)]
+        if d != t and d != 1:
+            raise RuntimeError(f"The expanded size of the tensor ({t}) must match the existing size ({d}) at "
+                               f"non-singleton dimension {i + len(target) - len(have)}.  Target sizes: "
+                               f"{list(target)}.  Tensor sizes: {list(have)}")
+    return masked_scatter(self, mask, source)
+
+
+inplace_method("masked_scatter_", _masked_scatter_, tensors=("mask", "source"))

@@ -4,10 +4,19 @@
 from __future__ import annotations
 
 import jax.numpy as jnp
+import numpy as np
 
 import funcgrad as fg
 
 from . import Spec, ints
+
+_MASK = np.array([[True, False, True, True], [False, False, True, False], [True, True, False, True]])
+
+
+def _masked_scatter(x, mask, src):
+    m = np.asarray(mask)
+    return x.at[m].set(src.ravel()[:int(m.sum())])
+
 
 SPECS = [
     Spec("gcd", fg.gcd, jnp.gcd, [ints(3, 4, low=-9, high=9), ints(4, low=-9, high=9)], nondiff=True),
@@ -22,4 +31,8 @@ SPECS = [
          [(3, 4), (3,)], grad_fn="SelectScatterBackward0"),
     Spec("slice_scatter", lambda x, s: fg.slice_scatter(x, s, 1, 1, None, 2), lambda x, s: x.at[:, 1::2].set(s),
          [(3, 5), (3, 2)], grad_fn="SliceScatterBackward0"),
+    Spec("masked_scatter", lambda x, m, s: x.masked_scatter(m, s), _masked_scatter, [(3, 4), _MASK, (2, 5)],
+         grad=(0, 2), grad_fn="MaskedScatterBackward0"),
+    Spec("masked_scatter", lambda x, m, s: x.masked_scatter(m, s), lambda x, m, s: _masked_scatter(
+        jnp.broadcast_to(x, (3, 4)), m, s), [(4,), _MASK, (9,)], grad=(0, 2), id="masked_scatter_broadcast"),
 ]
