@@ -308,7 +308,8 @@ def _masked_scatter_checks(input: Tensor, mask: Tensor, source: Tensor, shape) -
     if mask.dtype is not _dtype.bool_:
         if mask.dtype is _dtype.uint8:
             warnings.warn("masked_scatter_ received a mask with dtype torch.uint8, this behavior is now "
-                          "deprecated,please use a mask with dtype torch.bool instead.", UserWarning, stacklevel=3)
+                          "deprecated,please use a mask with dtype torch.bool instead.", UserWarning,
+                          stacklevel=3)
         raise RuntimeError(f"masked_scatter_ only supports boolean masks, but got mask with dtype "
                            f"{_scalar_type_name(mask.dtype)}")
     if source.dtype is not input.dtype:
@@ -340,9 +341,9 @@ def masked_scatter(input: Tensor, mask: Tensor, source: Tensor) -> Tensor:
 def _masked_scatter_(self: Tensor, mask: Tensor, source: Tensor) -> Tensor:
     have, target = tuple(mask.shape), tuple(self.shape)
     if len(have) > len(target):
-        raise RuntimeError(f"expand(CPUBoolType{{{list(have)}}}, size={list(target)}): the number of sizes "
-                           f"provided ({len(target)}) must be greater or equal to the number of dimensions in "
-                           f"the tensor ({len(have)})")
+        raise RuntimeError(f"expand(CPUBoolType{{{list(have)}}}, size={list(target)}): the number of "
+                           f"sizes provided ({len(target)}) must be greater or equal to the number of "
+                           f"dimensions in the tensor ({len(have)})")
     for i, d in enumerate(have):
         t = target[i + len(target) - len(have)]
         if d != t and d != 1:
