@@ -131,11 +131,12 @@ from ._ops.shape_more import (atleast_1d as atleast_1d, atleast_2d as atleast_2d
                               tile as tile, unbind as unbind, vsplit as vsplit, vstack as vstack)
 
 ger = outer
-moveaxis = movedim
 row_stack = vstack
 
 clip = clamp
-concat = concatenate = cat
+# (cat's and movedim's aliases as the op table exports them: each names itself in PyTorch's messages)
+from ._ops import FUNCTIONS as _FUNCTIONS  # noqa: E402
+concat, concatenate, moveaxis = _FUNCTIONS["concat"], _FUNCTIONS["concatenate"], _FUNCTIONS["moveaxis"]
 divide = true_divide = div
 multiply = mul
 subtract = sub

@@ -140,6 +140,8 @@ ROWS = list(dict.fromkeys([r for template, ops in SPEC for op in ops for r in _e
     "t.cumprod(x, None)", "t.softmax(x, 1, keepdims=True)", "x.cumsum(axis=1, keepdims=True)",
     "t.cumsum(x, 1, axis=1)", "t.cat([x, x], 1, axis=1)", "t.cumsum(x, 'a')",
     "x.squeeze('a', 'b')", "x.topk(1, 1, True, True, True)",
+    # cat's and movedim's aliases name themselves
+    "t.concat([x, x], 'a')", "t.concatenate([x, x], dim='a')", "t.moveaxis(x, 'a', 0)", "t.concat([x, x], 1.0)",
     # the frameless frontends (no wrapper: FRAMELESS below) read a refused call back as PyTorch's parser
     # reads it: an argument left out, more positional arguments than the op has, a keyword it does not
     # take (a method's out=), a non-bool for a bool, a TypeError of the frontend (a dim of another type)
