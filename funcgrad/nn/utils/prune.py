@@ -232,10 +232,12 @@ def _zero_flat(mask: Tensor, where: np.ndarray) -> None:
     mask.view(-1)[_factories.tensor(where)] = 0
 
 
-class RandomUnstructured(BasePruningMethod):
-    """Prunes ``amount`` of the unpruned entries chosen at random (the largest of ``rand_like``)."""
+class _Unstructured(BasePruningMethod):
+    """Prunes ``amount`` of the unpruned entries with the smallest ``_scores`` (the largest with
+    ``_largest``)."""
 
     PRUNING_TYPE = "unstructured"
+    _largest = False
 
     def __init__(self, amount) -> None:
         _check_amount(amount)
@@ -247,31 +249,30 @@ class RandomUnstructured(BasePruningMethod):
         _check_amount_fits(k, size)
         mask = default_mask.clone()
         if k != 0:
-            _zero_flat(mask, _smallest_k(_factories.rand_like(t), k, largest=True))
+            _zero_flat(mask, _smallest_k(self._scores(t), k, largest=self._largest))
         return mask
+
+
+class RandomUnstructured(_Unstructured):
+    """Prunes ``amount`` of the unpruned entries chosen at random (the largest of ``rand_like``)."""
+
+    _largest = True
+
+    @staticmethod
+    def _scores(t):
+        return _factories.rand_like(t)
 
     @classmethod
     def apply(cls, module, name, amount):
         return super().apply(module, name, amount=amount)
 
 
-class L1Unstructured(BasePruningMethod):
+class L1Unstructured(_Unstructured):
     """Prunes ``amount`` of the unpruned entries with the smallest absolute value."""
 
-    PRUNING_TYPE = "unstructured"
-
-    def __init__(self, amount) -> None:
-        _check_amount(amount)
-        self.amount = amount
-
-    def compute_mask(self, t, default_mask):
-        size = t.nelement()
-        k = _amount_to_count(self.amount, size)
-        _check_amount_fits(k, size)
-        mask = default_mask.clone()
-        if k != 0:
-            _zero_flat(mask, _smallest_k(t.abs(), k))
-        return mask
+    @staticmethod
+    def _scores(t):
+        return t.abs()
 
     @classmethod
     def apply(cls, module, name, amount, importance_scores=None):
