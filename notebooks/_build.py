@@ -672,13 +672,15 @@ def _nb4():
         One training function for both runs: the step (zero_grad, forward, backward, clip,
         step) is written once; `compiled=True` wraps it in `funcgrad.jit`. The first steps
         compile: eagerly, each operation's XLA kernel is compiled on first use; under
-        `funcgrad.jit` the step is traced and compiled on the first call, and once more on the
-        second (the `.grad` slots and AdamW state that the first step created change the state
-        structure). The speed is measured on the steps after these two.
+        `funcgrad.jit` the step is compiled once, on the first call (traced twice there: the
+        `.grad` slots and AdamW state its first step creates are made first, so the program it
+        compiles is the one every later step runs), and traced once more on the second call, which
+        checks that the step reads no `.grad` left by the first. The speed is measured on the steps
+        after these two.
         """),
         ("code", """
         EPOCHS, BATCH = 6, 64
-        WARMUP = 2   # steps that compile: eager kernels on first use; the jit program (traced twice, see below)
+        WARMUP = 2   # steps that compile or trace: eager kernels on first use; the jit program (see above)
 
         def train(compiled: bool, seed: int = 0):
             torch.manual_seed(seed)

@@ -24,8 +24,9 @@ import numpy as np
 import funcgrad
 import funcgrad.viz
 
-# The first steps trace and compile (funcgrad.jit traces again once `.grad` slots and the
-# optimizer state exist) or warm caches up: the steady-state rate is measured after them.
+# The first steps trace and compile (funcgrad.jit compiles on the first call and traces once more
+# on the second, to check the step reads no `.grad` the first left) or warm caches up: the
+# steady-state rate is measured after them.
 WARMUP = 3
 TRAIN_FRACTION = 0.8
 PICTURE_FORMATS = (".svg", ".dot", ".png", ".pdf")
