@@ -279,10 +279,22 @@ class L1Unstructured(_Unstructured):
         return super().apply(module, name, amount=amount, importance_scores=importance_scores)
 
 
-def _channel_mask(t: Tensor, dim: int, keep: Tensor) -> Tensor:
-    """Zeros like ``t`` with ones on the channels ``keep`` (bool or indices) along ``dim``."""
+def _structured_count(method, t: Tensor) -> tuple[int, int]:
+    """A structured ``method``'s channels of ``t`` along its ``dim`` and how many of them it prunes
+    (PyTorch's checks of the tensor, the dim and the amount, in its order)."""
+    _check_structured(t)
+    _check_dim(t, method.dim)
+    channels = t.shape[method.dim]
+    k = _amount_to_count(method.amount, channels)
+    _check_amount_fits(k, channels)
+    return channels, k
+
+
+def _channel_mask(t: Tensor, dim: int, keep: Tensor, default_mask: Tensor) -> Tensor:
+    """``default_mask`` with zeros beyond the channels ``keep`` (bool or indices) along ``dim``."""
     mask = _factories.zeros_like(t)
     mask[tuple(keep if d == (dim % t.dim()) else slice(None) for d in range(t.dim()))] = 1
+    mask *= default_mask.to(dtype=mask.dtype)
     return mask
 
 
@@ -297,18 +309,11 @@ class RandomStructured(BasePruningMethod):
         self.dim = dim
 
     def compute_mask(self, t, default_mask):
-        _check_structured(t)
-        _check_dim(t, self.dim)
-        channels = t.shape[self.dim]
-        k = _amount_to_count(self.amount, channels)
-        _check_amount_fits(k, channels)
+        channels, k = _structured_count(self, t)
         if k == 0:
             return default_mask
         prob = _factories.rand(channels)
-        threshold = prob.kthvalue(k).values
-        mask = _channel_mask(t, self.dim, prob > threshold)
-        mask *= default_mask.to(dtype=mask.dtype)
-        return mask
+        return _channel_mask(t, self.dim, prob > prob.kthvalue(k).values, default_mask)
 
     @classmethod
     def apply(cls, module, name, amount, dim=-1):
@@ -328,18 +333,12 @@ class LnStructured(BasePruningMethod):
         self.dim = dim
 
     def compute_mask(self, t, default_mask):
-        _check_structured(t)
-        _check_dim(t, self.dim)
-        channels = t.shape[self.dim]
-        k = _amount_to_count(self.amount, channels)
-        _check_amount_fits(k, channels)
+        channels, k = _structured_count(self, t)
         norm = _channel_norm(t, self.n, self.dim)
         keep = _smallest_k(norm, channels - k, largest=True)   # PyTorch computes this even for k == 0
         if k == 0:
             return default_mask
-        mask = _channel_mask(t, self.dim, _factories.tensor(keep))
-        mask *= default_mask.to(dtype=mask.dtype)
-        return mask
+        return _channel_mask(t, self.dim, _factories.tensor(keep), default_mask)
 
     @classmethod
     def apply(cls, module, name, amount, n, dim, importance_scores=None):
