@@ -206,11 +206,10 @@ def of_chain(base_shape, chain):
 
 
 # ---- layouts and memory formats (``funcgrad.strided``, ``funcgrad.channels_last``…) -----------
-class layout:  # noqa: N801  (PyTorch's type name: torch.layout)
-    """A tensor layout; funcgrad has one, ``funcgrad.strided`` (every ``Tensor.layout``)."""
+class _Named:
+    """A constant of the ``funcgrad`` namespace known by its name there (``funcgrad.strided``)."""
 
     __slots__ = ("name",)
-    __module__ = "funcgrad"
 
     def __init__(self, name: str):
         self.name = name
@@ -222,24 +221,22 @@ class layout:  # noqa: N801  (PyTorch's type name: torch.layout)
         return self.name
 
 
-class memory_format:  # noqa: N801  (torch.memory_format)
+class layout(_Named):  # noqa: N801  (PyTorch's type name: torch.layout)
+    """A tensor layout; funcgrad has one, ``funcgrad.strided`` (every ``Tensor.layout``)."""
+
+    __slots__ = ()
+    __module__ = "funcgrad"
+
+
+class memory_format(_Named):  # noqa: N801  (torch.memory_format)
     """A memory format: ``contiguous_format``, ``channels_last``, ``channels_last_3d`` or
     ``preserve_format``. funcgrad accepts each where PyTorch does (``contiguous``, ``to``,
     ``*_like``, ``is_contiguous``) with PyTorch's checks, but a result of a non-view op is always
     row-major here (README "What differs"): ``is_contiguous(memory_format=channels_last)`` answers
     for that layout, by PyTorch's rule."""
 
-    __slots__ = ("name",)
+    __slots__ = ()
     __module__ = "funcgrad"
-
-    def __init__(self, name: str):
-        self.name = name
-
-    def __repr__(self) -> str:
-        return f"funcgrad.{self.name}"
-
-    def __reduce__(self):
-        return self.name
 
 
 strided = layout("strided")
