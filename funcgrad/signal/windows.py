@@ -22,13 +22,16 @@ __all__ = ["bartlett", "blackman", "cosine", "exponential", "gaussian", "general
            "hamming", "hann", "kaiser", "nuttall"]
 
 
-def _checks(name: str, M: int, dtype, layout) -> None:
+def _checks(name: str, M: int, dtype, layout):
+    """PyTorch's checks of a window's arguments; returns its dtype (the default one for None)."""
+    dtype = _dtype.get_default_dtype() if dtype is None else dtype
     if M < 0:
         raise ValueError(f"{name} requires non-negative window length, got M={M}")
     if layout is not strided:
         raise ValueError(f"{name} is implemented for strided tensors only, got: {layout}")
     if dtype not in (_dtype.float32, _dtype.float64):
         raise ValueError(f"{name} expects float32 or float64 dtypes, got: {dtype}")
+    return dtype
 
 
 def _empty(dtype, device, requires_grad) -> Tensor:
@@ -47,8 +50,7 @@ def exponential(M: int, *, center: float | None = None, tau: float = 1.0, sym: b
     >>> funcgrad.signal.windows.exponential(4)
     tensor([0.2231, 0.6065, 0.6065, 0.2231])
     """
-    dtype = _dtype.get_default_dtype() if dtype is None else dtype
-    _checks("exponential", M, dtype, layout)
+    dtype = _checks("exponential", M, dtype, layout)
     if tau <= 0:
         raise ValueError(f"Tau must be positive, got: {tau} instead.")
     if sym and center is not None:
@@ -66,8 +68,7 @@ def exponential(M: int, *, center: float | None = None, tau: float = 1.0, sym: b
 def cosine(M: int, *, sym: bool = True, dtype=None, layout=strided, device=None,
            requires_grad: bool = False) -> Tensor:
     """A sine arch (SciPy's cosine window)."""
-    dtype = _dtype.get_default_dtype() if dtype is None else dtype
-    _checks("cosine", M, dtype, layout)
+    dtype = _checks("cosine", M, dtype, layout)
     if M == 0:
         return _empty(dtype, device, requires_grad)
     start = 0.5
@@ -80,8 +81,7 @@ def cosine(M: int, *, sym: bool = True, dtype=None, layout=strided, device=None,
 def gaussian(M: int, *, std: float = 1.0, sym: bool = True, dtype=None, layout=strided, device=None,
              requires_grad: bool = False) -> Tensor:
     """``exp(-(n - c)^2 / (2 std^2))``."""
-    dtype = _dtype.get_default_dtype() if dtype is None else dtype
-    _checks("gaussian", M, dtype, layout)
+    dtype = _checks("gaussian", M, dtype, layout)
     if std <= 0:
         raise ValueError(f"Standard deviation must be positive, got: {std} instead.")
     if M == 0:
@@ -96,8 +96,7 @@ def gaussian(M: int, *, std: float = 1.0, sym: bool = True, dtype=None, layout=s
 def kaiser(M: int, *, beta: float = 12.0, sym: bool = True, dtype=None, layout=strided, device=None,
            requires_grad: bool = False) -> Tensor:
     """``I0(sqrt(beta^2 - k^2)) / I0(beta)`` over ``k`` from ``-beta`` to ``beta``."""
-    dtype = _dtype.get_default_dtype() if dtype is None else dtype
-    _checks("kaiser", M, dtype, layout)
+    dtype = _checks("kaiser", M, dtype, layout)
     if beta < 0:
         raise ValueError(f"beta must be non-negative, got: {beta} instead.")
     if M == 0:
@@ -120,8 +119,7 @@ def general_cosine(M, *, a: Iterable, sym: bool = True, dtype=None, layout=strid
     >>> funcgrad.signal.windows.general_cosine(3, a=[0.5, 0.5])
     tensor([0., 1., 0.])
     """
-    dtype = _dtype.get_default_dtype() if dtype is None else dtype
-    _checks("general_cosine", M, dtype, layout)
+    dtype = _checks("general_cosine", M, dtype, layout)
     if M == 0:
         return _empty(dtype, device, requires_grad)
     if M == 1:
@@ -161,8 +159,7 @@ def hann(M: int, *, sym: bool = True, dtype=None, layout=strided, device=None,
 def blackman(M: int, *, sym: bool = True, dtype=None, layout=strided, device=None,
              requires_grad: bool = False) -> Tensor:
     """The Blackman window (``general_cosine`` with 0.42, 0.5, 0.08)."""
-    dtype = _dtype.get_default_dtype() if dtype is None else dtype
-    _checks("blackman", M, dtype, layout)
+    dtype = _checks("blackman", M, dtype, layout)
     return general_cosine(M, a=[0.42, 0.5, 0.08], sym=sym, dtype=dtype, layout=layout, device=device,
                           requires_grad=requires_grad)
 
@@ -170,8 +167,7 @@ def blackman(M: int, *, sym: bool = True, dtype=None, layout=strided, device=Non
 def bartlett(M: int, *, sym: bool = True, dtype=None, layout=strided, device=None,
              requires_grad: bool = False) -> Tensor:
     """The triangular window ``1 - |k|`` over ``k`` from -1."""
-    dtype = _dtype.get_default_dtype() if dtype is None else dtype
-    _checks("bartlett", M, dtype, layout)
+    dtype = _checks("bartlett", M, dtype, layout)
     if M == 0:
         return _empty(dtype, device, requires_grad)
     if M == 1:
