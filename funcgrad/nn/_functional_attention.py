@@ -84,15 +84,10 @@ def _backend(q, k, v, mask, p):
         raise RuntimeError("No viable backend for scaled_dot_product_attention was found. This is likely "
                            "due to turning off both the math kernel and the fused kernels.")
     if flash_on:
-        dense = q.ndim == k.ndim == v.ndim == 4
-        if (dense and p == 0.0 and q.shape[:2] == k.shape[:2] == v.shape[:2]
-                and q.shape[-1] == k.shape[-1] == v.shape[-1] and q.shape[-2] > 0 and k.shape[-2] > 0
-                and q.stride(-1) == k.stride(-1) == v.stride(-1) == 1
-                and q.dtype.np.name in _FLASH_DTYPES
-                and (mask is None or (mask.ndim in (2, 4) and not mask.requires_grad))):
+        why = _not_flash(q, k, v, mask, p)
+        if why == "" and q.shape[-2] > 0 and k.shape[-2] > 0:
             return _k.scaled_dot_product_attention
         if not math_on:
-            why = _not_flash(q, k, v, mask, p)
             if why != "":  # (PyTorch's zero-length sequences: flash, no different from math for them)
                 warnings.warn("Flash attention kernel not used because:", UserWarning, stacklevel=3)
                 if why is not None:
