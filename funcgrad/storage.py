@@ -34,8 +34,12 @@ class _StorageBase:
     def __init__(self, cell):
         self._cell = cell
 
-    def _bytes(self) -> bytes:
-        return np.asarray(self._cell.value).tobytes()
+    def _array(self) -> np.ndarray:
+        """The storage's elements now, as a flat NumPy array of its element type."""
+        return np.frombuffer(np.asarray(self._cell.value).tobytes(), self._np_dtype())
+
+    def tolist(self) -> list:
+        return self._array().tolist()
 
     def data_ptr(self) -> int:
         return _storage.address(self._cell)
@@ -57,13 +61,13 @@ class _StorageBase:
         return iter(self.tolist())
 
     def __getitem__(self, idx):
-        items = self.tolist()
+        items = self._array()
         if isinstance(idx, slice):
             raise RuntimeError("slicing a funcgrad storage is not supported")
         n = len(items)
         if not -n <= idx < n:
             raise IndexError(f"Index {idx} out of range for storage of size {n}")
-        return items[idx]
+        return items[idx].item()
 
     def __repr__(self) -> str:
         info = f"[{type(self).__module__}.{type(self).__qualname__}({self._info()}) of size {len(self)}]"
@@ -88,8 +92,9 @@ class UntypedStorage(_StorageBase):
     def element_size(self) -> int:
         return 1
 
-    def tolist(self) -> list:
-        return list(self._bytes())
+    @staticmethod
+    def _np_dtype():
+        return np.uint8
 
     def untyped(self) -> UntypedStorage:
         return self
@@ -124,8 +129,8 @@ class TypedStorage(_StorageBase):
     def untyped(self) -> UntypedStorage:
         return self._untyped_storage
 
-    def tolist(self) -> list:
-        return np.frombuffer(self._bytes(), self.dtype.np).tolist()
+    def _np_dtype(self):
+        return self.dtype.np
 
     def _info(self) -> str:
         return f"dtype={self.dtype}, device={self.device}"
@@ -143,8 +148,8 @@ _WARNED = [False]
 def _warn_typed_storage_removal(stacklevel: int = 2) -> None:
     if not _WARNED[0]:  # (PyTorch warns the first time only)
         _WARNED[0] = True
-        warnings.warn("TypedStorage is deprecated. It will be removed in the future and UntypedStorage will be "
-                      "the only storage class. This should only matter to you if you are using storages "
+        warnings.warn("TypedStorage is deprecated. It will be removed in the future and UntypedStorage will "
+                      "be the only storage class. This should only matter to you if you are using storages "
                       "directly.  To access UntypedStorage directly, use tensor.untyped_storage() instead of "
                       "tensor.storage()", UserWarning, stacklevel=stacklevel + 1)
 
