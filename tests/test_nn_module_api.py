@@ -196,3 +196,138 @@ def test_module_compile_is_one_program_and_not_a_prefix():
     for _ in range(3):
         assert funcgrad.equal(net(x), eager)
     assert list(net.state_dict()) == ["weight", "bias"] and str(net) == "Linear(in_features=3, out_features=2, bias=True)"
+
+
+def _loading_transcript(torch):
+    """``load_state_dict``'s extension points: a ``_load_from_state_dict`` override (what it is
+    given, renaming an old key), post-hooks (their order, the keys each sees, one that accepts a
+    checkpoint by clearing the missing keys, one that returns a value), and the method called
+    on its own."""
+    nn, out = torch.nn, []
+
+    def show(f):
+        try:
+            r = f()
+            out.append(r if isinstance(r, str) else repr(r))
+        except Exception as e:  # noqa: BLE001  (the error is the transcript's line)
+            out.append(f"ERR {type(e).__name__} {str(e).replace('funcgrad', 'torch')}")
+
+    class Renamed(nn.Module):  # a checkpoint's "old_scale" is now "scale"
+        def __init__(self):
+            super().__init__()
+            self.lin = nn.Linear(2, 2)
+            self.register_buffer("scale", torch.ones(2))
+
+        def _load_from_state_dict(self, state_dict, prefix, local_metadata, strict, missing_keys,
+                                  unexpected_keys, error_msgs):
+            out.append(f"override {prefix!r} {sorted(state_dict)} {local_metadata} {strict}")
+            if prefix + "old_scale" in state_dict:
+                state_dict[prefix + "scale"] = state_dict.pop(prefix + "old_scale")
+            if prefix + "bad" in state_dict:
+                error_msgs.append("bad entry")
+            super()._load_from_state_dict(state_dict, prefix, local_metadata, strict, missing_keys,
+                                          unexpected_keys, error_msgs)
+
+    class Outer(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.a = Renamed()
+            self.b = nn.Linear(2, 1)
+
+    torch.manual_seed(0)
+    m = Outer()
+    m.a.register_load_state_dict_pre_hook(lambda mod, sd, prefix, *rest: out.append(f"pre {prefix!r}"))
+    handles = [mod.register_load_state_dict_post_hook(
+        lambda mod, keys, n=n: out.append(f"post {n!r} {keys.missing_keys} {keys.unexpected_keys}"))
+        for n, mod in m.named_modules()]
+    sd = {k: v + 1 for k, v in m.state_dict().items()}
+    sd["a.old_scale"] = sd.pop("a.scale") * 3
+    show(lambda: m.load_state_dict(sd))
+    show(lambda: (m.a.scale.tolist(), m.b.bias.tolist() == sd["b.bias"].tolist()))
+    partial = {k: v for k, v in sd.items() if k != "b.bias"}
+    show(lambda: m.load_state_dict(partial))
+    show(lambda: m.load_state_dict(partial, strict=False))
+    show(lambda: m.load_state_dict({**sd, "a.bad": torch.zeros(1)}))
+    show(lambda: m.load_state_dict(sd, assign=True))
+    for h in handles:
+        h.remove()
+
+    def accept(mod, keys):  # a hook that takes a checkpoint without "b.bias"
+        keys.missing_keys.clear()
+    m.b.register_load_state_dict_post_hook(accept)
+    show(lambda: m.load_state_dict({k: v * 0 for k, v in partial.items()}))
+    show(lambda: (m.b.weight.tolist(), m.a.scale.tolist()))
+    m.register_load_state_dict_post_hook(lambda mod, keys: "a value")
+    show(lambda: m.load_state_dict(sd))
+
+    lin = nn.Linear(2, 1)  # called on its own, it copies at once
+    missing, unexpected, errors = [], [], []
+    lin._load_from_state_dict({"w.weight": torch.ones(1, 2), "w.extra": torch.ones(1)}, "w.", {}, True,
+                              missing, unexpected, errors)
+    show(lambda: (lin.weight.tolist(), missing, unexpected, errors))
+    bn = nn.BatchNorm1d(2)  # a checkpoint from before num_batches_tracked (version 1)
+    old = bn.state_dict()
+    del old["num_batches_tracked"]
+    old._metadata = {"": {"version": 1}}
+    show(lambda: (bn.load_state_dict(old), int(bn.num_batches_tracked)))
+    return out
+
+
+LOADING_EXPECTED = [
+    "override 'a.' ['a.lin.bias', 'a.lin.weight', 'a.old_scale'] {} True",
+    "pre 'a.'",
+    "post 'a.lin' [] []",
+    "post 'a' [] []",
+    "post 'b' [] []",
+    "post '' [] []",
+    '<All keys matched successfully>',
+    '([6.0, 6.0], True)',
+    "override 'a.' ['a.lin.bias', 'a.lin.weight', 'a.old_scale'] {} True",
+    "pre 'a.'",
+    "post 'a.lin' [] []",
+    "post 'a' [] []",
+    "post 'b' ['b.bias'] []",
+    "post '' ['b.bias'] []",
+    'ERR RuntimeError Error(s) in loading state_dict for Outer:\n\tMissing key(s) in state_dict: "b.bias". ',
+    "override 'a.' ['a.lin.bias', 'a.lin.weight', 'a.old_scale'] {} True",
+    "pre 'a.'",
+    "post 'a.lin' [] []",
+    "post 'a' [] []",
+    "post 'b' ['b.bias'] []",
+    "post '' ['b.bias'] []",
+    "_IncompatibleKeys(missing_keys=['b.bias'], unexpected_keys=[])",
+    "override 'a.' ['a.bad', 'a.lin.bias', 'a.lin.weight', 'a.old_scale'] {} True",
+    "pre 'a.'",
+    "post 'a.lin' [] ['a.bad']",
+    "post 'a' [] ['a.bad']",
+    "post 'b' [] ['a.bad']",
+    "post '' [] ['a.bad']",
+    'ERR RuntimeError Error(s) in loading state_dict for Oute'
+    'r:\n\tUnexpected key(s) in state_dict: "a.bad". \n\tbad entry',
+    "override 'a.' ['a.lin.bias', 'a.lin.weight', 'a.old_scale'] {'assign_to_params_buffers': True} True",
+    "pre 'a.'",
+    "post 'a.lin' [] []",
+    "post 'a' [] []",
+    "post 'b' [] []",
+    "post '' [] []",
+    '<All keys matched successfully>',
+    "override 'a.' ['a.lin.bias', 'a.lin.weight', 'a.old_scale'] {} True",
+    "pre 'a.'",
+    '<All keys matched successfully>',
+    '([[0.0, 0.0]], [0.0, 0.0])',
+    "override 'a.' ['a.lin.bias', 'a.lin.weight', 'a.old_scale'] {} True",
+    "pre 'a.'",
+    'ERR AssertionError Hooks registered with ``register_load_state_dict_post_hook`` are not expec'
+    'ted to return new values, if incompatible_keys need to be modified, it should be done inplace.',
+    "([[1.0, 1.0]], ['w.bias'], ['w.extra'], [])",
+    '(<All keys matched successfully>, 0)',
+]
+
+
+def test_load_state_dict_extension_points_as_pytorch():
+    check_transcript(_loading_transcript(funcgrad), LOADING_EXPECTED)
+
+
+@pytest.mark.torch
+def test_recorded_loading_transcript_is_pytorchs():
+    check_transcript(torch_transcript(_loading_transcript), LOADING_EXPECTED)

@@ -8,6 +8,7 @@ of rebinding attributes.
 
 from __future__ import annotations
 
+import threading
 from collections import OrderedDict, namedtuple
 from typing import Any, Callable, Iterator
 
@@ -32,6 +33,65 @@ def register_module_forward_pre_hook(hook: Callable) -> _hooks.RemovableHandle:
 def register_module_forward_hook(hook: Callable) -> _hooks.RemovableHandle:
     """A forward hook run after every module's forward."""
     return _hooks.add_hook(_global_forward_hooks, hook)
+
+
+_LOADING = threading.local()  # .plans: the plan of each load_state_dict under way in this thread
+
+
+def _plans() -> list:
+    p = getattr(_LOADING, "plans", None)
+    if p is None:
+        p = _LOADING.plans = []
+    return p
+
+
+def _run_load_plan(plan, assign, undo=None) -> None:
+    """Carry out the copies ``Module._load_from_state_dict`` planned: ``(module, name, current,
+    source)`` (``name`` None: ``source`` is the module's extra state). ``undo``: a list that gets
+    what puts each back (``_undo_load``)."""
+    with grad_mode.no_grad():
+        for module, name, cur, src in plan:
+            if name is None:
+                if undo is not None:
+                    undo.append((module, None, None, module.get_extra_state()))
+                module.set_extra_state(src)
+                continue
+            if isinstance(cur, UninitializedParameter):
+                cur.materialize(src.shape)
+            if assign:
+                table = module._parameters if isinstance(cur, Parameter) else module._buffers
+                if undo is not None:
+                    undo.append((module, name, table, cur))
+                if isinstance(cur, Parameter):
+                    src = src if isinstance(src, Parameter) else Parameter(src, cur.requires_grad)
+                table[name] = src
+            elif src is not cur:
+                if undo is not None:
+                    undo.append((module, name, cur, cur.detach().clone()))
+                cur.copy_(src)
+
+
+def _undo_load(undo) -> None:
+    """Put back what ``_run_load_plan`` changed (its ``undo`` list), last change first."""
+    with grad_mode.no_grad():
+        for module, name, cur, old in reversed(undo):
+            if name is None:
+                module.set_extra_state(old)
+            elif type(cur) is dict or isinstance(cur, OrderedDict):
+                cur[name] = old
+            else:
+                cur.copy_(old)
+
+
+def _raise_load_errors(module, missing, unexpected, errors):
+    errors = list(errors)
+    if unexpected:
+        errors.insert(0, "Unexpected key(s) in state_dict: {}. ".format(
+            ", ".join(f'"{k}"' for k in unexpected)))
+    if missing:
+        errors.insert(0, "Missing key(s) in state_dict: {}. ".format(", ".join(f'"{k}"' for k in missing)))
+    raise RuntimeError("Error(s) in loading state_dict for {}:\n\t{}".format(
+        type(module).__name__, "\n\t".join(errors)))
 
 
 class _IncompatibleKeys(namedtuple("IncompatibleKeys", ["missing_keys", "unexpected_keys"])):
@@ -567,14 +627,27 @@ class Module:
                 destination = r
         return destination
 
-    def _upgrade_state_dict(self, state_dict: dict, prefix: str, local_metadata: dict) -> None:
-        """Hook for layers to adapt old checkpoints (BatchNorm adds ``num_batches_tracked``)."""
+    def _load_from_state_dict(self, state_dict, prefix, local_metadata, strict, missing_keys,
+                              unexpected_keys, error_msgs) -> None:
+        """Load this module's own parameters, buffers and extra state (not its submodules') from
+        ``state_dict``, the entries under ``prefix``. PyTorch's extension point: a subclass may
+        override it (e.g. to rename an old checkpoint's keys in ``state_dict``) and call
+        ``super()._load_from_state_dict``. It runs the load pre-hooks, then checks each entry,
+        adding to ``missing_keys``/``unexpected_keys`` (with ``strict``) and ``error_msgs``.
 
-    def _load_plan(self, state_dict, prefix, metadata, missing, unexpected, errors, plan, strict):
-        local_metadata = {} if metadata is None else metadata.get(prefix[:-1], {})
+        Within ``load_state_dict`` the copies wait until every module was checked, so an error
+        leaves the model unchanged; called on its own, it copies what it could check at once."""
+        plans = _plans()
+        plan = plans[-1] if plans else []
+        self._check_entries(state_dict, prefix, local_metadata, strict, missing_keys, unexpected_keys,
+                            error_msgs, plan)
+        if not plans:
+            _run_load_plan(plan, False)
+
+    def _check_entries(self, state_dict, prefix, local_metadata, strict, missing, unexpected, errors,
+                       plan):
         for h in self._load_state_dict_pre_hooks.values():
             h(self, state_dict, prefix, local_metadata, strict, missing, unexpected, errors)
-        self._upgrade_state_dict(state_dict, prefix, local_metadata)
         local = {k: v for k, v in self._parameters.items() if v is not None}
         local.update((k, v) for k, v in self._buffers.items()
                      if v is not None and k not in self._non_persistent_buffers_set)
@@ -613,17 +686,30 @@ class Module:
                     input_name = key[len(prefix):].split(".", 1)[0]
                     if input_name not in self._modules and input_name not in local:
                         unexpected.append(key)
+
+    def _load_plan(self, state_dict, prefix, metadata, missing, unexpected, errors, assign, order):
+        """PyTorch's recursion: this module's ``_load_from_state_dict`` (strict: each module is
+        checked strictly), then each submodule's on the entries under its prefix (a copy, as
+        PyTorch's, so a module's renaming does not reach its siblings). ``order``: the modules,
+        children first (the order of the post-hooks)."""
+        local_metadata = {} if metadata is None else metadata.get(prefix[:-1], {})
+        if assign:
+            local_metadata["assign_to_params_buffers"] = assign
+        self._load_from_state_dict(state_dict, prefix, local_metadata, True, missing, unexpected, errors)
         for name, m in self._modules.items():
             if m is not None:
-                m._load_plan(state_dict, prefix + name + ".", metadata, missing, unexpected, errors,
-                             plan, strict)
+                p = prefix + name + "."
+                m._load_plan({k: v for k, v in state_dict.items() if k.startswith(p)}, p, metadata,
+                             missing, unexpected, errors, assign, order)
+        order.append((self, len(missing), len(unexpected)))
 
     def load_state_dict(self, state_dict: dict, strict: bool = True, assign: bool = False):
         """Copy parameters and buffers from ``state_dict`` into this module, in place.
 
-        Everything is validated first: on any error (missing/unexpected keys with ``strict``,
-        size mismatch) a ``RuntimeError`` with PyTorch's message is raised and nothing changes.
-        Returns ``_IncompatibleKeys(missing_keys, unexpected_keys)``.
+        Each module's ``_load_from_state_dict`` checks its entries, then the copies are made; on
+        any error (missing/unexpected keys with ``strict``, size mismatch) a ``RuntimeError`` with
+        PyTorch's message is raised and nothing changes (where a load post-hook ran, the copies
+        it saw are undone). Returns ``_IncompatibleKeys(missing_keys, unexpected_keys)``.
 
         >>> from funcgrad import nn
         >>> a, b = nn.Linear(2, 2), nn.Linear(2, 2)
@@ -633,40 +719,51 @@ class Module:
         if not isinstance(state_dict, dict):
             raise TypeError(f"Expected state_dict to be dict-like, got {type(state_dict)}.")
         metadata = getattr(state_dict, "_metadata", None)
-        state_dict = OrderedDict(state_dict)
-        missing, unexpected, errors, plan = [], [], [], []
+        state_dict = OrderedDict(state_dict)  # (a copy a module's _load_from_state_dict may change)
+        if metadata is not None:
+            state_dict._metadata = metadata
+        missing, unexpected, errors, plan, order = [], [], [], [], []
         # (the keys are checked with strict=False too, and given back: PyTorch loads each module strictly)
-        self._load_plan(state_dict, "", metadata, missing, unexpected, errors, plan, True)
-        if strict:
-            if unexpected:
-                errors.insert(0, "Unexpected key(s) in state_dict: {}. ".format(
-                    ", ".join(f'"{k}"' for k in unexpected)))
-            if missing:
-                errors.insert(0, "Missing key(s) in state_dict: {}. ".format(
-                    ", ".join(f'"{k}"' for k in missing)))
-        if errors:
-            raise RuntimeError("Error(s) in loading state_dict for {}:\n\t{}".format(
-                type(self).__name__, "\n\t".join(errors)))
-        with grad_mode.no_grad():
-            for module, name, cur, src in plan:
-                if name is None:
-                    module.set_extra_state(src)
-                    continue
-                if isinstance(cur, UninitializedParameter):
-                    cur.materialize(src.shape)
-                if assign:
-                    if isinstance(cur, Parameter):
-                        new = src if isinstance(src, Parameter) else Parameter(src, cur.requires_grad)
-                        module._parameters[name] = new
-                    else:
-                        module._buffers[name] = src
-                elif src is not cur:
-                    cur.copy_(src)
-        result = _IncompatibleKeys(missing, unexpected)
-        for m in self.modules():
-            for h in m._load_state_dict_post_hooks.values():
-                h(m, result)
-        return result
+        plans = _plans()
+        plans.append(plan)
+        try:
+            self._load_plan(state_dict, "", metadata, missing, unexpected, errors, assign, order)
+        finally:
+            plans.pop()
+        if any(m._load_state_dict_post_hooks for m, _, _ in order):
+            # PyTorch runs each module's post-hooks once its submodules are loaded, with the keys
+            # found missing or unexpected so far, and a hook may change those lists (to accept a
+            # checkpoint, say) before the strict check, and runs them on an erring load too. Here
+            # the copies come first, then the hooks in that order, each seeing the lists as
+            # PyTorch's would; a load still refused is undone.
+            undo = []
+            _run_load_plan(plan, assign, undo)
+            found = (missing, unexpected)
+            missing, unexpected = [], []
+            at = (0, 0)
+            try:
+                for m, n_missing, n_unexpected in order:
+                    missing += found[0][at[0]:n_missing]
+                    unexpected += found[1][at[1]:n_unexpected]
+                    at = (n_missing, n_unexpected)
+                    keys = _IncompatibleKeys(missing, unexpected)
+                    for h in m._load_state_dict_post_hooks.values():
+                        if h(m, keys) is not None:
+                            raise AssertionError(
+                                "Hooks registered with ``register_load_state_dict_post_hook`` are not "
+                                "expected to return new values, if incompatible_keys need to be "
+                                "modified, it should be done inplace.")
+                if strict and (missing or unexpected) or errors:
+                    _raise_load_errors(self, missing if strict else (), unexpected if strict else (),
+                                       errors)
+            except BaseException:
+                _undo_load(undo)
+                raise
+            return _IncompatibleKeys(missing, unexpected)
+        if strict and (missing or unexpected) or errors:
+            _raise_load_errors(self, missing if strict else (), unexpected if strict else (), errors)
+        _run_load_plan(plan, assign)
+        return _IncompatibleKeys(missing, unexpected)
 
     def register_load_state_dict_post_hook(self, hook: Callable) -> _hooks.RemovableHandle:
         return _hooks.add_hook(self._load_state_dict_post_hooks, hook)

@@ -76,7 +76,8 @@ class _NormBase(Module):
         return (f"{self.num_features}, eps={self.eps}, momentum={self.momentum}, affine={self.affine}, "
                 f"bias={self.bias is not None}, track_running_stats={self.track_running_stats}")
 
-    def _upgrade_state_dict(self, state_dict, prefix, local_metadata) -> None:
+    def _load_from_state_dict(self, state_dict, prefix, local_metadata, strict, missing_keys,
+                              unexpected_keys, error_msgs) -> None:
         # checkpoints from before num_batches_tracked existed (or plain dicts without metadata)
         version = local_metadata.get("version", None)
         if (version is None or version < 2) and self.track_running_stats:
@@ -84,6 +85,8 @@ class _NormBase(Module):
             if key not in state_dict:
                 state_dict[key] = (self.num_batches_tracked if self.num_batches_tracked is not None
                                    else _factories.tensor(0, dtype=_dtype.int64))
+        super()._load_from_state_dict(state_dict, prefix, local_metadata, strict, missing_keys,
+                                      unexpected_keys, error_msgs)
 
 
 class _BatchNorm(_NormBase):
