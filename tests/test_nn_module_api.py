@@ -331,3 +331,18 @@ def test_load_state_dict_extension_points_as_pytorch():
 @pytest.mark.torch
 def test_recorded_loading_transcript_is_pytorchs():
     check_transcript(torch_transcript(_loading_transcript), LOADING_EXPECTED)
+
+
+def test_refused_load_with_post_hooks_changes_nothing():
+    """PyTorch leaves a refused load's copies in place (its post-hooks saw them); funcgrad undoes
+    them, so a refused load changes nothing here either."""
+    nn = funcgrad.nn
+    m = nn.Sequential(nn.Linear(2, 2), nn.Linear(2, 1))
+    seen = []
+    m[1].register_load_state_dict_post_hook(lambda mod, keys: seen.append(mod.weight.tolist()))
+    before = {k: v.clone() for k, v in m.state_dict().items()}
+    partial = {k: v + 1 for k, v in before.items() if k != "1.bias"}
+    with pytest.raises(RuntimeError, match='Missing key'):
+        m.load_state_dict(partial)
+    assert seen == [(before["1.weight"] + 1).tolist()]  # the hook saw the loaded weights
+    assert all(funcgrad.equal(v, before[k]) for k, v in m.state_dict().items())
