@@ -332,3 +332,8 @@ from ._ops.more4 import (diagonal_scatter as diagonal_scatter, gcd as gcd, gcd_ 
                          select_scatter as select_scatter, slice_scatter as slice_scatter,
                          unravel_index as unravel_index)
 from . import signal as signal  # noqa: E402  (torch.signal.windows)
+
+# ---- torch.<name>_: the in-place functions, generated from the methods (funcgrad/_ops/more5.py) --
+from ._ops.more5 import inplace_functions as _inplace_functions  # noqa: E402
+
+globals().update(_inplace_functions())
