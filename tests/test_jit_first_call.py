@@ -13,7 +13,8 @@ from funcgrad._jit.compiled import CompiledFunction
 
 from .test_caches import _COMPILES
 
-OPTS = [("SGD", {}), ("SGD", {"momentum": 0.9, "dampening": 0.3}), ("Adam", {}),
+OPTS = [("SGD", {}), ("SGD", {"momentum": 0.9, "dampening": 0.3}), ("SGD", {"momentum": 0.9}),
+        ("SGD", {"momentum": 0.9, "nesterov": True, "weight_decay": 0.01}), ("Adam", {}),
         ("AdamW", {"weight_decay": 0.1}), ("Adam", {"amsgrad": True}), ("RMSprop", {"momentum": 0.5})]
 LOOPS = ["start", "end", "start_zeros", "accumulate"]
 
@@ -124,13 +125,28 @@ def test_standard_loop_compiles_once(opt, kw, loop):
     assert step.num_traces == 1, step.retrace_reasons
 
 
-def test_sgd_momentum_and_accumulation_trace_their_second_program():
-    # SGD's momentum buffer starts as the gradient (its first update is another computation),
-    # and a step accumulating into .grad reads what the first call set: two programs, as before
-    for opt, kw, loop in [("SGD", {"momentum": 0.9}, "start"), ("Adam", {}, "accumulate")]:
+def test_sgd_momentum_compiles_once_unless_dampened():
+    """SGD's momentum buffer starts as the gradient. From a -0.0 buffer the later update gives
+    that, bit for bit, without dampening (one program; the bits are checked above); with
+    dampening its first update is another computation, and a step accumulating into .grad
+    reads what the first call set: two programs."""
+    for kw in [{"momentum": 0.9}, {"momentum": 0.9, "nesterov": True}]:
+        _, step, _, _ = _run("SGD", kw, "start")
+        assert step.num_traces == 1, step.retrace_reasons
+    for opt, kw, loop in [("SGD", {"momentum": 0.9, "dampening": 0.3}, "start"), ("Adam", {}, "accumulate")]:
         _, step, _, _ = _run(opt, kw, loop)
         assert step.num_traces == 2, step.retrace_reasons
     assert ".grad its first call set" in step.retrace_reasons[1]
+
+
+def test_sgd_first_update_from_the_primed_buffer_is_the_gradient():
+    """The identity the priming relies on, on the values where a +0.0 buffer would fail it."""
+    g = funcgrad.tensor([-0.0, 0.0, 1.5, -2.0, float("inf"), float("nan")])
+    p = funcgrad.zeros(6, requires_grad=True)
+    opt = funcgrad.optim.SGD([p], lr=0.1, momentum=0.9)
+    buf = opt._init_state(p, opt.param_groups[0])["momentum_buffer"]
+    got = np.asarray((buf * 0.9 + 1.0 * g)._value)
+    assert got.tobytes() == np.asarray(g._value).tobytes()
 
 
 def test_parameters_without_grad_get_no_state():

@@ -360,7 +360,7 @@ def prime(self, layout, args, kwargs, leaves, tree, e: _Entry):
             or _devices(list(map(_get_cell_value, layout.cells))) > 1:
         return None
     self.num_traces -= 1  # (its program is the one traced below)
-    self.retrace_reasons.pop()
+    reason = self.retrace_reasons.pop()  # (and the cause of that trace: not "state created")
     _py_restore(self._py_last)  # the step's Python side effects happen once, in the trace below
     for owner, key, make in e.created:
         owner[key].update(make())  # (the trace's tensors, holding tracers, are replaced)
@@ -383,6 +383,7 @@ def prime(self, layout, args, kwargs, leaves, tree, e: _Entry):
         self._primed = None
         undo()
         raise
+    self.retrace_reasons[-1] = reason
     if hidden:  # traced with them hidden: a program for this call (the next one traces anew)
         self._primed["hidden"] = ()
         e.one_shot = True

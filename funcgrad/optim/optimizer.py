@@ -298,6 +298,12 @@ class Optimizer:
     # code of a subclass's own ``_transform`` unless it says (any use of ``fresh`` counts)
     _fresh_update = False
 
+    def _primable(self, group) -> bool:
+        """Whether ``group``'s first update is the later ones' computation on ``_init_state``'s
+        tensors, bit for bit, so that ``funcgrad.jit`` may run one program for both (the state
+        is reported with ``_lift.created``): unless the update reads ``fresh``."""
+        return not self._fresh_update
+
     def __init_subclass__(cls, **kwargs):
         super().__init_subclass__(**kwargs)
         t = cls.__dict__.get("_transform")
@@ -450,7 +456,7 @@ class Optimizer:
                 # like PyTorch, a stateless update (plain SGD) leaves ``self.state`` untouched
                 st = self.state[p] if new else {}
                 st.update(new)
-                if new and not self._fresh_update:  # (under funcgrad.jit: see _lift.created)
+                if new and self._primable(group):  # (under funcgrad.jit: see _lift.created)
                     _lift.created(self.state, p, functools.partial(self._init_state, p, group))
             states.append(st)
         keys = [self._state_keys(static, st) for st in states]
@@ -630,21 +636,22 @@ def check_nonneg(name: str, value, *, low: float = 0.0) -> None:
         raise ValueError(f"Invalid {name}: {value}")
 
 
-def state_zeros(p: Tensor) -> Tensor:
-    return Tensor._wrap(_zeros(p._value))
+def state_zeros(p: Tensor, fill: float = 0.0) -> Tensor:
+    """A state tensor like ``p`` filled with ``fill`` (zeros: ``-0.0`` is SGD's, see there)."""
+    return Tensor._wrap(_zeros(p._value, fill))
 
 
 def state_step() -> Tensor:
     return Tensor._wrap(_host_full((), _scalar_dtype()))
 
 
-def _zeros(v):
-    """Zeros like ``v``. ``jnp.zeros_like`` runs (and first compiles) an XLA broadcast for
-    each new shape: a first ``step()`` compiled one per parameter shape. A concrete array on
-    the default device gets a host buffer put there instead; traced or placed: ``jnp``."""
+def _zeros(v, fill=0.0):
+    """Zeros (or ``fill``) like ``v``. ``jnp.zeros_like`` runs (and first compiles) an XLA
+    broadcast for each new shape: a first ``step()`` compiled one per parameter shape. A concrete
+    array on the default device gets a host buffer put there instead; traced or placed: ``jnp``."""
     if isinstance(v, jax.core.Tracer) or v.committed:
-        return jnp.zeros_like(v)
-    return _host_full(v.shape, v.dtype)
+        return jnp.full_like(v, fill)
+    return _host_full(v.shape, v.dtype, fill)
 
 
 def _host_full(shape, dtype, fill=0):

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import math
+
 import jax.numpy as jnp
 
 from .optimizer import (Optimizer, check_nonneg, pre_transforms, scalar, state_zeros, stateful)
@@ -74,8 +76,16 @@ class SGD(Optimizer):
         return ("momentum_buffer",) if static[2] else ()
 
     def _init_state(self, p, group):
-        # PyTorch stores the buffer only once momentum is used; the first step sets it to grad
-        return {"momentum_buffer": state_zeros(p)} if group["momentum"] != 0 else {}
+        # PyTorch stores the buffer only once momentum is used; the first step sets it to grad.
+        # It starts as -0.0, so that the later update, momentum * buf + 1 * grad, gives grad
+        # itself, every bit (-0.0 + -0.0 is -0.0, -0.0 + x is x): see _primable
+        return {"momentum_buffer": state_zeros(p, -0.0)} if group["momentum"] != 0 else {}
+
+    def _primable(self, group) -> bool:
+        # the first update sets buf = grad; from the -0.0 buffer the later update gives
+        # momentum * -0.0 + (1 - dampening) * grad, which is grad bit for bit when dampening is 0
+        # and momentum finite (so funcgrad.jit compiles one program for both)
+        return float(group["dampening"]) == 0.0 and math.isfinite(float(group["momentum"]))
 
     @staticmethod
     def _transform(h, static, dtype, fresh):
