@@ -337,3 +337,18 @@ from . import signal as signal  # noqa: E402  (torch.signal.windows)
 from ._ops.more5 import inplace_functions as _inplace_functions  # noqa: E402
 
 globals().update(_inplace_functions())
+# legacy names (funcgrad/_ops/more5.py...); ``range`` shadows the builtin here: nothing below calls it
+from ._legacy import set_default_tensor_type as set_default_tensor_type  # noqa: E402
+from ._ops.more5 import eig as eig  # noqa: E402
+from ._ops.more5 import get_device as get_device  # noqa: E402
+from ._ops.more5 import lstsq as lstsq  # noqa: E402
+from ._ops.more5 import matrix_rank as matrix_rank  # noqa: E402
+from ._ops.more5 import range as range  # noqa: E402,A004
+from ._ops.more5 import scalar_tensor as scalar_tensor  # noqa: E402
+from ._ops.more5 import solve as solve  # noqa: E402
+from ._ops.more5 import symeig as symeig  # noqa: E402
+from ._runtime import set_flush_denormal as set_flush_denormal  # noqa: E402
+from .autograd.anomaly_mode import is_anomaly_check_nan_enabled as is_anomaly_check_nan_enabled  # noqa: E402
+from .autograd.anomaly_mode import is_anomaly_enabled as is_anomaly_enabled  # noqa: E402
+from .autograd.anomaly_mode import set_anomaly_enabled as set_anomaly_enabled  # noqa: E402
+from .storage import is_storage as is_storage  # noqa: E402

@@ -53,8 +53,11 @@ def warn_at_user(message: str, category: type) -> None:
     if f is None:
         warnings.warn(message, category, stacklevel=2)
         return
+    # (a module name as warnings.warn takes it: code run by exec/eval with globals of its own has
+    # no __name__, and warn_explicit drops a warning whose module is None whatever the filters)
     warnings.warn_explicit(message, category, f.f_code.co_filename, f.f_lineno,
-                           f.f_globals.get("__name__"), f.f_globals.setdefault("__warningregistry__", {}))
+                           f.f_globals.get("__name__") or "<string>",
+                           f.f_globals.setdefault("__warningregistry__", {}))
 
 
 class TracedValueError(RuntimeError):

@@ -30,7 +30,7 @@ class _State(threading.local):
 _lock = threading.Lock()
 INFERENCE = [0]  # threads whose inference mode is on (see _State)
 _state = _State()
-_anomaly = [False, False]  # [enabled, check_nan]: set by autograd.anomaly_mode
+_anomaly = [False, True]  # [enabled, check_nan] (PyTorch starts with check_nan on): autograd.anomaly_mode
 
 
 def is_grad_enabled() -> bool:

@@ -17,8 +17,10 @@ import jax.numpy as jnp
 import numpy as np
 
 from . import _dtype, _tensor
-from ._device import jax_device
+from ._device import _devices, jax_device
+from ._errors import warn_at_user
 from ._factories import tensor as _tensor_factory
+from ._runtime import warn_once
 from ._tensor import Size, Tensor, _dtype_cname
 
 # (legacy name, dtype) in PyTorch's order; ``Tensor.type()`` spells them "torch.<name>" because
@@ -55,7 +57,11 @@ def to_type(t: Tensor, spec) -> Tensor:
 
 def new(d: _dtype.dtype, args: tuple, kwargs: dict, device=None):
     """The array PyTorch's legacy constructor makes: ``()`` empty, ints or a ``Size`` a shape
-    (zeros: XLA has no uninitialised memory), one sequence/array data, one Tensor an alias."""
+    (zeros: XLA has no uninitialised memory), one sequence/array data, one Tensor an alias;
+    ``size=``/``data=`` name the one argument."""
+    if not args and len(kwargs) == 1 and ("size" in kwargs or "data" in kwargs):
+        v = kwargs.pop("size", None)
+        args = (Size(v),) if v is not None else (kwargs.pop("data"),)
     if kwargs:
         kinds = ", ".join([type(a).__name__ for a in args] + [f"{k}={_kw_type(v)}" for k, v in kwargs.items()])
         raise TypeError(
@@ -129,6 +135,42 @@ def _make(name: str, d: _dtype.dtype, device_type: str, module: str):
 
 CPU_TYPES = {n: _make(n, d, "cpu", "funcgrad") for n, d in _NAMES}
 CUDA_TYPES = {n: _make(n, d, "cuda", "funcgrad.cuda") for n, d in _NAMES}
+
+
+_WARNED_TENSOR_TYPE = [False]
+
+
+def set_default_tensor_type(t, /) -> None:
+    """Deprecated (PyTorch 2.1): make a legacy float type's dtype the default (``'torch.DoubleTensor'``
+    or ``funcgrad.DoubleTensor``); a CUDA type needs a GPU. Use ``set_default_dtype``.
+
+    >>> import warnings, funcgrad
+    >>> with warnings.catch_warnings():
+    ...     warnings.simplefilter("ignore")
+    ...     funcgrad.set_default_tensor_type("torch.DoubleTensor")
+    >>> funcgrad.ones(1).dtype
+    funcgrad.float64
+    >>> funcgrad.set_default_dtype(funcgrad.float32)
+    """
+    if isinstance(t, str):  # PyTorch imports the dotted name: "torch.X" is this module's X
+        head, _, rest = t.partition(".")
+        if head not in ("torch", "funcgrad"):
+            raise ModuleNotFoundError(f"No module named '{head}'", name=head)
+        kind, _, name = rest.rpartition(".")
+        types = {"": CPU_TYPES, "cuda": CUDA_TYPES}.get(kind)
+        if types is None or name not in types:
+            raise AttributeError(f"module '{head}{'.' + kind if kind else ''}' has no attribute '{name}'")
+        t = types[name]
+    if warn_once(_WARNED_TENSOR_TYPE):  # (PyTorch's TORCH_WARN_ONCE, before its checks)
+        warn_at_user("torch.set_default_tensor_type() is deprecated as of PyTorch 2.1, please use "
+                     "torch.set_default_dtype() and torch.set_default_device() as alternatives.", UserWarning)
+    if not isinstance(t, tensortype):
+        raise TypeError("invalid type object: only floating-point types are supported as the default type")
+    if not t.dtype.is_floating_point:
+        raise TypeError("only floating-point types are supported as the default type")
+    if t.device_type == "cuda" and not _devices("gpu"):
+        raise TypeError(f"type torch.cuda.{t.__name__} not available. Torch not compiled with CUDA enabled.")
+    _dtype.set_default_dtype(t.dtype)
 
 
 def legacy_tensor_init(self: Tensor, args: tuple, kwargs: dict) -> None:

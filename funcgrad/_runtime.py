@@ -154,6 +154,21 @@ def is_warn_always_enabled() -> bool:
     return _state["warn_always"]
 
 
+def set_flush_denormal(mode: bool) -> bool:
+    """PyTorch's switch for flushing subnormal floats to zero on the CPU. XLA's CPU kernels keep
+    their own setting, which funcgrad cannot change, so it answers False ("not supported", as
+    PyTorch does on a CPU without the feature) and changes nothing.
+
+    >>> import funcgrad
+    >>> funcgrad.set_flush_denormal(True)
+    False
+    """
+    if type(mode) is not bool:
+        raise TypeError(f"set_flush_denormal(): argument 'mode' (position 1) must be bool, not "
+                        f"{type(mode).__name__}")
+    return False
+
+
 def warn_once(seen: list) -> bool:
     """Whether a once-per-process warning whose record is ``seen`` (``[False]`` until it first
     warns) warns now: the first time, or every time under ``set_warn_always(True)``."""
@@ -163,7 +178,7 @@ def warn_once(seen: list) -> bool:
     return True
 
 
-__all__ = ["set_warn_always", "is_warn_always_enabled", "warn_once",
+__all__ = ["set_warn_always", "is_warn_always_enabled", "warn_once", "set_flush_denormal",
            "set_num_threads", "get_num_threads", "set_num_interop_threads", "get_num_interop_threads",
            "use_deterministic_algorithms", "are_deterministic_algorithms_enabled",
            "is_deterministic_algorithms_warn_only_enabled", "set_deterministic_debug_mode",

@@ -162,3 +162,13 @@ def _storage_of(t, typed: bool):
 
 
 _tensor.register_above(storage_of=_storage_of)
+
+
+def is_storage(obj) -> bool:
+    """Whether ``obj`` is a storage (``UntypedStorage`` or ``TypedStorage``), as PyTorch's.
+
+    >>> import funcgrad
+    >>> funcgrad.is_storage(funcgrad.ones(2).untyped_storage()), funcgrad.is_storage(funcgrad.ones(2))
+    (True, False)
+    """
+    return isinstance(obj, _StorageBase)
