@@ -87,6 +87,25 @@ def check_transcript(got: list, expected: list) -> None:
         assert g == e
 
 
+def shower(out: list, warns: bool = False):
+    """``show(f)``: appends ``f()``'s outcome to ``out`` as a transcript line: its repr (a str as
+    it is), or ``ERR <type> <message>``, PyTorch's name for funcgrad's in either; with ``warns``,
+    followed by the warnings it raised (without PyTorch's "(Triggered internally ...)" tail)."""
+    import warnings
+
+    def show(f):
+        with warnings.catch_warnings(record=True) as w:
+            warnings.simplefilter("always" if warns else "ignore")
+            try:
+                r = f()
+                line = r if isinstance(r, str) else repr(r)
+            except Exception as e:  # noqa: BLE001  (the error is the transcript's line)
+                line = f"ERR {type(e).__name__} {e}"
+        seen = [f"{x.category.__name__}: {str(x.message).split(' (Triggered internally')[0]}" for x in w]
+        out.append(line.replace("funcgrad", "torch") + (f" {seen}" if seen else ""))
+    return show
+
+
 def torch_transcript(script):
     """``script(torch)`` with PyTorch 2.13, its own warnings silenced (torch.compile and torch.func
     warn of their internals); the test is skipped where torch is not installed."""

@@ -36,7 +36,7 @@ def _clean_state():
     yield
     leaked = (grad_mode._state.enabled, grad_mode._state.inference, grad_mode._anomaly[0])
     grad_mode._state.enabled, grad_mode._state.inference = True, False
-    grad_mode._anomaly[:] = [False, False]
+    grad_mode._anomaly[:] = [False, True]  # (the defaults: PyTorch starts with check_nan on)
     funcgrad.set_default_dtype(funcgrad.float32)
     assert leaked == (True, False, False), f"test leaked grad mode state {leaked}"
 

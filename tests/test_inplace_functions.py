@@ -10,7 +10,7 @@ import pytest
 import funcgrad
 from funcgrad._ops.more5 import INPLACE_FUNCTIONS
 
-from ._rows import check_transcript, torch_transcript
+from ._rows import check_transcript, shower, torch_transcript
 
 # the arguments after ``input`` each call gives (PyTorch's ``torch.<name>_`` takes the method's)
 _CALLS = {
@@ -25,12 +25,7 @@ _UNIT = {"acos_", "arccos_", "asin_", "arcsin_", "atanh_", "arctanh_", "logit_",
 def _transcript(torch):
     out = []
 
-    def show(f):
-        try:
-            r = f()
-            out.append(repr(r).replace("funcgrad", "torch"))
-        except Exception as e:  # noqa: BLE001  (the error is the transcript's line)
-            out.append(f"ERR {type(e).__name__} {str(e).replace('funcgrad', 'torch')}")
+    show = shower(out)
 
     for name in INPLACE_FUNCTIONS:
         x = torch.tensor([0.25, -0.5, 2.0] if name not in _UNIT else [0.25, -0.5, 0.75])

@@ -11,18 +11,13 @@ import pytest
 
 import funcgrad
 
-from ._rows import check_transcript, torch_transcript
+from ._rows import check_transcript, shower, torch_transcript
 
 
 def _transcript(torch):
     nn, out = torch.nn, []
 
-    def show(f):
-        try:
-            r = f()
-            out.append(r if isinstance(r, str) else repr(r))
-        except Exception as e:  # noqa: BLE001  (the error is the transcript's line)
-            out.append(f"ERR {type(e).__name__} {str(e).replace('funcgrad', 'torch')}")
+    show = shower(out)
 
     torch.manual_seed(0)
     m = nn.Sequential(nn.Linear(2, 3), nn.Sequential(nn.ReLU(), nn.Linear(3, 1)))
@@ -141,15 +136,6 @@ EXPECTED = [
 ]
 
 
-def test_module_api_as_pytorch():
-    check_transcript(_transcript(funcgrad), EXPECTED)
-
-
-@pytest.mark.torch
-def test_recorded_transcript_is_pytorchs():
-    check_transcript(torch_transcript(_transcript), EXPECTED)
-
-
 def _compiled_transcript(torch):
     """``torch.compile(module)``: PyTorch's OptimizedModule, the original its ``_orig_mod``."""
     torch.manual_seed(0)
@@ -178,15 +164,6 @@ COMPILED_EXPECTED = [
     ["_orig_mod.0.weight", "_orig_mod.0.bias"], True, False, "<All keys matched successfully>"]
 
 
-def test_compiled_module_is_pytorchs_optimized_module():
-    check_transcript(_compiled_transcript(funcgrad), COMPILED_EXPECTED)
-
-
-@pytest.mark.torch
-def test_compiled_transcript_is_pytorchs():
-    check_transcript(torch_transcript(_compiled_transcript), COMPILED_EXPECTED)
-
-
 def test_module_compile_is_one_program_and_not_a_prefix():
     net = funcgrad.nn.Linear(3, 2)
     x = funcgrad.randn(4, 3)
@@ -205,12 +182,7 @@ def _loading_transcript(torch):
     on its own."""
     nn, out = torch.nn, []
 
-    def show(f):
-        try:
-            r = f()
-            out.append(r if isinstance(r, str) else repr(r))
-        except Exception as e:  # noqa: BLE001  (the error is the transcript's line)
-            out.append(f"ERR {type(e).__name__} {str(e).replace('funcgrad', 'torch')}")
+    show = shower(out)
 
     class Renamed(nn.Module):  # a checkpoint's "old_scale" is now "scale"
         def __init__(self):
@@ -324,13 +296,22 @@ LOADING_EXPECTED = [
 ]
 
 
-def test_load_state_dict_extension_points_as_pytorch():
-    check_transcript(_loading_transcript(funcgrad), LOADING_EXPECTED)
+# each script's transcript: funcgrad's is the one recorded from PyTorch (and torch's still is)
+TRANSCRIPTS = {"module_api": (_transcript, EXPECTED), "compiled_module": (_compiled_transcript, COMPILED_EXPECTED),
+               "load_state_dict_extension_points": (_loading_transcript, LOADING_EXPECTED)}
+
+
+@pytest.mark.parametrize("name", TRANSCRIPTS)
+def test_transcript_as_pytorch(name):
+    script, expected = TRANSCRIPTS[name]
+    check_transcript(script(funcgrad), expected)
 
 
 @pytest.mark.torch
-def test_recorded_loading_transcript_is_pytorchs():
-    check_transcript(torch_transcript(_loading_transcript), LOADING_EXPECTED)
+@pytest.mark.parametrize("name", TRANSCRIPTS)
+def test_recorded_transcript_is_pytorchs(name):
+    script, expected = TRANSCRIPTS[name]
+    check_transcript(torch_transcript(script), expected)
 
 
 def test_refused_load_with_post_hooks_changes_nothing():
