@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import jax as _jax
 
+from . import _xla_flags  # noqa: E402,F401  (before anything starts JAX's backend: see there)
+
 # PyTorch has int64/float64; JAX needs x64 mode for them. The *default* dtypes stay PyTorch's
 # (float32 for floats), applied by funcgrad's factories and type promotion.
 _jax.config.update("jax_enable_x64", True)

@@ -171,3 +171,81 @@ def test_user_code_in_a_folder_named_funcgrad_is_named_in_errors(tmp_path):
     msg = str(info.value)
     assert f"{os.path.realpath(script)}:8:" in msg or f"{script}:8:" in msg, msg
     assert "the user's line" in msg
+
+
+_CORES_SCRIPT = r"""
+import hashlib, os, sys
+if sys.argv[1] == "one":
+    os.sched_setaffinity(0, {min(os.sched_getaffinity(0))})  # before JAX starts: XLA sees one core
+import numpy as np
+import funcgrad as torch
+nn, F = torch.nn, torch.nn.functional
+rng = np.random.RandomState(0)
+out = []
+for shape, dim in [((1000000,), None), ((1000, 1000), None), ((1000, 1000), 0), ((64, 4096), 1)]:
+    x = torch.from_numpy(rng.randn(*shape).astype(np.float32))
+    out.append(x.sum() if dim is None else x.sum(dim))
+    out.append(x.mean() if dim is None else x.var(dim))
+torch.manual_seed(0)
+model = nn.Sequential(nn.Conv2d(1, 8, 3, padding=1), nn.BatchNorm2d(8), nn.ReLU(), nn.MaxPool2d(2),
+                      nn.Flatten(), nn.Linear(8 * 14 * 14, 10))
+opt = torch.optim.Adam(model.parameters(), lr=1e-3)
+x, y = torch.randn(64, 1, 28, 28), torch.randint(0, 10, (64,))
+
+
+def step(x, y):
+    opt.zero_grad()
+    loss = F.cross_entropy(model(x), y)
+    loss.backward()
+    opt.step()
+    return loss
+
+
+for f in (step, torch.compile(step)):
+    for _ in range(3):
+        out.append(f(x, y))
+out += list(model.parameters())
+print(len(os.sched_getaffinity(0)), hashlib.md5(b"".join(np.asarray(t.detach()._value).tobytes()
+                                                          for t in out)).hexdigest())
+"""
+
+
+def _env_of_this_funcgrad() -> dict:
+    """The environment for a child process running the funcgrad under test (not an installed one),
+    without an XLA_FLAGS of the parent's."""
+    env = {k: v for k, v in os.environ.items() if k != "XLA_FLAGS"}
+    root = os.path.dirname(os.path.dirname(os.path.abspath(funcgrad.__file__)))
+    env["PYTHONPATH"] = os.pathsep.join([root, env.get("PYTHONPATH", "")])
+    return env
+
+
+@pytest.mark.skipif(not hasattr(os, "sched_setaffinity") or len(os.sched_getaffinity(0)) < 2,
+                    reason="needs a machine with two cores or more, and sched_setaffinity (Linux)")
+def test_results_do_not_depend_on_the_core_count(tmp_path):
+    """Sums, means, variances, and a small CNN trained eagerly and compiled (Conv2d, BatchNorm2d,
+    Adam), give the same bits whether XLA sees one core or all of them. Before, XLA:CPU's
+    YNNPACK reductions split the work among the cores it saw (funcgrad/_xla_flags.py)."""
+    import subprocess
+    import sys
+    script = tmp_path / "cores.py"
+    script.write_text(_CORES_SCRIPT)
+    env = _env_of_this_funcgrad()
+    outs = [subprocess.run([sys.executable, str(script), which], capture_output=True, text=True, env=env,
+                           timeout=600) for which in ("one", "all")]
+    assert all(r.returncode == 0 for r in outs), [r.stderr[-2000:] for r in outs]
+    (n1, h1), (n2, h2) = (r.stdout.split() for r in outs)
+    assert (n1, int(n2) >= 2) == ("1", True)
+    assert h1 == h2
+
+
+def test_imported_after_jax_started_warns_that_the_option_cannot_apply():
+    import subprocess
+    import sys
+    env = _env_of_this_funcgrad()
+    code = ("import warnings, jax; jax.devices()\n"
+            "with warnings.catch_warnings(record=True) as w:\n"
+            "    warnings.simplefilter('always')\n"
+            "    import funcgrad\n"
+            "print(funcgrad._xla_flags.STATE, [str(x.message).split(',')[0] for x in w])")
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=300)
+    assert r.stdout.strip() == "late ['funcgrad was imported after JAX started its backend']", r.stderr[-2000:]
