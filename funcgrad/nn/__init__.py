@@ -77,3 +77,12 @@ from .layers.extra import (ChannelShuffle as ChannelShuffle, CosineSimilarity as
                            UpsamplingBilinear2d as UpsamplingBilinear2d,
                            UpsamplingNearest2d as UpsamplingNearest2d)
 from .parameter import UninitializedParameter as UninitializedParameter  # noqa: F401,E402
+from .layers.extra import UninitializedBuffer as UninitializedBuffer  # noqa: F401,E402
+from .layers.lazy import (LazyBatchNorm1d as LazyBatchNorm1d,  # noqa: F401,E402
+                          LazyBatchNorm2d as LazyBatchNorm2d, LazyBatchNorm3d as LazyBatchNorm3d,
+                          LazyConv1d as LazyConv1d, LazyConv2d as LazyConv2d, LazyConv3d as LazyConv3d,
+                          LazyConvTranspose1d as LazyConvTranspose1d,
+                          LazyConvTranspose2d as LazyConvTranspose2d,
+                          LazyConvTranspose3d as LazyConvTranspose3d,
+                          LazyInstanceNorm1d as LazyInstanceNorm1d, LazyInstanceNorm2d as LazyInstanceNorm2d,
+                          LazyInstanceNorm3d as LazyInstanceNorm3d)

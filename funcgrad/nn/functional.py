@@ -156,6 +156,31 @@ def celu(input: Tensor, alpha: float = 1.0, inplace: bool = False) -> Tensor:
     return _maybe_inplace(input, inplace, lambda x: _nn.act("celu_" if inplace else "celu", x, alpha=float(alpha)))
 
 
+# the in-place functional forms PyTorch exposes beside relu_ (each is its function with inplace=True)
+def elu_(input: Tensor, alpha: float = 1.0) -> Tensor:
+    return elu(input, alpha, inplace=True)
+
+
+def selu_(input: Tensor) -> Tensor:
+    return selu(input, inplace=True)
+
+
+def celu_(input: Tensor, alpha: float = 1.0) -> Tensor:
+    return celu(input, alpha, inplace=True)
+
+
+def hardtanh_(input: Tensor, min_val: float = -1.0, max_val: float = 1.0) -> Tensor:
+    return hardtanh(input, min_val, max_val, inplace=True)
+
+
+def leaky_relu_(input: Tensor, negative_slope: float = 0.01) -> Tensor:
+    return leaky_relu(input, negative_slope, inplace=True)
+
+
+def threshold_(input: Tensor, threshold: float, value: float) -> Tensor:
+    return globals()["threshold"](input, threshold, value, inplace=True)
+
+
 def gelu(input: Tensor, approximate: str = "none") -> Tensor:
     """Gaussian error linear unit, exact (erf) or ``approximate='tanh'`` (``GeluBackward0``)."""
     if approximate not in ("none", "tanh"):

@@ -18,3 +18,8 @@ from . import parametrizations as parametrizations  # noqa: F401,E402
 from .spectral_norm import remove_spectral_norm as remove_spectral_norm  # noqa: F401,E402
 from .spectral_norm import spectral_norm as spectral_norm  # noqa: F401,E402
 from . import prune as prune  # noqa: F401,E402
+from .fusion import (fuse_conv_bn_eval as fuse_conv_bn_eval,  # noqa: F401,E402
+                     fuse_conv_bn_weights as fuse_conv_bn_weights, fuse_linear_bn_eval as fuse_linear_bn_eval,
+                     fuse_linear_bn_weights as fuse_linear_bn_weights)
+from .init import skip_init as skip_init  # noqa: F401,E402
+from . import stateless as stateless  # noqa: F401,E402
