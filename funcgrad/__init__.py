@@ -333,6 +333,8 @@ from ._ops.more4 import (diagonal_scatter as diagonal_scatter, gcd as gcd, gcd_ 
                          matrix_exp as matrix_exp,
                          select_scatter as select_scatter, slice_scatter as slice_scatter,
                          unravel_index as unravel_index)
+from ._ops.strided import as_strided as as_strided, as_strided_scatter as as_strided_scatter  # noqa: E402
+from ._ops.spectral import istft as istft, stft as stft  # noqa: E402
 from . import signal as signal  # noqa: E402  (torch.signal.windows)
 
 # ---- torch.<name>_: the in-place functions, generated from the methods (funcgrad/_ops/more5.py) --

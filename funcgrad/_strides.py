@@ -177,6 +177,11 @@ def _alias(sz, st, off, kw, dyn):
     return sz, st, off
 
 
+def _as_strided(sz, st, off, kw, dyn):
+    """Absolute: an ``as_strided`` step reads the storage (it starts its view's chain)."""
+    return tuple(kw["size"]), tuple(kw["stride"]), kw["storage_offset"]
+
+
 def _int(v) -> int:
     try:
         return int(v)
@@ -192,7 +197,7 @@ RULES = {  # op key in the op table -> stride rule (tests/test_strides.py: every
     "getitem_unsqueeze_idx": _basic_index, "getitem_alias": _basic_index, "split": _slice,
     "split_with_sizes": _slice, "unbind": _select, "unfold": _unfold, "diagonal": _diagonal,
     "split_slice": _slice,
-    "alias": _alias,
+    "alias": _alias, "as_strided": _as_strided,
 }
 
 

@@ -18,6 +18,7 @@ from . import poisson  # noqa: F401  (funcgrad.poisson: PyTorch's CPU sampler, d
 from . import complex, windows  # noqa: F401  (complex/polar/view_as_real/conj/angle; hann_window…)
 from . import more4  # noqa: F401  (gcd/lcm, inner, scatters, sum_to_size, fill_diagonal_, unravel_index)
 from . import more5  # noqa: F401  (torch.<name>_ functions, range, scalar_tensor, Tensor.new, removed names)
+from . import strided, spectral  # noqa: F401  (as_strided, as_strided_, as_strided_scatter; stft, istft)
 from ._registry import FUNCTIONS, METHODS, OPS, apply, install
 from . import _saved_result  # noqa: F401,E402  (ops whose output is version-checked at backward)
 
