@@ -97,6 +97,24 @@ def _transcript(torch):
     lin = nn.Linear(2, 1)
     show(lambda: _r(nn.utils.stateless.functional_call(lin, {"weight": torch.ones(1, 2), "bias": torch.zeros(1)},
                                                       (torch.tensor([[1.0, 2.0]]),))))
+    # nn.init: eye_/dirac_/sparse_ and the deprecated names without the underscore (FutureWarning)
+    init = nn.init
+    show(lambda: init.eye_(torch.empty(2, 3)))
+    show(lambda: init.eye_(torch.empty(2)))
+    show(lambda: init.dirac_(torch.empty(4, 2, 3)).flatten().tolist())
+    show(lambda: init.dirac_(torch.empty(4, 2, 1, 3), groups=2).flatten().tolist())
+    show(lambda: init.dirac_(torch.empty(3, 2, 3), groups=2))
+    show(lambda: init.dirac_(torch.empty(3, 2)))
+    torch.manual_seed(3)
+    show(lambda: (init.sparse_(torch.empty(4, 3), 0.5) == 0).sum(0).tolist())
+    show(lambda: init.sparse_(torch.empty(4, 3, 2), 0.5))
+    torch.manual_seed(4)
+    for name, args in [("uniform", ()), ("normal", ()), ("constant", (0.5,)), ("eye", ()), ("xavier_uniform", ()),
+                       ("xavier_normal", ()), ("kaiming_uniform", ()), ("kaiming_normal", ()), ("orthogonal", ())]:
+        show(lambda name=name, args=args: _r(getattr(init, name)(torch.empty(3, 3), *args)))
+    show(lambda: _r(init.dirac(torch.empty(2, 2, 3))))
+    show(lambda: _r(init.sparse(torch.empty(3, 2), 0.3)))
+    show(lambda: [getattr(init, n).__name__ for n in ("uniform", "dirac", "sparse")])
     return out
 
 
@@ -202,6 +220,26 @@ EXPECTED = [
     "ERR RuntimeError Module must support a 'device' arg to skip initialization",
     "ERR RuntimeError Expected a Module; got <class 'int'>",
     "[3.0] ['FutureWarning: `torch.nn.utils.stateless.functional_call` is deprecated as of PyTorch 2.0 and will be removed in a future version of PyTorch. Please use `torch.func.functional_call` instead which is a drop-in replacement.']",
+    "tensor([[1., 0., 0.],\n        [0., 1., 0.]])",
+    "ERR ValueError Only tensors with 2 dimensions are supported",
+    "[0.0, 1.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 1.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0]",
+    "[0.0, 1.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 1.0, 0.0, 0.0, 1.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 1.0, 0.0]",
+    "ERR ValueError dim 0 must be divisible by groups",
+    "ERR ValueError Only tensors with 3, 4, or 5 dimensions are supported",
+    "[2, 2, 2]",
+    "ERR ValueError Only tensors with 2 dimensions are supported",
+    "[0.56, 0.559, 0.091, 0.21, 0.007, 0.039] ['FutureWarning: `nn.init.uniform` is now deprecated in favor of `nn.init.uniform_`.']",
+    "[0.445, -1.529, 0.226, -0.925, -0.216, -0.831] ['FutureWarning: `nn.init.normal` is now deprecated in favor of `nn.init.normal_`.']",
+    "[0.5, 0.5, 0.5, 0.5, 0.5, 0.5] ['FutureWarning: `nn.init.constant` is now deprecated in favor of `nn.init.constant_`.']",
+    "[1.0, 0.0, 0.0, 0.0, 1.0, 0.0] ['FutureWarning: `nn.init.eye` is now deprecated in favor of `nn.init.eye_`.']",
+    "[-0.416, 0.835, 0.717, -0.399, 0.613, 0.924] ['FutureWarning: `nn.init.xavier_uniform` is now deprecated in favor of `nn.init.xavier_uniform_`.']",
+    "[0.373, 0.064, 0.411, -0.54, -0.019, 0.442] ['FutureWarning: `nn.init.xavier_normal` is now deprecated in favor of `nn.init.xavier_normal_`.']",
+    "[-1.412, 0.469, 0.694, 1.254, 0.174, 0.959] ['FutureWarning: `nn.init.kaiming_uniform` is now deprecated in favor of `nn.init.kaiming_uniform_`.']",
+    "[-0.725, -0.568, 0.105, 0.964, -0.405, 0.006] ['FutureWarning: `nn.init.kaiming_normal` is now deprecated in favor of `nn.init.kaiming_normal_`.']",
+    "[-0.94, 0.34, 0.001, -0.162, -0.452, 0.877] ['FutureWarning: `nn.init.orthogonal` is now deprecated in favor of `nn.init.orthogonal_`.']",
+    "[0.0, 1.0, 0.0, 0.0, 0.0, 0.0] ['FutureWarning: `nn.init.dirac` is now deprecated in favor of `nn.init.dirac_`.']",
+    "[0.0, 0.005, -0.012, -0.011, -0.003, 0.0] ['FutureWarning: `nn.init.sparse` is now deprecated in favor of `nn.init.sparse_`.']",
+    "['uniform', 'dirac', 'sparse']",
 ]
 
 

@@ -17,9 +17,11 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from .._errors import warn_at_user
 from .._random import _sample
 from .._tensor import Tensor
 from ..autograd import grad_mode
+
 
 @jax.jit
 def _orthogonal(flat, gain):
@@ -223,11 +225,33 @@ def sparse_(tensor: Tensor, sparsity: float, std: float = 0.01, generator=None) 
     return _write(tensor, jnp.where(jnp.asarray(mask), tensor._value, 0))
 
 
-# deprecated aliases without the trailing underscore, as torch.nn.init still has
-uniform, normal, constant = uniform_, normal_, constant_
-xavier_uniform, xavier_normal = xavier_uniform_, xavier_normal_
-kaiming_uniform, kaiming_normal = kaiming_uniform_, kaiming_normal_
-orthogonal = orthogonal_
+# deprecated names without the trailing underscore, as torch.nn.init still has (its _make_deprecate:
+# each warns PyTorch's FutureWarning, then is the in-place function)
+def _make_deprecate(meth):
+    new_name = meth.__name__
+    old_name = new_name[:-1]
+
+    def deprecated_init(*args, **kwargs):
+        warn_at_user(f"`nn.init.{old_name}` is now deprecated in favor of `nn.init.{new_name}`.",
+                     FutureWarning)
+        return meth(*args, **kwargs)
+
+    deprecated_init.__doc__ = f"""{old_name}(...): deprecated, :func:`~funcgrad.nn.init.{new_name}`."""
+    deprecated_init.__name__ = deprecated_init.__qualname__ = old_name
+    return deprecated_init
+
+
+uniform = _make_deprecate(uniform_)
+normal = _make_deprecate(normal_)
+constant = _make_deprecate(constant_)
+eye = _make_deprecate(eye_)
+dirac = _make_deprecate(dirac_)
+xavier_uniform = _make_deprecate(xavier_uniform_)
+xavier_normal = _make_deprecate(xavier_normal_)
+kaiming_uniform = _make_deprecate(kaiming_uniform_)
+kaiming_normal = _make_deprecate(kaiming_normal_)
+orthogonal = _make_deprecate(orthogonal_)
+sparse = _make_deprecate(sparse_)
 
 __all__ = ["calculate_gain", "uniform_", "normal_", "trunc_normal_", "constant_", "zeros_", "ones_",
            "eye_", "dirac_", "xavier_uniform_", "xavier_normal_", "kaiming_uniform_", "kaiming_normal_",
