@@ -49,6 +49,9 @@ ALIASES = {"funcgrad.autograd.graph": "funcgrad._graph",
 # function-local imports of funcgrad modules that stay, (importer, imported): reason. An importer
 # "pkg.*" with "*" covers every function-local import in that package.
 ALLOWED_LOCAL = {
+    ("funcgrad.nn.utils.stateless", "funcgrad.func"):
+        "the deprecated nn.utils.stateless.functional_call calls funcgrad.func.functional_call (an upward "
+        "call, as its FutureWarning says: torch.func's is the implementation now)",
     ("funcgrad.nn.module", "funcgrad._jit"):
         "Module.compile() compiles the module's own calls (an upward call, as torch.nn.Module.compile "
         "calls torch.compile)",

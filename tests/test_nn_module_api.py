@@ -327,3 +327,22 @@ def test_refused_load_with_post_hooks_changes_nothing():
         m.load_state_dict(partial)
     assert seen == [(before["1.weight"] + 1).tolist()]  # the hook saw the loaded weights
     assert all(funcgrad.equal(v, before[k]) for k, v in m.state_dict().items())
+
+
+def test_lazy_modules_take_a_checkpoints_shapes():
+    """PyTorch's _lazy_load_hook: a lazy module loaded before its first call takes each
+    parameter's and buffer's shape from the checkpoint (a LazyBatchNorm1d's running stats are
+    UninitializedBuffers: they were a size mismatch). Values as torch 2.13 gives them."""
+    nn = funcgrad.nn
+    funcgrad.manual_seed(0)
+    bn = nn.BatchNorm1d(3)
+    with funcgrad.no_grad():
+        bn.running_mean += 1
+    lazy = nn.LazyBatchNorm1d()
+    assert repr(lazy.load_state_dict(bn.state_dict())) == "<All keys matched successfully>"
+    assert lazy.running_mean.tolist() == [1.0, 1.0, 1.0] and tuple(lazy.weight.shape) == (3,)
+    assert type(lazy.running_mean).__name__ == "Tensor"
+    assert tuple(lazy(funcgrad.ones(2, 3)).shape) == (2, 3) and type(lazy).__name__ == "BatchNorm1d"
+    conv = nn.LazyConv2d(4, 3)
+    conv.load_state_dict(nn.Conv2d(2, 4, 3).state_dict())
+    assert tuple(conv.weight.shape) == (4, 2, 3, 3)

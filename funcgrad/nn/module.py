@@ -16,7 +16,9 @@ from .. import _dtype, _factories, _structure
 from .._tensor import Tensor
 from ..autograd import grad_mode
 from . import _hooks
-from .parameter import Buffer, Parameter, UninitializedParameter
+from .parameter import Buffer, Parameter, UninitializedBuffer, UninitializedParameter
+
+_LAZY = (UninitializedParameter, UninitializedBuffer)  # a lazy module's tensors before their first call
 
 _EXTRA_STATE = "_extra_state"  # the state_dict key of get_extra_state()'s value
 _HOOK_DICTS = ("_state_dict_hooks", "_state_dict_pre_hooks", "_load_state_dict_pre_hooks",
@@ -56,7 +58,7 @@ def _run_load_plan(plan, assign, undo=None) -> None:
                     undo.append((module, None, None, module.get_extra_state()))
                 module.set_extra_state(src)
                 continue
-            if isinstance(cur, UninitializedParameter):
+            if isinstance(cur, _LAZY):
                 cur.materialize(src.shape)
             if assign:
                 table = module._parameters if isinstance(cur, Parameter) else module._buffers
@@ -661,10 +663,10 @@ class Module:
                 errors.append(f'While copying the parameter named "{key}", expected funcgrad.Tensor '
                               f"or Tensor-like object from checkpoint but received {type(src)}")
                 continue
-            if isinstance(cur, UninitializedParameter):
-                # a lazy module's parameter takes the checkpoint's shape (PyTorch's
+            if isinstance(cur, _LAZY):
+                # a lazy module's parameter or buffer takes the checkpoint's shape (PyTorch's
                 # _lazy_load_hook; materialized when the plan runs, so an error changes nothing)
-                if not isinstance(src, UninitializedParameter):
+                if not isinstance(src, _LAZY):
                     plan.append((self, name, cur, src))
                 continue
             if tuple(src.shape) != tuple(cur.shape):

@@ -4,11 +4,10 @@
 
 from __future__ import annotations
 
-from ..._tensor import Tensor
 from ...autograd.grad_mode import no_grad
 from .. import functional as F
 from ..module import Module
-from ..parameter import Buffer, UninitializedParameter
+from ..parameter import UninitializedBuffer, UninitializedParameter
 from .linear import Linear
 from .loss import _Loss, _WeightedLoss
 from .pooling import Upsample
@@ -169,38 +168,6 @@ class MultiLabelSoftMarginLoss(_WeightedLoss):
 
 
 # ---- lazy modules --------------------------------------------------------------------------------
-class UninitializedBuffer(Buffer):
-    """A buffer of a lazy module (``nn.LazyBatchNorm1d``'s running stats) whose shape is not known
-    yet; ``materialize(shape)`` gives it storage and turns it into a plain ``Tensor`` (as PyTorch).
-
-    >>> from funcgrad import nn
-    >>> b = nn.UninitializedBuffer()
-    >>> b
-    <UninitializedBuffer>
-    >>> b.materialize((2,)); type(b).__name__, tuple(b.shape)
-    ('Tensor', (2,))
-    """
-
-    cls_to_become = Tensor
-
-    def __new__(cls, requires_grad: bool = False, device=None, dtype=None, persistent: bool = True):
-        self = Buffer.__new__(cls, None, persistent=persistent)
-        self._lazy_dtype = dtype
-        if requires_grad:
-            self.requires_grad = True
-        return self
-
-    def __init__(self, requires_grad: bool = False, device=None, dtype=None, persistent: bool = True):
-        pass
-
-    materialize = UninitializedParameter.materialize
-
-    def __repr__(self) -> str:
-        return "<UninitializedBuffer>"
-
-    __str__ = __repr__
-
-
 def _is_lazy(p) -> bool:
     return isinstance(p, (UninitializedParameter, UninitializedBuffer))
 

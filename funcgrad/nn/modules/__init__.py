@@ -133,3 +133,15 @@ from .upsampling import UpsamplingBilinear2d as UpsamplingBilinear2d  # noqa: F4
 from .distance import CosineSimilarity as CosineSimilarity, PairwiseDistance as PairwiseDistance  # noqa: F401,E402
 from .fold import Fold as Fold, Unfold as Unfold  # noqa: F401,E402
 from .channelshuffle import ChannelShuffle as ChannelShuffle  # noqa: F401,E402
+from .conv import LazyConv1d as LazyConv1d  # noqa: F401,E402
+from .conv import LazyConv2d as LazyConv2d  # noqa: F401,E402
+from .conv import LazyConv3d as LazyConv3d  # noqa: F401,E402
+from .conv import LazyConvTranspose1d as LazyConvTranspose1d  # noqa: F401,E402
+from .conv import LazyConvTranspose2d as LazyConvTranspose2d  # noqa: F401,E402
+from .conv import LazyConvTranspose3d as LazyConvTranspose3d  # noqa: F401,E402
+from .batchnorm import LazyBatchNorm1d as LazyBatchNorm1d  # noqa: F401,E402
+from .batchnorm import LazyBatchNorm2d as LazyBatchNorm2d  # noqa: F401,E402
+from .batchnorm import LazyBatchNorm3d as LazyBatchNorm3d  # noqa: F401,E402
+from .instancenorm import LazyInstanceNorm1d as LazyInstanceNorm1d  # noqa: F401,E402
+from .instancenorm import LazyInstanceNorm2d as LazyInstanceNorm2d  # noqa: F401,E402
+from .instancenorm import LazyInstanceNorm3d as LazyInstanceNorm3d  # noqa: F401,E402
