@@ -23,6 +23,7 @@ from ._scalars import NUMBERS as _NUMBERS, scalar_array, scalar_arrays
 from ._storage import ACTIVE as _active, _Cell
 from ._tensor import Tensor as _Tensor
 from ._tensor import _Array
+from ._tensor import DUAL as _dual
 
 _state = grad_mode._state
 _inference = grad_mode.INFERENCE  # threads in inference mode (none: no thread-local read)
@@ -421,8 +422,11 @@ def _static_caller(op: Op, skey: tuple, static: dict):
     return call, table
 
 
-def _apply(op: Op, args: tuple, static: dict):
-    """``apply``'s full path: every decision made for this call."""
+def _apply(op: Op, args: tuple, static: dict, dual: bool = True):
+    """``apply``'s full path: every decision made for this call (``dual``: a forward-AD level, if
+    active, gives the results their tangents: funcgrad/autograd/forward_ad.py)."""
+    if dual and _dual[0] is not None:
+        return _dual[0].apply(op, args, static)
     if _amp_hook[0] is not None:
         args = _amp_hook[0](op, args)
     T = _Tensor

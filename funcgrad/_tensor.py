@@ -52,6 +52,9 @@ class _Above:
 
 
 _above = _Above()
+# the active forward-AD level (funcgrad/autograd/forward_ad.py: its tangents, and the hooks of
+# dispatch, ``_snapshot``, ``_commit`` and ``__repr__``); None outside ``dual_level``
+DUAL: list = [None]
 
 
 def register_above(**impls) -> None:
@@ -303,6 +306,8 @@ class Tensor:
         vi = self._viewinfo
         if vi is not None:
             t._viewinfo = vi.copy()
+            if DUAL[0] is not None:  # (detach, .data: a view forward AD does not see through)
+                DUAL[0].opaque(t)
         return t
 
     def _snapshot(self) -> "Tensor":
@@ -314,6 +319,8 @@ class Tensor:
         if self._grad_fn is None and self._requires_grad:
             t._accum = self._accum
             t._edge = self._edge  # leaf: gradient must reach the original leaf
+        if DUAL[0] is not None:  # (and its tangent)
+            DUAL[0].snapshot(self, t)
         return t
 
     # ---- basic properties -------------------------------------------------------------------
@@ -816,6 +823,8 @@ class Tensor:
             suffix.append(f"grad_fn=<{self._grad_fn.name()}>")
         elif self._requires_grad:
             suffix.append("requires_grad=True")
+        if DUAL[0] is not None and (tangent := DUAL[0].tangent(self)) is not None:
+            suffix.append(f"tangent={tangent}")
         v = self._value
         prefix = "Parameter containing:\n" if getattr(type(self), "_is_parameter", False) else ""
         if _is_tracer(v):
@@ -867,6 +876,8 @@ class Tensor:
                 raise RuntimeError(f"output with shape {list(self.shape)} doesn't match the "
                                    f"broadcast shape {list(np.broadcast_shapes(out.shape, self.shape))}")
             out = _above.expand(out, self.shape)
+        if DUAL[0] is not None:  # self's tangent becomes out's (before the write: it may refuse)
+            DUAL[0].commit(self, out)
         self._set_value(out._value)
         if self._ver is not None:  # inference tensors have no version counter
             self._ver[0] += 1

@@ -220,8 +220,8 @@ def linear_2d(input, weight, bias):
     weight on every forward cost as much as the matmul itself. The fused backward applies the
     lazy view inside its program, where XLA folds the transpose into the matmuls.
     """
-    if _dispatch._amp_hook[0] is not None or weight._viewinfo is not None:
-        return None  # (autocast: the general path casts the operands)
+    if _dispatch._amp_hook[0] is not None or weight._viewinfo is not None or _dispatch._dual[0] is not None:
+        return None  # (autocast: the general path casts the operands; forward AD: it gives tangents)
     iv, wv = input._value, weight._value
     ia, wa = _aval(iv), _aval(wv)  # shapes and dtypes without the Tensor properties
     if not (len(ia.shape) == 2 and len(wa.shape) == 2 and ia.shape[1] == wa.shape[1]):

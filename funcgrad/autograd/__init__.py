@@ -32,6 +32,7 @@ from .anomaly_mode import (detect_anomaly as detect_anomaly,  # noqa: E402
 from .function import Function as Function, once_differentiable as once_differentiable  # noqa: E402
 from . import function as function  # noqa: E402
 from . import functional as functional  # noqa: E402
+from . import forward_ad as forward_ad  # noqa: E402  (torch.autograd.forward_ad)
 from .gradcheck import (GradcheckError as GradcheckError, gradcheck as gradcheck,  # noqa: E402
                         gradgradcheck as gradgradcheck)
 from .gradcheck import register_grad as _gradcheck_register_grad  # noqa: E402

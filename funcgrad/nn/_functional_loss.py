@@ -15,7 +15,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from .._factories import tensor
-from .._dispatch import _amp_hook, apply
+from .._dispatch import _amp_hook, _dual, apply
 from .._ops import nn as _nn, nn_loss as _k
 from .._ops.reduce import mean as _mean, sum as _sum
 from .._tensor import Size, Tensor, _scalar_type_name
@@ -315,7 +315,8 @@ def cross_entropy(input: Tensor, target: Tensor, weight: Tensor | None = None, s
     if ls > 0:
         out = apply(_k.cross_entropy_smooth, x, t, weight, reduction=reduction,
                     ignore_index=int(ignore_index), label_smoothing=ls)
-    elif _amp_hook[0] is not None:  # autocast: both ops through dispatch, each cast by its policy
+    elif _amp_hook[0] is not None or _dual[0] is not None:  # autocast: both ops through dispatch,
+        # each cast by its policy; a forward-AD level: each gives its result a tangent
         out = apply(_k.nll_loss, _nn.log_softmax(x, 1), t, weight, reduction=reduction,
                     ignore_index=int(ignore_index))
     else:  # PyTorch's graph: NllLossBackward0 -> LogSoftmaxBackward0, from one forward kernel
