@@ -45,11 +45,28 @@ CASES = {
     "dropout_f16": lambda m, n: _np(m.nn.functional.dropout(m.full((n,), 3.0, dtype=m.float16), 0.3)),
     "exponential_f16": lambda m, n: _np(m.empty(n, dtype=m.float16).exponential_(1.5)),
     "bernoulli_bf16": lambda m, n: _np(m.bernoulli(m.rand(n).to(m.bfloat16)).float()),
+    # complex: ATen fills view_as_real(t) (2n parts; normal with std / sqrt(2)), so n = 8 crosses
+    # normal's switch from the scalar path to the blocks of 16
+    "randn_c64": lambda m, n: _np(m.view_as_real(m.randn(n, dtype=m.complex64))),
+    "randn_c128": lambda m, n: _np(m.view_as_real(m.randn(n, dtype=m.complex128))),
+    "rand_c64": lambda m, n: _np(m.view_as_real(m.rand(n, dtype=m.cfloat))),
+    "rand_c128": lambda m, n: _np(m.view_as_real(m.rand(n, dtype=m.cdouble))),
+    "uniform_c64": lambda m, n: _np(m.view_as_real(m.empty(n, dtype=m.complex64).uniform_(-2.5, 3.0))),
+    "normal_c64": lambda m, n: _np(m.view_as_real(m.empty(n, dtype=m.complex64).normal_(0.5, 2.0))),
+    "normal_c128": lambda m, n: _np(m.view_as_real(m.empty(n, dtype=m.complex128).normal_(-1.0, 0.3))),
+    "randn_like_c64": lambda m, n: _np(m.view_as_real(m.randn_like(m.zeros(n, 2, dtype=m.complex64)))),
+    "randn_gen_c64": lambda m, n: _np(m.view_as_real(
+        m.randn(n, dtype=m.cfloat, generator=m.Generator().manual_seed(n + 7)))),
+    "normal_t_c128": lambda m, n: _np(m.view_as_real(
+        m.normal(m.full((n,), 1 - 2j, dtype=m.complex128), m.full((n,), 3.0, dtype=m.float64)))),
 }
 
 # values per size where a case does not return ``n`` of them
 COUNT = {"multinomial": lambda n: min(n, 3), "multinomial_repl": lambda n: 14,
-         "randn_then_scalar": lambda n: n + 3, "randperm_x10": lambda n: 10 * n}
+         "randn_then_scalar": lambda n: n + 3, "randperm_x10": lambda n: 10 * n,
+         **{k: (lambda n: 2 * n) for k in ("randn_c64", "randn_c128", "rand_c64", "rand_c128", "uniform_c64",
+                                           "normal_c64", "normal_c128", "randn_gen_c64", "normal_t_c128")},
+         "randn_like_c64": lambda n: 4 * n}
 
 
 def linear_weights(m):

@@ -12,7 +12,7 @@ from __future__ import annotations
 import jax.numpy as jnp
 import numpy as np
 
-from .._tensor import Tensor
+from .._tensor import Tensor, _scalar_type_name
 from . import _sample, generator_or_default
 
 
@@ -22,7 +22,7 @@ def multinomial(input: Tensor, n_sample: int, replacement: bool, generator) -> T
         raise RuntimeError("prob_dist must be 1 or 2 dim")
     if not jnp.issubdtype(p.dtype, jnp.floating):
         raise RuntimeError(f"multinomial only supports floating-point dtypes for input, got: "
-                           f"{input.dtype.name.capitalize()}")
+                           f"{_scalar_type_name(input.dtype)}")
     n_cat = p.shape[-1]
     if n_sample <= 0:
         raise RuntimeError("cannot sample n_sample <= 0 samples")

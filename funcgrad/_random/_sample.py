@@ -22,6 +22,11 @@ TransformationHelper.h, native/cpu/DistributionTemplates.h, DistributionKernels.
   computed without a sequential loop, ``fisher_yates``); beyond it the inside-out variant with
   ``random64()``.
 - exponential: ``-1 / lambda * log1p(-uniform64)`` in double, then cast.
+- complex (uniform, normal; ``uniform_impl_``/``normal_impl_`` in native/DistributionTemplates.h):
+  the tensor viewed as real (``view_as_real``: the last dim doubled, real and imaginary parts
+  interleaved) is filled by the real kernel, normal with ``std / sqrt(2)`` (each part carries half
+  the variance) and the mean added to both parts; so ``randn(3, dtype=cfloat)`` draws 6 floats,
+  on the scalar path, and ``randn(8, dtype=cfloat)`` 16, on the vectorised one.
 
 float16/bfloat16 follow the same kernels in float32 (PyTorch's op-math type), then round: uniform
 clamps a value rounded up to ``to`` back to ``from``; normal at least 16 elements draws only the
@@ -214,7 +219,7 @@ def _call(kernel, r, per: int, n: int, *args):
         return kernel(r, *args)
     b = _BUCKETS[0] if n <= _BUCKETS[0] else _BUCKETS[1]
     outs = []
-    for i in range(0, n, b):
+    for i in range(0, max(n, 1), b):  # (n == 0: one chunk cut to nothing, of the kernel's dtype)
         part = r[i * per:(i + b) * per]
         padded = np.zeros(b * per, np.uint32)
         padded[:part.size] = part
@@ -222,7 +227,19 @@ def _call(kernel, r, per: int, n: int, *args):
     return outs[0] if len(outs) == 1 else np.concatenate(outs)
 
 
+def _parts(dtype):
+    """The real dtype of a complex ``dtype``'s parts, else None."""
+    d = np.dtype(dtype)
+    return np.dtype(f32 if d == np.complex64 else f64) if d.kind == "c" else None
+
+
 def _finish(out, shape, dtype):
+    part = _parts(dtype)
+    if part is not None:  # ``out`` holds the interleaved parts (``view_as_real``'s layout)
+        if isinstance(out, np.ndarray):
+            return put(out.astype(part, copy=False).view(dtype).reshape(shape))
+        out = out.astype(part).reshape(-1, 2)
+        return lax.complex(out[:, 0], out[:, 1]).reshape(shape)
     if isinstance(out, np.ndarray):
         return put(out.astype(dtype, copy=False).reshape(shape))  # jnp.asarray would compile
     return out.astype(dtype).reshape(shape)
@@ -230,15 +247,23 @@ def _finish(out, shape, dtype):
 
 def uniform(generator, shape, dtype, low=0.0, high=1.0):
     g = generator_or_default(generator)
-    n = math.prod(shape)
-    dt = _float_dtype(dtype)
+    part = _parts(dtype)
+    n = math.prod(shape) * (1 if part is None else 2)
+    real = np.dtype(dtype if part is None else part)
+    dt = _float_dtype(real)
     k = 2 if dt == np.float64 else 1
     r = g._raw(n * k)
-    out = _call(_uniform_kernel, r, k, n, np.float64(low), np.float64(high), np.dtype(dtype))
+    out = _call(_uniform_kernel, r, k, n, np.float64(low), np.float64(high), real)
     return _finish(out, tuple(shape), dtype)
 
 
 def normal(generator, shape, dtype, mean=0.0, std=1.0):
+    part = _parts(dtype)
+    if part is not None:  # real and imaginary parts interleaved, each N(mean, std² / 2)
+        out = normal(generator, (2 * math.prod(shape),), part, mean, std / math.sqrt(2))
+        if not isinstance(out, jax.core.Tracer):
+            out = np.asarray(out)  # (the parts viewed as complex on the host: no compile per shape)
+        return _finish(out, tuple(shape), dtype)
     g = generator_or_default(generator)
     n = math.prod(shape)
     dt = _float_dtype(dtype)
@@ -274,6 +299,8 @@ def _int_kernel(r, rng, base, wide, dtype):
 
 def random_int(generator, shape, dtype, low, high):
     """``randint``/``random_(from, to)``: integers in ``[low, high)``."""
+    if _parts(dtype) is not None:  # ATen's check_from_to_in_range
+        raise RuntimeError("check_random_bounds handles only integral, floating-point and boolean types")
     g = generator_or_default(generator)
     n, rng = math.prod(shape), int(high) - int(low)
     wide = rng >= (1 << 32) and np.dtype(dtype) in (np.int64, np.float64, np.float32)
@@ -311,8 +338,16 @@ def bernoulli_scalar(generator, shape, p, dtype=np.bool_, one=1):
     return _finish(_bernoulli_flat(generator, shape, p, dtype, one), tuple(shape), np.dtype(dtype))
 
 
+def _refuse(kernel: str, dtype) -> None:
+    """ATen's dispatch error for ``kernel`` on a complex ``dtype``."""
+    name = "ComplexFloat" if np.dtype(dtype) == np.complex64 else "ComplexDouble"
+    raise NotImplementedError(f"\"{kernel}\" not implemented for '{name}'")
+
+
 def _bernoulli_flat(generator, shape, p, dtype, one):
     """``bernoulli_scalar``'s draws, flat: a NumPy array where they were made on the host."""
+    if _parts(dtype) is not None and math.prod(shape):
+        _refuse("bernoulli_scalar_cpu_", dtype)
     g = generator_or_default(generator)
     n = math.prod(shape)
     r = g._raw(2 * n)
@@ -372,7 +407,9 @@ def _bernoulli_tensor_kernel(r, p):
 
 
 def bernoulli_tensor(generator, probs):
-    """A bool mask with per-element probabilities (a jax array)."""
+    """A bool mask with per-element probabilities (a jax array) for a tensor of their dtype."""
+    if _parts(probs.dtype) is not None and probs.size:
+        _refuse("bernoulli_tensor_cpu_self_", probs.dtype)
     g = generator_or_default(generator)
     r = g._raw(probs.size * (2 if probs.dtype == jnp.float64 else 1))
     return _bernoulli_tensor_kernel(r, probs)
