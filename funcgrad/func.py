@@ -7,6 +7,12 @@ values in place of its own, without changing the module. Values may be funcgrad 
 ``jax.jit``). ``Tensor`` is a JAX pytree (its leaf is its array), so dicts of Tensors pass
 through JAX transformations as well. ``grad``, ``vjp``, ``jacrev`` and ``vmap`` are thin
 wrappers over the JAX transformations that accept functions returning Tensors.
+
+Complex numbers follow PyTorch's convention, as ``.backward()`` does (``_dispatch._conj``): a
+gradient is the conjugate of JAX's (``grad(lambda z: (z.abs() ** 2).sum())`` is ``2z``, JAX's
+``2z̄``), and ``vjp_fn(v)`` is ``conj(pullback(conj(v)))``; forward mode (``jvp``, ``linearize``)
+is the same in both. ``jacrev``/``jacfwd``/``hessian`` refuse complex inputs and outputs, as
+PyTorch's do.
 """
 
 from __future__ import annotations
@@ -17,6 +23,7 @@ import jax
 from jax.extend.core import Literal as _Literal
 
 from . import _random, _storage
+from ._dispatch import _conj
 from ._ops.shape import stack as _stack
 from ._tensor import Tensor
 from .autograd.grad_mode import no_grad
@@ -195,14 +202,54 @@ def _staging_probe():
     return jax.numpy.zeros((), jax.numpy.uint32)
 
 
-def _array_fn(func, has_aux=False):
+def _array_fn(func, has_aux=False, check=None):
     def f(*a, **k):
         out = func(*a, **k)
         if has_aux:
             out, aux = out
+            if check is not None:
+                check(out)
             return to_jax(out), aux
+        if check is not None:
+            check(out)
         return to_jax(out)
     return f
+
+
+def _pt(tree):
+    """JAX's gradients in PyTorch's convention: complex ones conjugated (a zero imaginary part
+    +0.0, as PyTorch's), Tensors and arrays alike; real ones as they are."""
+    return jax.tree.map(lambda x: _conj(x, True), tree)
+
+
+def _ct(tree):
+    """A cotangent in PyTorch's convention as JAX's ``vjp`` takes it (its complex conjugate)."""
+    return jax.tree.map(_conj, tree)
+
+
+def _grad_output(out) -> None:
+    """PyTorch's checks of what ``grad``'s function returned (``grad_and_value_impl``, then
+    ``autograd.grad``'s implicit gradient, which must be of a real scalar)."""
+    if not isinstance(out, (Tensor, jax.Array, jax.core.Tracer)):
+        raise RuntimeError(f"grad_and_value(f)(*args): Expected f(*args) to return a Tensor, got "
+                           f"{type(out)}")
+    if out.ndim != 0:
+        raise RuntimeError(f"grad_and_value(f)(*args): Expected f(*args) to return a scalar Tensor, got "
+                           f"tensor with {out.ndim} dims. Maybe you wanted to use the vjp or jacrev APIs "
+                           f"instead?")
+    dt = out.dtype if isinstance(out, Tensor) else None
+    if (dt.is_complex if dt is not None else jax.numpy.iscomplexobj(out)):
+        raise RuntimeError(f"grad can be implicitly created only for real scalar outputs but got "
+                           f"{dt or out.dtype}")
+
+
+def _real_only(name: str, tree, what: str) -> None:
+    """PyTorch's ``error_if_complex``: ``jacrev``/``jacfwd`` take and give real tensors only (the
+    index counts every leaf, as PyTorch's flattening does; its message says "input" for both)."""
+    for i, x in enumerate(jax.tree.leaves(tree, is_leaf=_is_t)):
+        if isinstance(x, Tensor) and x.dtype.is_complex:
+            raise RuntimeError(f"{name}: Expected all {what} to be real but received complex tensor at "
+                               f"flattened input idx: {i}")
 
 
 def _as_called(func, args):
@@ -242,8 +289,9 @@ def grad(func: Callable, argnums: int | tuple[int, ...] = 0, has_aux: bool = Fal
     tensor([2., 4.])
     """
     def run(*a, **k):
-        g = jax.grad(_array_fn(_as_called(func, a), has_aux), argnums=argnums, has_aux=has_aux)
-        r = _detach(g(*a, **k))
+        g = jax.grad(_array_fn(_as_called(func, a), has_aux, _grad_output), argnums=argnums, has_aux=has_aux)
+        r = g(*a, **k)
+        r = _detach((_pt(r[0]), r[1]) if has_aux else _pt(r))
         if has_aux:
             return _in_order(r[0], _like_args(a, argnums)), r[1]
         return _in_order(r, _like_args(a, argnums))
@@ -253,9 +301,10 @@ def grad(func: Callable, argnums: int | tuple[int, ...] = 0, has_aux: bool = Fal
 def grad_and_value(func: Callable, argnums: int | tuple[int, ...] = 0, has_aux: bool = False) -> Callable:
     """``torch.func.grad_and_value``: ``(gradient, value)``."""
     def run(*a, **k):
-        g = jax.value_and_grad(_array_fn(_as_called(func, a), has_aux), argnums=argnums, has_aux=has_aux)
+        g = jax.value_and_grad(_array_fn(_as_called(func, a), has_aux, _grad_output), argnums=argnums,
+                               has_aux=has_aux)
         v, gr = g(*a, **k)
-        return _in_order(_detach(gr), _like_args(a, argnums)), from_jax(v)
+        return _in_order(_detach(_pt(gr)), _like_args(a, argnums)), from_jax(v)
     return run
 
 
@@ -265,7 +314,7 @@ def vjp(func: Callable, *primals, has_aux: bool = False):
     pull = out[1]
 
     def vjp_fn(ct):
-        return _in_order(_detach(pull(to_jax(ct))), primals)
+        return _in_order(_detach(_pt(pull(_ct(to_jax(ct))))), primals)
     if has_aux:
         return from_jax(out[0]), vjp_fn, out[2]
     return from_jax(out[0]), vjp_fn
@@ -289,7 +338,7 @@ def _graft(skel, inner):
     return inner
 
 
-def _jac(transform, func, argnums, has_aux):
+def _jac(transform, func, argnums, has_aux, name):
     """``jacrev``/``jacfwd``: ``transform`` (``jax.jacrev``/``jax.jacfwd``) of ``func``, its result
     as Tensors with dicts in the caller's key order (outputs', then arguments')."""
     seen = []
@@ -298,7 +347,9 @@ def _jac(transform, func, argnums, has_aux):
         def f(*a, **k):
             out = g(*a, **k)
             seen[:] = [_skeleton(out[0] if has_aux else out)]
+            _real_only(name, out[0] if has_aux else out, "outputs")
             return _array_fn(lambda: out, has_aux)()
+        _real_only(name, a, "inputs")
         g = _as_called(func, a)
         r = _detach(transform(f, argnums=argnums, has_aux=has_aux)(*a, **k))
         like = _graft(seen[0], _skeleton(_like_args(a, argnums)))
@@ -310,7 +361,7 @@ def jacrev(func: Callable, argnums: int | tuple[int, ...] = 0, has_aux: bool = F
            chunk_size=None) -> Callable:
     """``torch.func.jacrev``: the Jacobian by reverse mode (``jax.jacrev``): for each output, its
     derivative w.r.t. each of the arguments ``argnums``, of shape ``output.shape + input.shape``."""
-    return _jac(jax.jacrev, func, argnums, has_aux)
+    return _jac(jax.jacrev, func, argnums, has_aux, "jacrev")
 
 
 def jacfwd(func: Callable, argnums: int | tuple[int, ...] = 0, has_aux: bool = False, *,
@@ -322,7 +373,7 @@ def jacfwd(func: Callable, argnums: int | tuple[int, ...] = 0, has_aux: bool = F
     tensor([[1., 0.],
             [0., 1.]])
     """
-    return _jac(jax.jacfwd, func, argnums, has_aux)
+    return _jac(jax.jacfwd, func, argnums, has_aux, "jacfwd")
 
 
 def hessian(func: Callable, argnums: int | tuple[int, ...] = 0) -> Callable:

@@ -70,8 +70,14 @@ def test_jacobian_structures_and_strategies():
     assert isinstance(j, tuple) and j[1].shape == (2, 3)
     jf = F.jacobian(f2, (x, y), strategy="forward-mode", vectorize=True)
     _close(jf, jax.jacrev(f2_ref, argnums=(0, 1))(X, Y))
-    hf = F.hessian(s1, (x, y), outer_jacobian_strategy="forward-mode")
+    hf = F.hessian(s1, (x, y), outer_jacobian_strategy="forward-mode", vectorize=True)
     _close(hf, jax.hessian(s1_ref, argnums=(0, 1))(X, Y))
+    # PyTorch computes a forward-mode jacobian only vectorized
+    for call in (lambda: F.hessian(s1, (x, y), outer_jacobian_strategy="forward-mode"),
+                 lambda: F.jacobian(f2, (x, y), strategy="forward-mode")):
+        with pytest.raises(NotImplementedError, match=r"forward-over-reverse Hessian isonly implemented for "
+                                                      r"`vectorize=True`\."):
+            call()
     _close(F.jacobian(lambda a, b: a * 2, (x, y)), (np.zeros((2, 3, 2, 3)) + _np(
         F.jacobian(lambda a: a * 2, x)), np.zeros((2, 3, 3))))
 

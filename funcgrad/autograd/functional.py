@@ -2,6 +2,12 @@
 with PyTorch's signatures, checks and return structures (a Tensor where PyTorch gives a Tensor,
 tuples, or tuples of tuples, following whether ``inputs`` / the outputs were tuples).
 
+Complex numbers follow PyTorch's convention (``_dispatch._conj``): a gradient is the conjugate of
+JAX's and ``vᵀ J`` is ``conj(pullback(conj(v)))``; forward mode (``jvp``) is the same in both. So the
+pure path conjugates around ``jax.vjp``, builds complex Jacobians from the standard basis as
+PyTorch does (``_basis_jac``: JAX's ``jacrev``/``jacfwd`` refuse complex outputs/inputs), and leaves
+to the engine what PyTorch refuses (an implicit gradient of a complex output).
+
 Two ways to compute them:
   * **pure** (``create_graph=False``, ``strict=False``, the common case): ``func`` is run on JAX
     tracers wrapped as funcgrad Tensors under ``no_grad`` — every funcgrad op is a jax function,
@@ -22,6 +28,7 @@ from typing import Callable
 import jax
 import jax.numpy as jnp
 
+from .._dispatch import _conj
 from .._factories import zeros_like
 from .._ops.shape import stack
 from .._tensor import Tensor
@@ -99,6 +106,14 @@ def _prep_v(v, ref, is_ref_tuple, fn_name, none_msg, need_single):
     return None
 
 
+_FWD_CREATE_GRAPH = ("torch.autograd.functional.jacobian: `create_graph=True` and "
+                     "`strategy=\"forward-mode\"` are not supported together (yet). Please either set "
+                     "`create_graph=False` or `strategy=\"reverse-mode\"`.")
+_FWD_STRICT = ("torch.autograd.functional.jacobian: `strict=True` and `strategy=\"forward-mode\"` are "
+               "not supported together (yet). Please either set `strict=False` or "
+               "`strategy=\"reverse-mode\"`.")
+_FWD_VECTORIZE = ("Computing Jacobian using forward-AD or forward-over-reverse Hessian isonly implemented "
+                  "for `vectorize=True`.")  # (sic: PyTorch's message)
 _V_NONE_IN = ("The vector v can only be None if the input to the user-provided function is a single "
               "Tensor with a single element.")
 _V_NONE_OUT = ("The vector v can only be None if the user-provided function returns a single Tensor "
@@ -166,6 +181,66 @@ def _wrap(x):
 
 def _vals(ts):
     return tuple(t.detach()._value for t in ts)
+
+
+# ---- PyTorch's complex convention over JAX's transforms ------------------------------------------
+def _is_c(x) -> bool:
+    return jnp.issubdtype(x.dtype, jnp.complexfloating)
+
+
+def _implicit(outs) -> None:
+    """An implicit gradient (``v=None``) is PyTorch's only for real outputs: a complex one is left
+    to the engine, whose ``autograd.grad`` raises PyTorch's error."""
+    if any(_is_c(o) and o.size for o in outs):
+        raise RuntimeError("grad can be implicitly created only for real scalar outputs")
+
+
+def _pt_vjp(pull, cots):
+    """``vᵀ J`` in PyTorch's convention: ``conj(pullback(conj(v)))`` (a zero imaginary part +0.0)."""
+    return tuple(_conj(g, True) for g in pull(tuple(_conj(c) for c in cots)))
+
+
+def _pt_grad(f, argnums):
+    """PyTorch's gradient of the real scalar ``f``: the conjugate of ``jax.grad``'s (differentiable:
+    no +0.0 fix-up, which ``where`` would give a zero derivative)."""
+    g = jax.grad(f, argnums=argnums)
+    return lambda *a: tuple(_conj(x) for x in g(*a))
+
+
+def _basis_jac(f, vals, forward: bool):
+    """``f``'s Jacobian (``J[i][k]``: ``out_i.shape + in_k.shape``) from the standard basis, as
+    PyTorch's vectorized ``jacobian`` builds it: rows ``vᵀ J`` for each output's basis vectors
+    (reverse, in PyTorch's convention), or columns ``J e`` for each input's (forward). Unlike
+    ``jax.jacrev``/``jax.jacfwd`` it takes complex outputs (reverse) and inputs (forward)."""
+    if forward:
+        outs = jax.eval_shape(f, *vals)
+        cols = [_basis_cols(f, vals, k) for k in range(len(vals))]
+        return tuple(tuple(cols[k][i] for k in range(len(vals))) for i in range(len(outs)))
+    outs, pull = jax.vjp(f, *vals)
+    return tuple(_basis_rows(pull, outs, i, vals) for i in range(len(outs)))
+
+
+def _basis_cols(f, vals, k):
+    """``J e`` for the standard basis of input ``k``: per output, ``out.shape + in_k.shape``."""
+    x = vals[k]
+
+    def push(t):
+        tans = tuple(t.reshape(x.shape) if j == k else jnp.zeros_like(y) for j, y in enumerate(vals))
+        return jax.jvp(f, vals, tans)[1]
+    r = jax.vmap(push)(jnp.eye(x.size, dtype=x.dtype))  # per output: (in numel, *out shape)
+    return tuple(jnp.moveaxis(o, 0, -1).reshape(o.shape[1:] + x.shape) for o in r)
+
+
+def _basis_rows(pull, outs, i, vals):
+    """``vᵀ J`` (PyTorch's convention) for the standard basis of output ``i``: per input,
+    ``out_i.shape + in.shape``."""
+    o = outs[i]
+
+    def back(e):
+        return _pt_vjp(pull, tuple(e.reshape(o.shape) if j == i else jnp.zeros_like(p)
+                                   for j, p in enumerate(outs)))
+    r = jax.vmap(back)(jnp.eye(o.size, dtype=o.dtype))
+    return tuple(g.reshape(o.shape + x.shape) for g, x in zip(r, vals, strict=True))
 
 
 # ---- cache of jitted transforms ----------------------------------------------------------------
@@ -255,13 +330,14 @@ def vjp(func: Callable, inputs, v=None, create_graph: bool = False, strict: bool
                 if len(a) == n:
                     if len(outs) != 1 or outs[0].size != 1:
                         raise RuntimeError(_V_NONE_OUT)
+                    _implicit(outs)
                     cots = (jnp.ones(outs[0].shape, outs[0].dtype),)
                 else:
                     cots = a[n:]
                     _validate_v(tuple(_wrap(c) for c in cots), tuple(_wrap(o) for o in outs),
                                 info["is_tuple"])
                     cots = tuple(c.astype(o.dtype) for c, o in zip(cots, outs))
-                return outs, pull(cots)
+                return outs, _pt_vjp(pull, cots)
             return tf
         args = _vals(inputs) + (() if vv is None else _vals(vv))
         try:
@@ -324,31 +400,36 @@ def jacobian(func: Callable, inputs, create_graph: bool = False, strict: bool = 
                              'be more performant. Otherwise, prefer to use "reverse-mode".')
     if strategy == "forward-mode":
         if create_graph:
-            raise NotImplementedError(
-                "torch.autograd.functional.jacobian: `create_graph=True` and "
-                '`strategy="forward-mode"` are not supported together (yet). Please either set '
-                '`create_graph=False` or `strategy="reverse-mode"`.')
+            raise NotImplementedError(_FWD_CREATE_GRAPH)
         if strict:
-            raise RuntimeError(
-                "torch.autograd.functional.jacobian: `strict=True` and `strategy=\"forward-mode\"` "
-                "are not supported together (yet). Please either set `strict=False` or "
-                '`strategy="reverse-mode"`.')
+            raise RuntimeError(_FWD_STRICT)
     if vectorize and strict:
         raise RuntimeError("torch.autograd.functional.jacobian: `strict=True` and `vectorized=True` "
                            "are not supported together. Please either set `strict=False` or "
                            "`vectorize=False`.")
     is_inputs_tuple, inputs = _as_tuple(inputs, "inputs", "jacobian")
+    if strategy == "forward-mode" and not vectorize:
+        raise NotImplementedError(_FWD_VECTORIZE)
     _check_float(inputs)
     if not (create_graph or strict):
-        jt = jax.jacfwd if strategy == "forward-mode" else jax.jacrev
+        forward = strategy == "forward-mode"
         argnums = tuple(range(len(inputs)))
 
         def build(info):
-            return jt(_pure(func, "jacobian", info), argnums=argnums)
+            pf = _pure(func, "jacobian", info)
+
+            def tf(*vals):
+                outs = jax.eval_shape(pf, *vals)
+                if not any(_is_c(x) for x in vals + tuple(outs)):
+                    return (jax.jacfwd if forward else jax.jacrev)(pf, argnums=argnums)(*vals)
+                if not (vectorize or forward):  # vᵀ J row by row: PyTorch's implicit gradients
+                    _implicit(outs)
+                return _basis_jac(pf, vals, forward)
+            return tf
         try:
-            jac, info = _pure_call(func, "jacobian", (strategy,), build, _vals(inputs))
+            jac, info = _pure_call(func, "jacobian", (strategy, vectorize), build, _vals(inputs))
         except _NotTraceable:
-            if strategy == "forward-mode":
+            if forward:
                 raise
         else:
             res = tuple(tuple(_wrap(j) for j in row) for row in jac)
@@ -369,16 +450,30 @@ def hessian(func: Callable, inputs, create_graph: bool = False, strict: bool = F
     is_inputs_tuple, inputs = _as_tuple(inputs, "inputs", "hessian")
     if outer_jacobian_strategy not in ("forward-mode", "reverse-mode"):
         raise AssertionError('Expected strategy to be either "forward-mode" or "reverse-mode".')
+    forward = outer_jacobian_strategy == "forward-mode"
+    if forward:  # the outer jacobian's checks
+        if create_graph:
+            raise NotImplementedError(_FWD_CREATE_GRAPH)
+        if strict:
+            raise RuntimeError(_FWD_STRICT)
+        if not vectorize:
+            raise NotImplementedError(_FWD_VECTORIZE)
     _check_float(inputs)
-    if not (create_graph or strict):
+    # complex inputs: the outer jacobian differentiates complex gradients, which PyTorch does only
+    # vectorized (from the basis); row by row the engine raises its implicit-gradient error
+    cplx = any(x.dtype.is_complex for x in inputs)
+    if not (create_graph or strict or cplx and not vectorize):
         argnums = tuple(range(len(inputs)))
-        outer = jax.jacfwd if outer_jacobian_strategy == "forward-mode" else jax.jacrev
+        outer = jax.jacfwd if forward else jax.jacrev
 
         def build(info):
-            return outer(jax.jacrev(_pure(func, "hessian", info, scalar=True), argnums=argnums),
-                         argnums=argnums)
+            pf = _pure(func, "hessian", info, scalar=True)
+            if cplx:
+                g = _pt_grad(pf, argnums)
+                return lambda *vals: _basis_jac(g, vals, forward)
+            return outer(jax.jacrev(pf, argnums=argnums), argnums=argnums)
         try:
-            h, _ = _pure_call(func, "hessian", (outer_jacobian_strategy,), build, _vals(inputs))
+            h, _ = _pure_call(func, "hessian", (outer_jacobian_strategy, vectorize), build, _vals(inputs))
         except _NotTraceable:
             pass
         else:
@@ -422,6 +517,21 @@ def _hv(func, inputs, v, create_graph, strict, name):
 
         def build(info):
             vg = jax.value_and_grad(_pure(func, name, info, scalar=True), argnums=argnums)
+            if any(_is_c(x) for x in vals):  # PyTorch's double backward in its convention
+                def tf(vals, tans):
+                    c = tuple(_conj(t) for t in tans)
+                    def vcg(*a):  # (value, gradient) in PyTorch's convention
+                        o, g = vg(*a)
+                        return o, tuple(_conj(x) for x in g)
+                    (o, _), pull = jax.vjp(vcg, *vals)
+                    if name == "vhp":  # vᵀ H: the gradient's vjp
+                        return o, tuple(_conj(r, True) for r in pull((jnp.zeros_like(o), c)))
+
+                    def back(*u):  # H v: d/du of the gradient's vjp of u, at v (backward twice)
+                        return tuple(_conj(r) for r in pull((jnp.zeros_like(o), tuple(_conj(x) for x in u))))
+                    _, pull2 = jax.vjp(back, *(jnp.zeros_like(x) for x in vals))
+                    return o, tuple(_conj(r, True) for r in pull2(c))
+                return tf
             if name == "hvp":  # forward-over-reverse: H v
                 def tf(vals, tans):
                     (out, _), (_, res) = jax.jvp(vg, vals, tans)
