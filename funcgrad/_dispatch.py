@@ -231,8 +231,20 @@ def _conj(x, positive_zero=False):
         return x
     if not positive_zero:
         return jnp.conj(x)
-    im = jnp.imag(x)
-    return jax.lax.complex(jnp.real(x), jnp.where(im == 0, jnp.zeros_like(im), -im))
+    return jax.lax.complex(jnp.real(x), _negate_to_positive_zero(jnp.imag(x)))
+
+
+@jax.custom_jvp
+def _negate_to_positive_zero(im):
+    """``-im`` with +0.0 for a zero; its derivative is -1 everywhere (a ``where`` would give 0 at the
+    zeros, and a double backward through a zero cotangent lost its imaginary part; ``-im + 0.0``
+    is simplified back to ``-im`` by XLA)."""
+    return jnp.where(im == 0, jnp.zeros_like(im), -im)
+
+
+@_negate_to_positive_zero.defjvp
+def _negate_to_positive_zero_jvp(primals, tangents):
+    return _negate_to_positive_zero(primals[0]), -tangents[0]
 
 
 def _with_jvp(fn, rule, kw):

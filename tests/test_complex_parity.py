@@ -248,10 +248,10 @@ def test_complex_randn_has_imaginary_parts_of_half_the_variance():
     assert abs(float((z.abs() ** 2).mean()) - 1.0) < 0.01
 
 
-@pytest.mark.xfail(strict=True, reason="the engine's double backward of a complex op through its "
-                   "cotangent drops the cotangent's imaginary part (funcgrad/_dispatch.py); "
-                   "autograd.functional.jvp/hvp with create_graph or strict use it")
 def test_double_backward_through_a_cotangent():
+    """A double backward of a complex op through its (zero) cotangent keeps the cotangent's
+    imaginary part (it was dropped: the +0.0 imaginary part of a real cotangent's gradient was a
+    ``where``, whose derivative is zero at zeros; funcgrad/_dispatch.py ``_conj``)."""
     z = funcgrad.tensor([1 + 2j, 3 - 1j], requires_grad=True)
     w = funcgrad.tensor([0.5 + 1j, 2 - 3j])
     u = funcgrad.zeros(2, dtype=funcgrad.complex64, requires_grad=True)
