@@ -11,15 +11,21 @@ tensor([ True, False])
 
 from __future__ import annotations
 
-from .. import _dtype, linalg as _linalg
-from .._factories import full as _full
+from numpy import finfo as _finfo
 
-__all__ = ["Constraint", "boolean", "dependent", "dependent_property", "greater_than",
-           "greater_than_eq", "independent", "integer_interval", "interval", "half_open_interval",
-           "is_dependent", "less_than", "lower_cholesky", "lower_triangular", "multinomial",
+from .. import _dtype
+from .. import linalg as _linalg
+from .._factories import full as _full
+from .._ops.shape import cat as _cat
+from .._ops.shape import stack as _stack
+
+__all__ = ["Constraint", "boolean", "cat", "corr_cholesky", "dependent", "dependent_property",
+           "greater_than", "greater_than_eq", "independent", "integer_interval", "interval",
+           "half_open_interval", "is_dependent", "less_than", "lower_cholesky", "lower_triangular",
+           "multinomial",
            "nonnegative", "nonnegative_integer", "one_hot", "positive", "positive_semidefinite",
            "positive_definite", "positive_integer", "real", "real_vector", "simplex", "square",
-           "symmetric", "unit_interval"]
+           "stack", "symmetric", "unit_interval"]
 
 
 class Constraint:
@@ -292,6 +298,80 @@ class _PositiveDefinite(_Symmetric):
         return _linalg.eigvalsh(value).gt(0).all(-1)
 
 
+class _CorrCholesky(Constraint):
+    """Lower Cholesky factors of correlation matrices (unit-norm rows)."""
+
+    event_dim = 2
+
+    def check(self, value):
+        tol = float(_finfo(value.dtype.np).eps) * value.size(-1) * 10
+        row_norm = _linalg.norm(value.detach(), dim=-1)
+        unit_row_norm = (row_norm - 1.0).abs().le(tol).all(dim=-1)
+        return _LowerCholesky().check(value) & unit_row_norm
+
+
+class _Cat(Constraint):
+    """``cseq`` applied to consecutive slices (``lengths``) of ``dim``."""
+
+    def __init__(self, cseq, dim=0, lengths=None):
+        if not all(isinstance(c, Constraint) for c in cseq):
+            raise AssertionError("All elements of cseq must be Constraint instances")
+        self.cseq = list(cseq)
+        if lengths is None:
+            lengths = [1] * len(self.cseq)
+        self.lengths = list(lengths)
+        if len(self.lengths) != len(self.cseq):
+            raise AssertionError(f"lengths ({len(self.lengths)}) must match cseq ({len(self.cseq)})")
+        self.dim = dim
+        super().__init__()
+
+    @property
+    def is_discrete(self) -> bool:  # type: ignore[override]
+        return any(c.is_discrete for c in self.cseq)
+
+    @property
+    def event_dim(self) -> int:  # type: ignore[override]
+        return max(c.event_dim for c in self.cseq)
+
+    def check(self, value):
+        if not -value.dim() <= self.dim < value.dim():
+            raise AssertionError(f"dim {self.dim} out of range for value with {value.dim()} dimensions")
+        checks = []
+        start = 0
+        for constr, length in zip(self.cseq, self.lengths, strict=True):
+            checks.append(constr.check(value.narrow(self.dim, start, length)))
+            start = start + length
+        return _cat(checks, self.dim)
+
+
+class _Stack(Constraint):
+    """``cseq`` applied to the slices ``value.select(dim, i)``."""
+
+    def __init__(self, cseq, dim=0):
+        if not all(isinstance(c, Constraint) for c in cseq):
+            raise AssertionError("All elements of cseq must be Constraint instances")
+        self.cseq = list(cseq)
+        self.dim = dim
+        super().__init__()
+
+    @property
+    def is_discrete(self) -> bool:  # type: ignore[override]
+        return any(c.is_discrete for c in self.cseq)
+
+    @property
+    def event_dim(self) -> int:  # type: ignore[override]
+        dim = max(c.event_dim for c in self.cseq)
+        if self.dim + dim < 0:
+            dim += 1
+        return dim
+
+    def check(self, value):
+        if not -value.dim() <= self.dim < value.dim():
+            raise AssertionError(f"dim {self.dim} out of range for value with {value.dim()} dimensions")
+        vs = [value.select(self.dim, i) for i in range(value.size(self.dim))]
+        return _stack([constr.check(v) for v, constr in zip(vs, self.cseq, strict=False)], self.dim)
+
+
 dependent = _Dependent()
 dependent_property = _DependentProperty
 independent = _IndependentConstraint
@@ -314,7 +394,10 @@ half_open_interval = _HalfOpenInterval
 simplex = _Simplex()
 lower_triangular = _LowerTriangular()
 lower_cholesky = _LowerCholesky()
+corr_cholesky = _CorrCholesky()
 square = _Square()
 symmetric = _Symmetric()
 positive_semidefinite = _PositiveSemidefinite()
 positive_definite = _PositiveDefinite()
+cat = _Cat
+stack = _Stack

@@ -16,7 +16,9 @@ import jax
 import numpy as np
 
 from .. import _dtype
-from .._factories import randn as _randn, tensor as _tensor
+from .._factories import arange as _arange
+from .._factories import randn as _randn
+from .._factories import tensor as _tensor
 from .._ops.shape_more import broadcast_tensors as _broadcast_tensors
 from .._tensor import Size, Tensor
 from ..autograd.grad_mode import enable_grad
@@ -24,7 +26,8 @@ from ..nn import functional as F
 
 euler_constant = 0.57721566490153286060  # Euler-Mascheroni constant
 
-__all__ = ["broadcast_all", "logits_to_probs", "clamp_probs", "probs_to_logits", "lazy_property"]
+__all__ = ["broadcast_all", "logits_to_probs", "clamp_probs", "probs_to_logits", "lazy_property",
+           "tril_matrix_to_vec", "vec_to_tril_matrix"]
 
 
 def broadcast_all(*values):
@@ -101,3 +104,28 @@ def _is_traced(t) -> bool:
 
 def _size(shape) -> Size:
     return Size(tuple(shape))
+
+
+def tril_matrix_to_vec(mat: Tensor, diag: int = 0) -> Tensor:
+    """The lower triangle (below diagonal ``diag``) of the last two dims, row by row, as a vector."""
+    n = mat.shape[-1]
+    if not _is_traced(mat) and (diag < -n or diag >= n):
+        raise ValueError(f"diag ({diag}) provided is outside [{-n}, {n - 1}].")
+    arange = _arange(n)
+    tril_mask = arange < arange.view(-1, 1) + (diag + 1)
+    return mat[..., tril_mask]
+
+
+def vec_to_tril_matrix(vec: Tensor, diag: int = 0) -> Tensor:
+    """The inverse of :func:`tril_matrix_to_vec` (zeros above diagonal ``diag``)."""
+    n = (-(1 + 2 * diag) + ((1 + 2 * diag) ** 2 + 8 * vec.shape[-1] + 4 * abs(diag) * (diag + 1)) ** 0.5) / 2
+    eps = float(_finfo(vec.dtype).eps)
+    if round(n) - n > eps:
+        raise ValueError(f"The size of last dimension is {vec.shape[-1]} which cannot be expressed as "
+                         "the lower triangular part of a square D x D matrix.")
+    n = round(n)
+    mat = vec.new_zeros(tuple(vec.shape[:-1]) + (n, n))
+    arange = _arange(n)
+    tril_mask = arange < arange.view(-1, 1) + (diag + 1)
+    mat[..., tril_mask] = vec
+    return mat
