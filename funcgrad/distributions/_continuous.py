@@ -10,13 +10,14 @@ from .._ops.math import erf, erfinv
 from .._tensor import Size
 from ..autograd.grad_mode import no_grad
 from . import constraints
+from ._exp_family import ExponentialFamily
 from .distribution import Distribution
 from .utils import _standard_normal, broadcast_all
 
 __all__ = ["Normal", "Uniform"]
 
 
-class Normal(Distribution):
+class Normal(ExponentialFamily):
     """Normal distribution with mean ``loc`` and standard deviation ``scale``.
 
     >>> import funcgrad

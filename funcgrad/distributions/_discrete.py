@@ -15,13 +15,14 @@ from .._tensor import Size
 from ..autograd.grad_mode import no_grad
 from ..nn import functional as F
 from . import constraints
+from ._exp_family import ExponentialFamily
 from .distribution import Distribution
 from .utils import broadcast_all, lazy_property, logits_to_probs, probs_to_logits
 
 __all__ = ["Bernoulli", "Categorical", "OneHotCategorical"]
 
 
-class Bernoulli(Distribution):
+class Bernoulli(ExponentialFamily):
     """0/1 outcomes with probability ``probs`` (or log-odds ``logits``) of a 1.
 
     >>> import funcgrad

@@ -24,7 +24,7 @@ from .._ops.math import digamma, lgamma, xlogy
 from .._ops.shape import stack
 from .._tensor import Size, Tensor
 from . import constraints
-from .distribution import Distribution
+from ._exp_family import ExponentialFamily
 from .utils import broadcast_all
 
 __all__ = ["Gamma", "Dirichlet", "Beta", "standard_gamma"]
@@ -61,7 +61,7 @@ def _tiny(dt) -> float:
     return float(np.finfo(dt.np).tiny)
 
 
-class Gamma(Distribution):
+class Gamma(ExponentialFamily):
     """Gamma distribution with shape ``concentration`` and inverse scale ``rate``.
 
     >>> import funcgrad
@@ -122,7 +122,7 @@ class Gamma(Distribution):
         return c - self.rate.log() + lgamma(c) + (1.0 - c) * digamma(c)
 
 
-class Dirichlet(Distribution):
+class Dirichlet(ExponentialFamily):
     """Dirichlet distribution over the simplex of the last dim of ``concentration``.
 
     >>> import funcgrad
@@ -178,7 +178,7 @@ class Dirichlet(Distribution):
                 - ((c - 1.0) * digamma(c)).sum(-1))
 
 
-class Beta(Distribution):
+class Beta(ExponentialFamily):
     """Beta distribution on ``[0, 1]`` (``concentration1`` = α, ``concentration0`` = β).
 
     >>> import funcgrad

@@ -14,6 +14,7 @@ from .._tensor import Size
 from ..autograd.grad_mode import no_grad
 from ..nn.functional import binary_cross_entropy_with_logits
 from . import constraints
+from ._exp_family import ExponentialFamily
 from .distribution import Distribution
 from .utils import broadcast_all, lazy_property, logits_to_probs, probs_to_logits
 
@@ -54,7 +55,7 @@ class _LocScale(Distribution):
         return self.loc
 
 
-class Exponential(Distribution):
+class Exponential(ExponentialFamily):
     """Exponential distribution with ``rate``.
 
     >>> import funcgrad

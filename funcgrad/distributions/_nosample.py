@@ -18,6 +18,7 @@ from .._ops.poisson import poisson as _poisson
 from .._ops.math import digamma, lgamma
 from .._tensor import Size
 from . import constraints
+from ._exp_family import ExponentialFamily
 from .distribution import Distribution
 from .utils import broadcast_all, lazy_property, logits_to_probs, probs_to_logits
 
@@ -93,7 +94,7 @@ class StudentT(Distribution):
                 + 0.5 * self.df.log() + lbeta)
 
 
-class Poisson(Distribution):
+class Poisson(ExponentialFamily):
     """Poisson with ``rate``; ``sample`` draws PyTorch's numbers (``funcgrad.poisson``).
 
     >>> import funcgrad
