@@ -268,7 +268,7 @@ def _error_rows(lib, show):
 def _module_rows(lib, show):
     import importlib
     for sub in ["normal", "half_normal", "relaxed_categorical", "one_hot_categorical", "constraint_registry",
-                "transforms", "lowrank_multivariate_normal", "studentT", "exp_family", "kl", "utils"]:
+                "transforms", "lowrank_multivariate_normal", "studentT", "exp_family", "kl", "utils", "constraints"]:
         mod = importlib.import_module(f"{lib.__name__}.distributions.{sub}")
         show(lambda mod=mod, sub=sub: f"{sub}: {sorted(mod.__all__)} "
                                       f"{all(getattr(mod, n) is getattr(lib.distributions, n, getattr(mod, n)) for n in mod.__all__)}")

@@ -9,37 +9,10 @@ from ..autograd.grad_mode import no_grad
 from ..nn.functional import log_softmax
 from . import constraints
 from ._discrete import Categorical
+from .constraints import MixtureSameFamilyConstraint as MixtureSameFamilyConstraint
 from .distribution import Distribution
 
 __all__ = ["MixtureSameFamily", "MixtureSameFamilyConstraint"]
-
-
-class MixtureSameFamilyConstraint(constraints.Constraint):
-    """The component support, checked with the mixture dimension added back."""
-
-    def __init__(self, base_constraint) -> None:
-        if not isinstance(base_constraint, constraints.Constraint):
-            raise AssertionError(f"base_constraint must be a Constraint, got {type(base_constraint).__name__}")
-        self.base_constraint = base_constraint
-        super().__init__()
-
-    @property
-    def is_discrete(self) -> bool:
-        return self.base_constraint.is_discrete
-
-    @property
-    def event_dim(self) -> int:
-        return self.base_constraint.event_dim
-
-    def check(self, value):
-        result = self.base_constraint.check(value.unsqueeze(-1 - self.event_dim))
-        if value.dim() < self.event_dim:
-            raise ValueError(f"Expected value.dim() >= {self.event_dim} but got {value.dim()}")
-        keep = value.dim() - self.event_dim
-        return result.reshape(tuple(result.shape[:keep]) + (-1,)).all(-1)
-
-    def __repr__(self) -> str:
-        return f"{self.__class__.__name__}({self.base_constraint!r})"
 
 
 class MixtureSameFamily(Distribution):
