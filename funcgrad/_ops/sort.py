@@ -17,22 +17,10 @@ import jax.numpy as jnp
 
 from .. import _dtype
 from .._tensor import _scalar_type_name, _wrap_dim
-from . import _stl
-from ._registry import (
-    DIM,
-    REQUIRED,
-    Tensor,
-    _Default,
-    apply,
-    check_out_grad,
-    defop,
-    export,
-    refuse,
-    rerun,
-    same_dtype,
-    write_out,
-)
+from ._registry import (DIM, REQUIRED, Tensor, _Default, apply, check_out_grad, defop, export, refuse, rerun,
+                        same_dtype, write_out)
 from .reduce import _one_dim, _same_scalar_type, return_type
+
 
 # out=: PyTorch's kernels check their outputs' dtypes exactly, each in its own words
 _out = functools.partial(write_out, check=same_dtype)
@@ -92,93 +80,18 @@ def _sort(x, *, dim, descending):
     return _gather(x, _sorted_idx(x, dim, descending), dim, True)
 
 
-def _ties_near(x, idx, dim, lo, hi, per_row=False):
-    """Whether any two of the values at sorted places ``lo..hi`` (clipped) of some row (of each row:
-    ``per_row``) are equal (``-0.0`` and ``0.0`` too, and two nans): only then does the kernel's
-    algorithm decide."""
-    n = x.shape[dim] if x.ndim else 1
-    lo, hi = max(lo, 0), min(hi, n - 1)
-    if hi <= lo:
-        return jnp.zeros(tuple(m for i, m in enumerate(x.shape) if i != dim) if per_row else (), bool)
-    s = jnp.take_along_axis(x, jax.lax.slice_in_dim(idx, lo, hi + 1, axis=dim), axis=dim)
-    a, b = jax.lax.slice_in_dim(s, 1, hi - lo + 1, axis=dim), jax.lax.slice_in_dim(s, 0, hi - lo, axis=dim)
-    same = a == b
-    if jnp.issubdtype(x.dtype, jnp.inexact):
-        same = same | (jnp.isnan(a) & jnp.isnan(b))
-    return jnp.any(same, axis=dim) if per_row else jnp.any(same)
-
-
-def _replayed(stable, kernel, replay, ties):
-    """The stable sort's indices, or ``kernel()``'s (the replayed CPU algorithm): as the frontend
-    decided from the values (``replay``), or, where they are not known (None, under
-    ``funcgrad.jit``), by ``ties()`` in the program."""
-    if replay is None:
-        return jax.lax.cond(ties(), lambda _: kernel(), lambda _: stable, None)
-    return kernel() if replay else stable
-
-
-def _topk_needs(x, k, dim, largest, sorted):
-    """Whether PyTorch's choice among equal values can differ from a stable sort's: ties among a
-    row's first ``k + 1`` values, or ``sorted=False`` on the ``nth_element`` path (its order)."""
-    n = x.shape[dim] if x.ndim else 1
-    if x.ndim == 0 or k == 0 or n <= 1:
-        return jnp.zeros((), bool)
-    if not sorted and 64 * k > n:
-        return jnp.ones((), bool)
-    return _ties_near(x, _sorted_idx(x, dim, largest), dim, 0, k)
-
-
-def _kth_needs(x, k, dim):
-    if x.ndim == 0:
-        return jnp.zeros((), bool)
-    return _ties_near(x, _sorted_idx(x, dim, False), dim, k - 2, k)
-
-
-_topk_ties = jax.jit(_topk_needs, static_argnums=(1, 2, 3, 4))
-_kth_ties = jax.jit(_kth_needs, static_argnums=(1, 2))
-
-
-def _topk(x, *, k, dim, largest, sorted=True, replay=None):
-    """PyTorch's CPU choice among equal values (``_stl.topk_order``) where it can differ from a
-    stable sort's (``_topk_needs``); ``replay`` is the frontend's answer, None to decide at run time."""
+def _topk(x, *, k, dim, largest):
     if x.ndim == 0:
         return _scalar_pair(x)
-    xs = jax.lax.stop_gradient(x)
-    order = _sorted_idx(xs, dim, largest)
-    stable = jax.lax.slice_in_dim(order, 0, k, axis=dim)
-
-    def kernel():
-        keys = _stl.comparator_ranks(xs, dim, largest)
-        need = _ties_near(xs, order, dim, 0, k, per_row=True) | (not sorted and 64 * k > x.shape[dim])
-        return _stl.rows(lambda r: _stl.topk_order(r, k, sorted), keys, dim, 0, k, stable, need)
-
-    idx = _replayed(stable, kernel, replay, lambda: _topk_needs(xs, k, dim, largest, sorted))
+    idx = jax.lax.slice_in_dim(_sorted_idx(x, dim, largest), 0, k, axis=dim)
     return _gather(x, idx, dim, True)
 
 
-def _kthvalue(x, *, k, dim, keepdim, replay=None):
-    """TH's quickselect's choice among equal values (``_stl.quickselect_order``) where the k-th
-    value ties with a neighbour in some row."""
+def _kthvalue(x, *, k, dim, keepdim):
     if x.ndim == 0:
         return _scalar_pair(x)
-    xs = jax.lax.stop_gradient(x)
-    order = _sorted_idx(xs, dim, False)
-    stable = jax.lax.slice_in_dim(order, k - 1, k, axis=dim)
-
-    def kernel():
-        keys = _stl.comparator_ranks(xs, dim, False)
-        need = _ties_near(xs, order, dim, k - 2, k, per_row=True)
-        return _stl.rows(lambda r: _stl.quickselect_order(r, k - 1), keys, dim, k - 1, k, stable, need)
-
-    idx = _replayed(stable, kernel, replay, lambda: _kth_needs(xs, k, dim))
+    idx = jax.lax.slice_in_dim(_sorted_idx(x, dim, False), k - 1, k, axis=dim)
     return _gather(x, idx, dim, keepdim)
-
-
-def _host_replay(input, needs, *args):
-    """The frontend's ``replay``: None under ``funcgrad.jit`` (decided in the program), else
-    whether ``needs`` holds for the input's values."""
-    v = input._value
-    return None if isinstance(v, jax.core.Tracer) else bool(needs(v, *args))
 
 
 _sort_op = defop("sort", _sort, "SortBackward0", diff_outputs=(0,))
@@ -237,9 +150,8 @@ def topk(input: Tensor = REQUIRED, k: int = REQUIRED, dim: int = -1, largest: bo
          sorted: bool = True, *args, out=None, **numpy):
     """The ``k`` largest (or smallest) elements along ``dim`` → ``(values, indices)``.
 
-    Among equal values the entries PyTorch's CPU kernel picks, in its order (``std::partial_sort``
-    or ``std::nth_element`` then ``std::sort``, replayed: ``_stl``); ``sorted=False`` keeps
-    ``nth_element``'s order where PyTorch does (``64·k > n``).
+    Ties are broken by position (the earlier element first); PyTorch's CPU kernel may pick a
+    different one among equal values.
 
     >>> import funcgrad
     >>> funcgrad.tensor([1.0, 5.0, 3.0]).topk(2)
@@ -255,9 +167,7 @@ def topk(input: Tensor = REQUIRED, k: int = REQUIRED, dim: int = -1, largest: bo
         n = input.shape[d] if input.ndim else 1
         if not 0 <= k <= n:
             raise RuntimeError("selected index k out of range")
-        replay = _host_replay(input, _topk_ties, int(k), d, largest, sorted)
-        return _out(topk_result(*apply(_topk_op, input, k=int(k), dim=d, largest=largest, sorted=sorted,
-                                       replay=replay)), out)
+        return _out(topk_result(*apply(_topk_op, input, k=int(k), dim=d, largest=largest)), out)
     except TypeError:  # (PyTorch's, where its parser refuses the call)
         refuse(topk)
         raise
@@ -270,9 +180,7 @@ def kthvalue(input: Tensor, k: int, dim: int = -1, keepdim: bool = False, *, out
     n = input.shape[d] if input.ndim else 1
     if not 1 <= k <= n:
         raise RuntimeError(f"kthvalue(): selected number k out of range for dimension {d}")
-    replay = _host_replay(input, _kth_ties, int(k), d)
-    r = apply(_kth_op, input, k=int(k), dim=d, keepdim=bool(keepdim), replay=replay)
-    return _out(kthvalue_result(*r),
+    return _out(kthvalue_result(*apply(_kth_op, input, k=int(k), dim=d, keepdim=bool(keepdim))),
                 out, check=(_kth_values, _kth_indices))
 
 
