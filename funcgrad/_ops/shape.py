@@ -12,6 +12,7 @@ from .. import _factories, _grad_mode, _strides, _tensor
 from .._host import has_subnormal, host_exact
 from .._errors import TracedValueError
 from .._tensor import Size, _is_tracer, _scatter_fn, _wrap_dim
+from . import _parser
 from ._fanin import FanInOp
 from ._registry import (OPS, REQUIRED, Tensor, apply, cast_dtype, defop, export, inplace_method, refuse,
                         rerun, write_out)
@@ -451,19 +452,45 @@ def stack(tensors=REQUIRED, dim=0, *args, out=None, **numpy) -> Tensor:
 # ================================ indexing =======================================================
 # A basic index (ints, slices, None, Ellipsis) gives a view; tensors/lists/bools give a copy.
 # The index is split into a hashable static template and the dynamic index arrays.
+# Template items: ints, slice tuples, None, Ellipsis, "T" (the next index array) and "B" (a bool: a
+# new unit axis, indexed by the next array, [0] for True, [] for False).
 def _getitem(x, *arrays, idx):
+    if any(type(i) is int or i is None or i == "B" for i in idx):
+        x, idx = _presliced(x, idx)
     return x[_build_index(idx, arrays)]
 
 
 def _setitem(x, v, *arrays, idx):
     v = jnp.asarray(v, x.dtype) if not hasattr(v, "dtype") or v.dtype != x.dtype else v
+    v = v.reshape(_strip_ones(v.shape))
+    if any(type(i) is int or i is None or i == "B" for i in idx):
+        # (an index through PyTorch's view: scatter into the positions it selects)
+        pos = _getitem(jnp.arange(x.size).reshape(x.shape), *arrays, idx=idx)
+        return x.ravel().at[pos.ravel()].set(jnp.broadcast_to(v, pos.shape).ravel()).reshape(x.shape)
     return x.at[_build_index(idx, arrays)].set(v)
+
+
+def _strip_ones(shape):
+    """A value's shape without its leading 1s, as PyTorch's setitem views it (slicePrefix1sSize)."""
+    k = 0
+    while k < len(shape) and shape[k] == 1:
+        k += 1
+    return tuple(shape[k:])
+
+
+def _presliced(x, template):
+    """PyTorch's first step (applySlicing): ints select, None and bools insert a unit axis; then
+    the tensors index what is left. So an int neither joins nor parts the tensor indices as in
+    NumPy, whose ``x[0, :, [0]]`` puts the indexed axis first (PyTorch's: last)."""
+    pre = tuple(i if type(i) is int or i is None or i is Ellipsis else None if i == "B" else slice(None)
+                for i in template)
+    return x[pre], tuple(slice(None) if i is None else i for i in template if type(i) is not int)
 
 
 def _build_index(template, arrays):
     out, it = [], iter(arrays)
     for item in template:
-        if item == "T":
+        if item == "T" or item == "B":
             out.append(next(it))
         elif type(item) is tuple:
             out.append(slice(*item))
@@ -528,7 +555,8 @@ def _basic_get_host(x, *dyn, idx):
 def _basic_set(x, v, *dyn, idx):
     # which flat elements the index selects, then one scatter (exact for every dtype)
     flat = _basic_index(jnp.arange(x.size).reshape(x.shape), dyn, idx)
-    v = jnp.broadcast_to(jnp.asarray(v, x.dtype), flat.shape)
+    v = jnp.asarray(v, x.dtype)
+    v = jnp.broadcast_to(v.reshape(_strip_ones(v.shape)), flat.shape)
     return x.ravel().at[flat.ravel()].set(v.ravel()).reshape(x.shape)
 
 
@@ -578,36 +606,52 @@ _VIEW_OPS = {n: defop("getitem_" + n, _basic_get, g, view=True, linear=True, dif
 _index = defop("index", _getitem, "IndexBackward0", diff=(0,), linear=True)
 _setitem_basic = defop("setitem", _basic_set, "CopySlices", diff=(0, 1), promote="none")
 _index_put = defop("index_put", _setitem, "IndexPutBackward0", diff=(0, 1), promote="none")
+# (an index through PyTorch's view of x, x[0, [1, 2]] = v: the base's node is CopySlices)
+_setitem_index = defop("setitem_index", _setitem, "CopySlices", diff=(0, 1), promote="none")
 
 
 def _parse_index(x, index):
-    """→ (template tuple, arrays list, is_basic, view node kind)."""
+    """→ (template tuple, arrays list, is_basic, view node kind, through_view): ``through_view``
+    says PyTorch indexes a view of ``x`` (an int, None, bool or a slice not whole), not ``x`` itself."""
     if not isinstance(index, tuple):
         index = (index,)
     shape = x.shape
-    n_real = sum(1 for i in index if i is not None and i is not Ellipsis and not isinstance(i, bool)
-                 and not (isinstance(i, Tensor) and i.dtype.name == "bool"))
-    n_real += sum(i.ndim - 1 for i in index if isinstance(i, Tensor) and i.dtype.name == "bool")
+    # the dims an index takes (PyTorch's count_specified_dimensions): a mask its own, a bool none
+    n_real = sum(i.ndim if isinstance(i, Tensor) and i.dtype.name == "bool" else
+                 0 if i is None or i is Ellipsis or isinstance(i, bool) else 1 for i in index)
     if n_real > len(shape):
         raise IndexError(f"too many indices for tensor of dimension {len(shape)}")
-    template, arrays, basic, kind, dim = [], [], True, "alias", 0
-    for item in index:
+    template, arrays, basic, kind, dim, view = [], [], True, "alias", 0, False
+    sliced, masks = [], []  # the shape PyTorch indexes (after its ints, slices, None), masks to check there
+    for real_dim, item in enumerate(index):
         if item is Ellipsis:
             template.append(Ellipsis)
+            sliced += shape[dim:len(shape) - (n_real - dim)]
             dim = len(shape) - (n_real - dim)
             continue
         if item is None:
             template.append(None)
-            kind = "unsqueeze_idx"
+            sliced.append(1)
+            kind, view = "unsqueeze_idx", True
             continue
-        if isinstance(item, bool):
-            item = Tensor._wrap(jnp.asarray(item))
+        if isinstance(item, bool) or isinstance(item, Tensor) and not item.ndim and item.dtype.name == "bool":
+            # a new unit axis there, indexed by [0] (True) or [] (False): an advanced index
+            if isinstance(item, Tensor):
+                if _is_tracer(item._value):
+                    raise TracedValueError("boolean mask indexing")
+                item = bool(item._value)
+            template.append("B")
+            arrays.append(jnp.zeros(int(item), jnp.int64))
+            sliced.append(1)
+            basic, view = False, True
+            continue
         if isinstance(item, (int, np.integer)):
             size = shape[dim]
             if not -size <= item < size:
-                raise IndexError(f"index {int(item)} is out of bounds for dimension {dim} with size {size}")
+                raise IndexError(f"index {int(item)} is out of bounds for dimension {real_dim} with size "
+                                 f"{size}")
             template.append(int(item) % size)
-            kind, dim = "select", dim + 1
+            kind, dim, view = "select", dim + 1, True
         elif isinstance(item, slice):
             start, stop, step = (None if v is None else int(v) for v in (item.start, item.stop, item.step))
             if step is not None and step <= 0:
@@ -615,6 +659,9 @@ def _parse_index(x, index):
             template.append((start, stop, step))
             if (start, stop, step) != (None, None, None) or kind == "alias":
                 kind = "slice"
+            whole = slice(start, stop, step).indices(shape[dim])
+            view = view or whole != (0, shape[dim], 1)
+            sliced.append(len(range(*whole)))
             dim += 1
         else:
             if isinstance(item, (list, tuple, range, np.ndarray)):  # range: x[range(n), target]
@@ -632,27 +679,41 @@ def _parse_index(x, index):
                 # a mask selects a data-dependent number of elements: make integer indices now
                 if _is_tracer(v):
                     raise TracedValueError("boolean mask indexing")
-                if tuple(v.shape) != tuple(shape[dim:dim + v.ndim]):
-                    raise IndexError(f"The shape of the mask {list(v.shape)} at index {dim} does not "
-                                     f"match the shape of the indexed tensor {list(shape)} at index {dim}")
+                masks.append((v.shape, len(sliced)))
+                sliced += shape[dim:dim + v.ndim]
                 for nz in np.nonzero(np.asarray(v)):
                     template.append("T")
                     arrays.append(jnp.asarray(nz))
-                dim += max(v.ndim, 1) if v.ndim else 0
-                if v.ndim == 0:
-                    template.pop()
-                    arrays.pop()
-                    template.append(None)
-                    template.append("T")
-                    arrays.append(jnp.asarray(np.nonzero(np.asarray(v).reshape(1))[0]))
+                dim += v.ndim
                 continue
             if not jnp.issubdtype(v.dtype, jnp.integer):
                 raise IndexError("tensors used as indices must be long, int, byte or bool tensors")
-            _check_index_bounds(v, shape[dim], template.count("T"))
+            _check_index_bounds(v, shape[dim], template.count("T") + template.count("B"))
             template.append("T")
             arrays.append(v)
+            sliced.append(shape[dim])
             dim += 1
-    return tuple(template), arrays, basic, kind
+    if masks or len(arrays) > 1:
+        _check_masks_and_broadcast(masks, sliced + list(shape[dim:]), arrays)
+    return tuple(template), arrays, basic, kind, view
+
+
+def _check_masks_and_broadcast(masks, sliced, arrays) -> None:
+    """PyTorch's errors for a mask whose shape is not that of the axes it indexes (in the tensor
+    its ints, slices and None left), and for index tensors that do not broadcast together."""
+    for mask, at in masks:
+        for j, m in enumerate(mask):
+            if at + j >= len(sliced) or m != sliced[at + j]:
+                raise IndexError(f"The shape of the mask {list(mask)} at index {j} does not match the shape "
+                                 f"of the indexed tensor {list(sliced)} at index {at + j}")
+    shapes = [tuple(a.shape) for a in arrays]
+    if all(s == shapes[0] for s in shapes):
+        return
+    try:
+        np.broadcast_shapes(*shapes)
+    except ValueError:
+        raise IndexError("shape mismatch: indexing tensors could not be broadcast together with shapes "
+                         + ", ".join(str(list(s)) for s in shapes)) from None
 
 
 def _check_index_bounds(v, size, nr) -> None:
@@ -667,7 +728,7 @@ def _check_index_bounds(v, size, nr) -> None:
 
 
 def _getitem_fn(self, index) -> Tensor:
-    template, arrays, basic, kind = _parse_index(self, index)
+    template, arrays, basic, kind, _ = _parse_index(self, index)
     if basic:
         template, dyn = _to_basic(template, self.shape)
         return apply(_VIEW_OPS[kind], self, *dyn, idx=template)
@@ -675,11 +736,51 @@ def _getitem_fn(self, index) -> Tensor:
 
 
 def _setitem_method(self, index, value) -> None:
-    template, arrays, basic, _ = _parse_index(self, index)
+    # (np.float64 is a float; a jax.Array, which PyTorch never sees, is taken as a Tensor)
+    if not isinstance(value, (Tensor, int, float, complex, np.integer, jax.Array)):
+        raise TypeError(f"can't assign a {_parser.type_name(value)} to a {self.type()}")
+    if index is False:  # PyTorch's setitem does nothing for a lone False (it checks no shape)
+        return
+    # a lone True is x.unsqueeze(0)'s copy (PyTorch: CopySlices); inside a tuple, an index
+    template, arrays, basic, _, view = _parse_index(self, None if index is True else index)
+    if view and _grad_mode._state.enabled and self.requires_grad and self.grad_fn is None \
+            and self._viewinfo is None:
+        raise RuntimeError("a view of a leaf Variable that requires grad is being used in an in-place "
+                           "operation.")
     if basic:
         template, arrays = _to_basic(template, self.shape)
-    op = _setitem_basic if basic else _index_put
-    self._inplace(lambda s: apply(op, s, value, *arrays, idx=template))
+    op = _setitem_basic if basic else _setitem_index if view else _index_put
+    try:
+        self._inplace(lambda s: apply(op, s, value, *arrays, idx=template))
+    except (ValueError, RuntimeError, TypeError):
+        _check_value_shape(self, None if index is True else index, value, basic)
+        raise
+
+
+def _check_value_shape(x, index, value, basic) -> None:
+    """PyTorch's error for a value that does not broadcast to what ``x[index]`` selects (its shape's
+    leading 1s dropped first): expand's (a basic index: a copy into a view) or index_put's."""
+    if not isinstance(value, Tensor):
+        return
+    with _grad_mode.no_grad():
+        want = tuple(_getitem_fn(x, index).shape)
+    have = _strip_ones(tuple(value.shape))
+    if not basic:
+        tail = want[len(want) - len(have):] if len(have) <= len(want) else None
+        if tail is None or any(h not in (1, w) for h, w in zip(have, tail, strict=True)):
+            raise RuntimeError(f"shape mismatch: value tensor of shape {list(have)} cannot be broadcast to "
+                               f"indexing result of shape {list(want)}")
+        return
+    if len(have) > len(want):
+        raise RuntimeError(f"expand({value.type()}{{{list(have)}}}, size={list(want)}): the number of "
+                           f"sizes provided ({len(want)}) must be greater or equal to the number of "
+                           f"dimensions in the tensor ({len(have)})")
+    for i in range(len(want) - 1, -1, -1):
+        j = i - (len(want) - len(have))
+        if j >= 0 and have[j] not in (1, want[i]):
+            raise RuntimeError(f"The expanded size of the tensor ({want[i]}) must match the existing size "
+                               f"({have[j]}) at non-singleton dimension {i}.  Target sizes: {list(want)}.  "
+                               f"Tensor sizes: {list(have)}")
 
 
 export("__getitem__", function=False)(_getitem_fn)

@@ -99,6 +99,8 @@ SPECS = [
          grad_fn="CopySlices"),
     Spec("index_put", lambda x, v: _setitem(x, [0, 2], v), lambda x, v: x.at[np.array([0, 2])].set(v), [S, (4,)],
          grad_fn="IndexPutBackward0"),
+    Spec("setitem_index", lambda x, v: _setitem(x, (0, [1, 3]), v), lambda x, v: x.at[0, np.array([1, 3])].set(v),
+         [S, (2,)], grad_fn="CopySlices"),
     Spec("mm", lambda x, y: x @ y, jnp.matmul, [S, (4, 2)], grad_fn="MmBackward0"),
     Spec("dot", lambda x, y: x @ y, jnp.dot, [(4,), (4,)], grad_fn="DotBackward0"),
     Spec("mv", lambda x, y: x @ y, jnp.matmul, [S, (4,)], grad_fn="MvBackward0"),
