@@ -132,17 +132,13 @@ from ._ops.shape_more import (atleast_1d as atleast_1d, atleast_2d as atleast_2d
                               split_with_sizes as split_with_sizes, tensor_split as tensor_split,
                               tile as tile, unbind as unbind, vsplit as vsplit, vstack as vstack)
 
-ger = outer
-row_stack = vstack
-
-clip = clamp
-# (cat's and movedim's aliases as the op table exports them: each names itself in PyTorch's messages)
+# the aliases as the op table exports them: each names itself in PyTorch's and Python's messages
 from ._ops import FUNCTIONS as _FUNCTIONS  # noqa: E402
+ger, row_stack, clip = _FUNCTIONS["ger"], _FUNCTIONS["row_stack"], _FUNCTIONS["clip"]
 concat, concatenate, moveaxis = _FUNCTIONS["concat"], _FUNCTIONS["concatenate"], _FUNCTIONS["moveaxis"]
-divide = true_divide = div
-multiply = mul
-subtract = sub
-swapaxes = swapdims = transpose
+divide, true_divide = _FUNCTIONS["divide"], _FUNCTIONS["true_divide"]
+multiply, subtract = _FUNCTIONS["multiply"], _FUNCTIONS["subtract"]
+swapaxes, swapdims = _FUNCTIONS["swapaxes"], _FUNCTIONS["swapdims"]
 
 float = float32  # noqa: A001  (torch.float)
 double = float64
@@ -297,7 +293,7 @@ _setup_compile_cache()
 from . import random as random  # noqa: E402  (torch.random: fork_rng, seeds, RNG state)
 
 # ---- more top-level tensor functions real scripts use (funcgrad/_ops/more2.py) -------------------
-from ._ops.math import atan2 as arctan2  # noqa: E402
+arctan2 = _FUNCTIONS["arctan2"]  # (export's copy, naming itself)
 from ._ops.more2 import (adjoint as adjoint, bitwise_left_shift as bitwise_left_shift,  # noqa: E402
                          bitwise_right_shift as bitwise_right_shift, block_diag as block_diag,
                          can_cast as can_cast, cartesian_prod as cartesian_prod, combinations as combinations,

@@ -1,4 +1,4 @@
-"""Indexing with a scalar bool.
+"""Indexing with a scalar bool, and argument errors PyTorch words otherwise.
 
 ``x[True]``/``x[False]``/``x[tensor(True)]``, alone or beside ints, slices, None, Ellipsis and other
 tensor indices: PyTorch inserts a unit axis there and indexes it with ``[0]`` (True) or ``[]``
@@ -9,6 +9,10 @@ raises the view's message and names its node CopySlices; a value's leading 1s ar
 that does not broadcast raises expand's or index_put's message, one of another type a TypeError.
 Rows read the result (shape, dtype, node, values), its gradient, and the tensors a setitem wrote
 (a view's base too).
+
+Then the errors: ``flip``'s dims, the aliases of the op table naming themselves (``divide``, not
+``div``), a single Tensor where ``cat``/``stack``/... take a sequence, ``div``'s rounding_mode, and
+``tensordot``'s dtype check, each leaving its inputs as they were (in-place forms too).
 
 Each row is one expression; its outcome is recorded from PyTorch 2.13 in
 ``tests/fixtures/parity_gaps/outcomes.json`` by ``tests/fixtures/parity_gaps/make_fixtures.py``
@@ -49,6 +53,40 @@ ROWS = ([f"x[{i}]" for i in INDEX] + [f"g[{i}]" for i in INDEX[:24]] + [f"G(lamb
            ["torch.ones(2, 3, 4)", "torch.ones(5, 4)", "torch.ones(3, 5)", "torch.ones(1, 1, 1, 3, 4)", "torch.ones(7)",
             "np.float32(1)", "np.float64(2)", "np.int64(3)", "[1, 2, 3, 4]", "None"]])
 
+# the errors (a float 2x3, i its int64 twin)
+FLIP = ["a.flip(1.0)", "torch.flip(a, 1.0)", "a.flip((1.0,))", "a.flip(dims=1.0)", "torch.flip(a, dims=1.0)",
+        "a.flip([0, 1.0])", "a.flip(0, 1.0)", "a.flip(True)", "a.flip(None)", "a.flip('a')", "torch.flip(a, (1.0,))",
+        "a.flip()", "torch.flip(a)", "torch.flip(a, 0, 1)", "torch.flip(a, 1)", "torch.flip(input=a, dims=1)",
+        "a.flip(torch.tensor(1))", "a.flip(axis=1)", "torch.flip(a, dims=[0], out=None)", "torch.flip(a, [0, 0])",
+        "a.flip(1)", "a.flip(-1)", "a.flip(0, 1)", "a.flip(dims=(1,))", "torch.flip(a, [1])", "a.flip(np.int64(1))",
+        "a.flip([np.int64(1)])", "torch.flip(a, [torch.tensor(1)])", "torch.fliplr(a)", "torch.flipud(a)"]
+# (the aliases name themselves; div/mul/sub's own forms beside them: their one-operand errors)
+ARITH = [f.format(n=n) for n in ["divide", "true_divide", "multiply", "subtract", "floor_divide", "div", "mul", "sub"]
+         for f in ["torch.{n}(a, 'a')", "a.{n}('a')", "a.{n}_('a')", "torch.{n}(a, 2)", "a.{n}_(2)",
+                   "a.{n}(np.float64(2))"]]
+ARITH += [f.format(n=n) for n in ["divide", "true_divide", "multiply", "subtract", "floor_divide"]
+          for f in ["torch.{n}('a')", "torch.{n}(a, a, 'a')", "a.{n}(a, 'a')"]]
+ARITH += ["torch.true_divide(a, a, rounding_mode='floor')", "torch.divide(a, 2, rounding_mode='floor')",
+          "a.divide_(2, rounding_mode='trunc')", "torch.subtract(a, a, alpha=2)", "a.subtract_(a, alpha='a')",
+          "torch.div(a, a, rounding_mode='bad')", "a.div_(a, rounding_mode='bad')", "a.divide(2, rounding_mode='bad')",
+          "torch.div(a, 2, rounding_mode='Floor')", "a.div_(2, rounding_mode='bad')", "a.divide_(a, rounding_mode='bad')",
+          "torch.divide(a, a, rounding_mode='bad')", "i.floor_divide_(2)"]
+ALIASES = [f.format(n=n) for n in ["absolute", "arccos", "arccosh", "arcsin", "arcsinh", "arctan", "arctanh", "negative",
+                                   "fix"] for f in ["torch.{n}(a, 'a')", "torch.{n}(a, a, 'a')"]]
+ALIASES += ["torch.arctan2(a, 'a')", "torch.arctan2('a')", "torch.swapaxes(a, 1.5, 'a', 'b')", "torch.ger(a, a, 'a')",
+            "torch.row_stack(a, 1)", "torch.swapdims(a, 1.5, 'a', 'b')"]
+SEQUENCE = ["torch.concat(a)", "torch.cat(a)", "torch.concatenate(a)", "torch.stack(a)", "torch.hstack(a)",
+            "torch.vstack(a)", "torch.dstack(a)", "torch.column_stack(a)", "torch.row_stack(a)", "torch.cat(a, 1)",
+            "torch.cat(a, dim=0)", "torch.stack(a, 1)", "torch.cat(tensors=a)", "torch.hstack(tensors=a)",
+            "torch.vstack(tensors=a)", "torch.hstack((a, a))", "torch.row_stack([a])", "torch.concat((a, a), 1)",
+            "torch.column_stack([a, a])"]
+TENSORDOT = ["torch.tensordot(a, i.T, 1)", "torch.tensordot(a, i, 0)", "torch.tensordot(a, i.T, ([1], [0]))",
+             "torch.tensordot(i, a.T, dims=1)", "torch.tensordot(a, a.double().T, 1)", "torch.tensordot(a, i.int(), 2)",
+             "torch.tensordot(a, a.T, 1)", "torch.tensordot(i, i.T, 1)", "torch.tensordot(a, i.T, -1)",
+             "torch.tensordot(a, i.T, ([1], [0, 1]))", "torch.tensordot(a, a, 1)", "torch.tensordot(a, a, 2)",
+             "torch.tensordot(a, a, ([0, 1], [1, 0]))", "torch.tensordot(a, i.T, ([0, 1], [1, 0]))",
+             "torch.tensordot(a, a.T, 3)", "torch.tensordot(a, a, ([5], [0]))"]
+ROWS += FLIP + ARITH + ALIASES + SEQUENCE + TENSORDOT
 
 
 def _env(L):

@@ -105,10 +105,22 @@ SCHEMAS.update({
     "topk": ("Tensor input, int k, int dim=-1, bool largest=True, bool sorted=True, *, Tensor[] out=None",),
     **{n: ("Tensor[] tensors, int dim=0, *, Tensor out=None",)
        for n in ("cat", "concat", "concatenate", "stack")},
+    **{n: ("Tensor[] tensors, *, Tensor out=None",) for n in ("hstack", "vstack", "row_stack", "dstack",
+                                                               "column_stack")},
+    "flip": ("Tensor input, int[] dims",),
     # (no axis= for movedim: its dims are named otherwise; the parser's error for it)
     **{n: ("Tensor input, int source, int destination", "Tensor input, int[] source, int[] destination")
        for n in ("movedim", "moveaxis")},
 })
+# the arithmetic aliases (their first names' errors are _registry._take_operands'); in-place alike
+_BINARY = ("Tensor input, Tensor other, *, Tensor out=None", "Tensor input, Scalar other")
+_ROUNDING = ("Tensor input, Tensor other, *, str? rounding_mode, Tensor out=None",
+             "Tensor input, Scalar other, *, str? rounding_mode")
+for _n, _s in [("divide", (_BINARY[0], _ROUNDING[0], _BINARY[1], _ROUNDING[1])),
+               ("true_divide", _BINARY), ("multiply", _BINARY), ("floor_divide", _BINARY),
+               ("subtract", ("Tensor input, Tensor other, *, Scalar alpha=1, Tensor out=None",
+                             "Tensor input, Scalar other, Scalar alpha=1"))]:
+    SCHEMAS[_n] = SCHEMAS[_n + "_"] = _s
 # the comparisons (and their aliases) and the bitwise ops: a Tensor or a Number other
 for _n in ("eq", "ne", "not_equal", "lt", "less", "le", "less_equal", "gt", "greater", "ge", "greater_equal"):
     SCHEMAS[_n] = ("Tensor input, Tensor other, *, Tensor out=None",
@@ -406,6 +418,8 @@ def checked(f, name: str, method: bool):
     taken = {n for s in signatures(name, False) for p in s.params
              for n in (p.name, *_NUMPY_NAMES.get(p.name, ()))}
     routed = frozenset(taken - set(names) | ({"out"} if method else set()))
+    # ... and f's own keywords no overload takes (true_divide is div, whose rounding_mode it has not)
+    routed |= frozenset(names[1:]) - taken
     # the keywords every overload taking them takes with fewer positional arguments than f (sort's stable=,
     # keyword-only with its dim): how many (self counted), for a call giving more to be parsed
     most = {}

@@ -335,7 +335,9 @@ def export(*names: str, method: bool = True, function: bool = True, tensors: tup
     ``tensors``: parameters that must be Tensors (PyTorch's ``Tensor other`` in the schema: a
     Python number there is its argument parser's TypeError, not a scalar overload).
     ``operands``: parameters taking a Tensor or a number (``_take_operands``), under the first
-    name only (PyTorch's aliases raise its several-overloads error instead).
+    name only (PyTorch's aliases raise its several-overloads error instead: their overloads are
+    declared in ``_parser.SCHEMAS``). Every name gets a copy whose code names it, so Python's own
+    errors (``absolute() takes 1 positional argument...``) name the alias called, not ``abs``.
     """
     def deco(f):
         sig = inspect.signature(f)
@@ -348,13 +350,15 @@ def export(*names: str, method: bool = True, function: bool = True, tensors: tup
         # PyTorch's parser checks an op's arguments (keepdim a bool, NumPy's names): the ops of
         # _parser.SCHEMAS get its checks, but for a frontend taking NumPy's names itself (sum, mean)
         own = any(p.kind == p.VAR_KEYWORD for p in params.values())
-        parsed = names[0] in _parser.SCHEMAS and not own
-        if "keepdim" in params and not own and not parsed and names[0] not in _PYTHON_LEVEL:
+        if "keepdim" in params and not own and names[0] not in _parser.SCHEMAS \
+                and names[0] not in _PYTHON_LEVEL:
             raise ValueError(f"{names[0]} takes keepdim: declare its PyTorch overloads in _parser.SCHEMAS")
         first = None
         for n in names:
-            ff = _parser.checked(f, n, False) if parsed else f
-            mf = _parser.checked(f, n, True) if parsed else f
+            parsed = n in _parser.SCHEMAS and not own
+            fn = f if own or n in _PYTHON_LEVEL or f.__code__.co_name == n else _renamed(f, n)
+            ff = _parser.checked(fn, n, False) if parsed else fn
+            mf = _parser.checked(fn, n, True) if parsed else fn
             if own and n in _parser.SCHEMAS:  # frameless (see _parser.rerun): copies naming the op
                 ff = f if f.__code__.co_name == n else method_copy(f, n)
                 mf = method_copy(ff)
@@ -392,7 +396,22 @@ def inplace_method(name: str, fn, *, tensors: tuple = (), c_type_cast: bool = Fa
     if operands:  # (likewise: see _take_operands)
         m.__wrapped__ = fn
         m = _take_operands(m, name, operands, True)
+    elif name in _parser.SCHEMAS:  # (an alias's: PyTorch's parser error for a call it refuses)
+        m = _reparsed(m, name)
     METHODS[name] = m
+
+
+def _reparsed(m, name: str):
+    """In-place method ``m`` raising PyTorch's parser error, naming ``name``, for a call that raised
+    a TypeError its parser refuses too (nothing is written by then)."""
+    @functools.wraps(m)
+    def g(self, *args, **kwargs):
+        try:
+            return m(self, *args, **kwargs)
+        except TypeError:
+            _parser.parse(name, True, args, kwargs)
+            raise
+    return g
 
 
 def install() -> None:

@@ -395,6 +395,8 @@ def tensordot(a, b, dims=2, out=None) -> Tensor:
     if isinstance(dims, int):
         if dims < 0:
             raise RuntimeError(f"tensordot expects dims >= 0, but got dims={dims}")
+        if isinstance(a, Tensor) and isinstance(b, Tensor) and dims > min(a.ndim, b.ndim):
+            raise RuntimeError(f"tensordot expects dims < ndim_a or ndim_b, but got dims={dims}")
         axes = dims
     else:
         da, db = dims
@@ -403,6 +405,16 @@ def tensordot(a, b, dims=2, out=None) -> Tensor:
         if len(da) != len(db):
             raise RuntimeError("both dimension lists should have same length")
         axes = (tuple(d % max(a.ndim, 1) for d in da), tuple(d % max(b.ndim, 1) for d in db))
+    if isinstance(a, Tensor) and isinstance(b, Tensor):
+        if a.dtype is not b.dtype:  # (no promotion)
+            raise RuntimeError("both inputs should have same dtype")
+        # (the dims as PyTorch's tensordot names them: an int n is a's last n, b's first n)
+        named = (range(-axes, 0), range(axes)) if isinstance(axes, int) else (da, db)
+        for d1, d2 in zip(*named, strict=True):
+            s1, s2 = a.shape[_wrap_dim(d1, a.ndim)], b.shape[_wrap_dim(d2, b.ndim)]
+            if s1 != s2 and 1 not in (s1, s2):
+                raise RuntimeError(f"contracted dimensions need to match, but first has size {s1} in dim "
+                                   f"{d1} and second has size {s2} in dim {d2}")
     return _out(apply(_tensordot, a, b, axes=axes), out, refuse_grad=False, check=_tensordot_out)
 
 

@@ -15,7 +15,7 @@ import jax.scipy.special as jsp
 
 from .._factories import tensor
 from .._tensor import _scalar_type_name
-from ._registry import Tensor, any_dtype, apply, defop, export, inplace_method
+from ._registry import FUNCTIONS, Tensor, any_dtype, apply, defop, export, inplace_method
 from ._registry import write_out as _out
 from .pointwise import _clamp_max_s, _clamp_min_s, _make_unary, int_division, scalar_bounds_dtype
 
@@ -192,9 +192,9 @@ for _name, _fn, _grad, _promote, _aliases in _UNARY:
         inplace_method(_n + "_", _f)
     globals()[_name] = _f
 
-fix = globals()["trunc"]
-arcsin, arccos, arctan = globals()["asin"], globals()["acos"], globals()["atan"]
-arcsinh, arccosh, arctanh = globals()["asinh"], globals()["acosh"], globals()["atanh"]
+# (export's copies: each names itself in Python's errors)
+fix, arcsin, arccos, arctan, arcsinh, arccosh, arctanh = (FUNCTIONS[n] for n in (
+    "fix", "arcsin", "arccos", "arctan", "arcsinh", "arccosh", "arctanh"))
 
 
 def _round_dec(x, *, decimals):

@@ -366,8 +366,8 @@ def div(input, other, *, rounding_mode=None, out=None) -> Tensor:
     elif rounding_mode == "trunc":
         r = apply(_div_trunc, input, other)
     else:
-        raise ValueError(f"div expected rounding_mode to be one of None, 'trunc', or 'floor' but "
-                         f"found '{rounding_mode}'")
+        raise RuntimeError(f"div expected rounding_mode to be one of None, 'trunc', or 'floor' but "
+                           f"found '{rounding_mode}'")
     return _out(r, out)
 
 

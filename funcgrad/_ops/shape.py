@@ -406,6 +406,8 @@ def cat(tensors=REQUIRED, dim=0, *args, out=None, **numpy) -> Tensor:
     if args or numpy:
         return rerun(cat)
     try:
+        if isinstance(tensors, Tensor):  # (a sequence of Tensors only: PyTorch's parser's TypeError)
+            raise TypeError
         ts = list(tensors)
         for i, t in enumerate(ts):
             if t.ndim == 0:
@@ -436,6 +438,8 @@ def stack(tensors=REQUIRED, dim=0, *args, out=None, **numpy) -> Tensor:
     if args or numpy:
         return rerun(stack)
     try:
+        if isinstance(tensors, Tensor):
+            raise TypeError
         ts = list(tensors)
         if not ts:
             raise RuntimeError("stack expects a non-empty TensorList")

@@ -8,6 +8,8 @@ Ops PyTorch returns as views (split, chunk, unbind, narrow, select, unfold…) a
 from __future__ import annotations
 
 import math
+import operator
+import sys
 import warnings
 
 import jax
@@ -272,13 +274,22 @@ def roll(input, shifts, dims=None) -> Tensor:
 
 
 @export("flip")
-def flip(input, *dims) -> Tensor:
-    """Reverse the order of elements along ``dims`` (a copy, ``FlipBackward0``)."""
-    dims = _shape_arg(dims)
+def flip(input=REQUIRED, dims=REQUIRED, *args, **numpy) -> Tensor:
+    """Reverse the order of elements along ``dims`` (a copy, ``FlipBackward0``). (Frameless: see
+    ``_parser.rerun``; ``dims`` is PyTorch's ``int[]``, which its method also takes as ints.)"""
+    if args or numpy:  # (x.flip(0, 1), NumPy's names: as PyTorch's parser reads the call)
+        return rerun(flip)
+    if type(dims) is int and sys._getframe().f_code.co_qualname == "Tensor.flip":
+        dims = (dims,)  # (x.flip(0): the method's one int, without reading the call back)
+    elif type(dims) is not tuple and type(dims) is not list or not all(type(d) is int for d in dims):
+        # one int (the method's: the function refuses it), a float, a bool, an int list's other
+        # elements...: PyTorch's parser decides, its TypeError where it refuses
+        refuse(flip)
+        dims = tuple(operator.index(d) for d in (dims if isinstance(dims, (tuple, list)) else (dims,)))
     wrapped = tuple(_wrap_dim(d, input.ndim) for d in dims)
-    if len(set(wrapped)) != len(wrapped):
-        raise RuntimeError(f"dims has duplicates, original flip dims size={len(dims)}, but unique flip "
-                           f"dims size={len(set(wrapped))}")
+    for i, d in enumerate(wrapped):
+        if d in wrapped[:i]:
+            raise RuntimeError(f"dim {d} appears multiple times in the list of dims")
     return apply(_flip, input, dims=wrapped)
 
 
@@ -286,14 +297,14 @@ def flip(input, *dims) -> Tensor:
 def fliplr(input) -> Tensor:
     if input.ndim < 2:
         raise RuntimeError("Input must be >= 2-d.")
-    return flip(input, 1)
+    return flip(input, (1,))
 
 
 @export("flipud")
 def flipud(input) -> Tensor:
     if input.ndim < 1:
         raise RuntimeError("Input must be >= 1-d.")
-    return flip(input, 0)
+    return flip(input, (0,))
 
 
 @export("rot90")
@@ -419,9 +430,18 @@ atleast_2d = export("atleast_2d", method=False)(_atleast(2))
 atleast_3d = export("atleast_3d", method=False)(_atleast(3))
 
 
+def _sequence(tensors) -> None:
+    """A Tensor where PyTorch takes a sequence of them: a TypeError, which the parser's wrapper
+    (``_parser.SCHEMAS``) words as PyTorch (``hstack(): argument 'tensors' (position 1) must be
+    tuple of Tensors, not Tensor``)."""
+    if isinstance(tensors, Tensor):
+        raise TypeError
+
+
 @export("hstack", method=False)
 def hstack(tensors, *, out=None) -> Tensor:
     """Concatenate along dim 1 (dim 0 for 1-D tensors)."""
+    _sequence(tensors)
     ts = [atleast_1d(t) for t in tensors]
     return cat(ts, 0 if ts and ts[0].ndim == 1 else 1, out=out)
 
@@ -429,18 +449,21 @@ def hstack(tensors, *, out=None) -> Tensor:
 @export("vstack", "row_stack", method=False)
 def vstack(tensors, *, out=None) -> Tensor:
     """Concatenate along dim 0 after making every tensor at least 2-D."""
+    _sequence(tensors)
     return cat([atleast_2d(t) for t in tensors], 0, out=out)
 
 
 @export("dstack", method=False)
 def dstack(tensors, *, out=None) -> Tensor:
     """Concatenate along dim 2 after making every tensor at least 3-D."""
+    _sequence(tensors)
     return cat([atleast_3d(t) for t in tensors], 2, out=out)
 
 
 @export("column_stack", method=False)
 def column_stack(tensors, *, out=None) -> Tensor:
     """Stack 0-D/1-D tensors as columns (2-D tensors are concatenated along dim 1)."""
+    _sequence(tensors)
     ts = [reshape(t, (t.numel(), 1)) if t.ndim <= 1 else t for t in tensors]
     return cat(ts, 1, out=out)
 
