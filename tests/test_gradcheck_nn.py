@@ -422,6 +422,10 @@ def test_every_layer_has_a_case():
             "Parameter", "Buffer", "DataParallel", "RNNBase", "RNNCellBase",
             "TransformerEncoder", "TransformerDecoder", "Transformer",  # stacks of the layers checked here
             "LazyLinear",  # becomes a Linear on its first call (checked as Linear)
+            # (and the lazy conv/norm layers: each becomes the layer checked here on its first call)
+            "LazyConv1d", "LazyConv2d", "LazyConv3d", "LazyConvTranspose1d", "LazyConvTranspose2d",
+            "LazyConvTranspose3d", "LazyBatchNorm1d", "LazyBatchNorm2d", "LazyBatchNorm3d",
+            "LazyInstanceNorm1d", "LazyInstanceNorm2d", "LazyInstanceNorm3d",
             "CTCLoss",  # PyTorch's gradient is not the derivative (tests/test_ops_more2.py compares it)
             "AlphaDropout", "Dropout1d", "Dropout2d", "Dropout3d",  # random masks
             "ZeroPad1d", "ZeroPad3d", "ConstantPad2d", "ConstantPad3d", "ReflectionPad3d",

@@ -62,6 +62,11 @@ def _three(f):
 
 # op key -> (call(lib, *tensors), inputs)
 ROWS = {
+    # as_strided: an overlapping view (its gradient accumulates), in place, and the scatter
+    "as_strided_view": (lambda L, x: L.as_strided(x, (3, 3), (1, 1)), [[0.5, -1.0, 2.0, 3.0, -0.25, 1.5]]),
+    "as_strided_inplace": (lambda L, x: (x * 1).as_strided_((3, 2), (1, 2)), [[0.5, -1.0, 2.0, 3.0, -0.25, 1.5]]),
+    "as_strided_scatter": (lambda L, x, s: L.as_strided_scatter(x, s, (2, 2), (1, 2), 1),
+                           [[0.5, -1.0, 2.0, 3.0, -0.25, 1.5], [[1.0, -2.0], [0.75, 4.0]]]),
     "hypot": _two(lambda L, x, y: L.hypot(x, y)),
     "div": _two(lambda L, x, y: x / y),
     "remainder": _two(lambda L, x, y: x % y),
@@ -157,7 +162,7 @@ def test_every_stated_derivative_has_a_row():
 # rows whose call is not elementwise (reductions, scans, linear algebra, pooling, random); every
 # other row's inputs are tiled to a multiple of VEC elements, so PyTorch's vectorized loop computes
 # every element on any CPU (its scalar loop over a short tail differs at nan and -0.0: tests/opinfo)
-NOT_ELEMENTWISE = {"max", "min", "amax", "amin", "cumprod", "logcumsumexp", "aminmax", "scatter",
+NOT_ELEMENTWISE = {"as_strided_view", "as_strided_inplace", "as_strided_scatter", "max", "min", "amax", "amin", "cumprod", "logcumsumexp", "aminmax", "scatter",
                    "scatter_add", "eigh", "eigvalsh", "pinv", "prod", "prod_dim", "cholesky",
                    "cholesky_legacy", "poisson", "max_pool2d", "max_pool3d"}
 

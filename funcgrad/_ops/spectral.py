@@ -203,8 +203,8 @@ def istft(
     >>> x = funcgrad.arange(8.0)
     >>> w = funcgrad.hann_window(4)
     >>> s = funcgrad.stft(x, 4, 1, window=w, return_complex=True)
-    >>> funcgrad.istft(s, 4, 1, window=w, length=8)
-    tensor([0.0000, 1.0000, 2.0000, 3.0000, 4.0000, 5.0000, 6.0000, 7.0000])
+    >>> funcgrad.istft(s, 4, 1, window=w, length=8).round(decimals=4)  # (x, up to rounding)
+    tensor([0., 1., 2., 3., 4., 5., 6., 7.])
     """
     if window is None and warn_once(_NO_WINDOW_I):
         warn_at_user(
