@@ -147,6 +147,9 @@ ROWS = {
     # a negative abs (PyTorch's d/d(abs) is sgn(result)), abs 0, and z == 0 for angle's complex branch
     "polar": (lambda L, r, t: L.view_as_real(L.polar(r, t)),
               [[-1.5, 0.0, 2.0, 0.5, -0.0, 3.0], [0.3, 1.0, -2.0, 0.0, 1.5, -0.7]]),
+    # sgn of a complex z: PyTorch's sgn_backward (jax's derivative of jnp.sign is 0), at z == 0 too
+    "sgn": (lambda L, x, y: L.view_as_real(L.sgn(L.complex(x, y))),
+            [[0.0, 1.0, -2.0, 0.0, -0.5, 3.0], [0.0, -2.0, 0.0, 3.0, -0.5, 1e-300]]),
     "angle_complex": (lambda L, x, y: L.angle(L.complex(x, y)), [[0.0, 1.0, -2.0, 0.0, -0.5], [0.0, -2.0, 0.0, 3.0, -0.5]]),
 }
 # second derivatives not compared: PyTorch does not implement them (hardsigmoid, heaviside)
