@@ -29,8 +29,10 @@ import sys
 
 import numpy as np
 
-from .. import _dtype
+from .. import _device, _dtype, _strides
+from .._random import Generator
 from .._tensor import Tensor
+from ._method_schemas import METHOD_SCHEMAS, NOARGS, NUMBERS_AS_TENSORS
 
 _UNSET = object()  # (a parameter the call did not give)
 
@@ -130,7 +132,10 @@ for _n in ("bitwise_and", "bitwise_or", "bitwise_xor"):  # (the Number self over
                    "Tensor input, Scalar other, *, Tensor out=None")
 
 _TYPE_NAMES = {"Tensor": "Tensor", "bool": "bool", "int": "int", "int[]": "tuple of ints", "float": "float",
-               "Scalar": "Number", "dtype": "funcgrad.dtype", "str": "str", "Tensor[]": "tuple of Tensors"}
+               "Scalar": "Number", "dtype": "funcgrad.dtype", "str": "str", "Tensor[]": "tuple of Tensors",
+               "Tensor?[]": "tuple of Tensors", "float[]": "tuple of floats", "Stream": "Stream",
+               "Generator": "funcgrad.Generator", "layout": "funcgrad.layout", "device": "funcgrad.device",
+               "memory_format": "funcgrad.memory_format"}
 # NumPy's spellings, taken for these parameters by every op (python_arg_parser.cpp)
 _NUMPY_NAMES = {"dim": ("axis",), "keepdim": ("keepdims",), "input": ("x", "a", "x1"), "other": ("x2",)}
 
@@ -151,11 +156,14 @@ class _Param:
 
 
 class _Signature:
-    __slots__ = ("name", "params", "min_args", "max_args", "max_pos", "text")
+    __slots__ = ("name", "params", "min_args", "max_args", "max_pos", "text", "hidden", "numbers")
 
-    def __init__(self, name: str, spec: str, method: bool):
+    def __init__(self, name: str, spec: str, method: bool, numbers: bool = False):
         params, kwonly = [], False
-        for s in spec.split(", "):
+        self.numbers = numbers  # (a Python number taken for a Tensor: should_allow_numbers_as_tensors)
+        spec, bar, _ = spec.partition("|")  # ("|hidden": a deprecated overload, never listed)
+        self.hidden = bool(bar)
+        for s in spec.split(", ") if spec else ():
             if s == "*":
                 kwonly = True
             else:
@@ -181,6 +189,30 @@ def signatures(name: str, method: bool) -> tuple:
     whose first argument is not a Tensor)."""
     return tuple(_Signature(name, s, method) for s in SCHEMAS[name]
                  if not (method and not s.startswith("Tensor")))
+
+
+@functools.cache
+def method_signatures(name: str) -> tuple:
+    """The overloads of ``Tensor.<name>`` as recorded from PyTorch (``_method_schemas``)."""
+    return tuple(_Signature(name, s, False, name in NUMBERS_AS_TENSORS) for s in METHOD_SCHEMAS[name])
+
+
+def method_error(name: str, args: tuple, kwargs: dict) -> TypeError | None:
+    """PyTorch's TypeError for ``Tensor.<name>(*args, **kwargs)`` (``args`` without self) when its
+    binding refuses the call: CPython's own for a method taking no arguments (``METH_NOARGS``), its
+    parser's for a generated one; None when PyTorch takes the call, or has no record of it. For a
+    method's call that has failed (raise it ``from None`` in place of the error it gave)."""
+    if name in NOARGS:
+        if kwargs:
+            return TypeError(f"Tensor.{name}() takes no keyword arguments")
+        if args:
+            return TypeError(f"Tensor.{name}() takes no arguments ({len(args)} given)")
+    elif name in METHOD_SCHEMAS:
+        try:
+            parse(name, True, args, kwargs, method_signatures(name))
+        except TypeError as e:
+            return e
+    return None
 
 
 # ---- the parser's type checks ---------------------------------------------------------------------
@@ -222,12 +254,12 @@ def _scalar_tensor(v) -> bool:
     return isinstance(v, Tensor) and v.ndim == 0 and not v.requires_grad
 
 
-def _check(p: _Param, v) -> bool:  # FunctionParameter::check
+def _check(p: _Param, v, number_ok: bool = False) -> bool:  # FunctionParameter::check
     k = p.kind
     if k == "bool":
         return type(v) is bool
     if k == "Tensor":
-        return isinstance(v, Tensor)
+        return isinstance(v, Tensor) or number_ok and isinstance(v, (numbers.Number, np.number, np.bool_))
     if k == "int":
         return _is_long(v) or _scalar_tensor(v) and v.dtype._kind == "i"
     if k == "int[]":
@@ -242,6 +274,20 @@ def _check(p: _Param, v) -> bool:  # FunctionParameter::check
         return isinstance(v, str)
     if k == "Tensor[]":
         return isinstance(v, (tuple, list)) and all(isinstance(t, Tensor) for t in v)
+    if k == "Tensor?[]":
+        return isinstance(v, (tuple, list)) and all(t is None or isinstance(t, Tensor) for t in v)
+    if k == "float[]":  # (is_float_or_complex_list: its first element decides)
+        return isinstance(v, (tuple, list)) and (not v or isinstance(v[0], (float, int, complex)))
+    if k == "Generator":
+        return isinstance(v, Generator)
+    if k == "layout":
+        return isinstance(v, _strides.layout)
+    if k == "memory_format":
+        return isinstance(v, _strides.memory_format)
+    if k == "device":  # (a device, its string or its index)
+        return isinstance(v, (_device.device, str)) or _is_long(v)
+    if k == "Stream":
+        return False
     raise AssertionError(k)
 
 
@@ -276,7 +322,7 @@ def _parse(sig: _Signature, args: tuple, kwargs: dict, raise_: bool):
             # ("argument%s" with "s" for one: PyTorch's wording)
             raise TypeError(f"{sig.name}() missing {len(missing)} required positional argument"
                             f"{'s' if len(missing) == 1 else ''}: {', '.join(missing)}")
-        elif _check(p, v):
+        elif _check(p, v, sig.numbers):
             bound[p.name] = v
         elif varargs and pos == 0 and not is_kw and _int_list(args, p.size):
             bound[p.name], pos = tuple(args), nargs
@@ -317,10 +363,11 @@ def _extra_args(sig: _Signature, nargs: int):
                     f"but {nargs} {'was' if nargs == 1 else 'were'} given")
 
 
-def parse(name: str, method: bool, args: tuple, kwargs: dict) -> dict:
+def parse(name: str, method: bool, args: tuple, kwargs: dict, sigs: tuple | None = None) -> dict:
     """What PyTorch's parser binds for ``name(*args, **kwargs)`` (a method: ``args`` without self),
-    or its TypeError (``PythonArgParser::raw_parse`` and ``print_error``)."""
-    sigs = signatures(name, method)
+    or its TypeError (``PythonArgParser::raw_parse`` and ``print_error``); ``sigs``: the overloads
+    (by default ``signatures(name, method)``)."""
+    sigs = signatures(name, method) if sigs is None else sigs
     for s in sigs:
         bound = _parse(s, args, kwargs, len(sigs) == 1)
         if bound is not None:
@@ -334,10 +381,10 @@ def parse(name: str, method: bool, args: tuple, kwargs: dict) -> dict:
                                             f"{type_name(e)}\"")
             return bound
     n = len(args) + len(kwargs)
-    plausible = [s for s in sigs if s.min_args <= n <= s.max_args]
+    plausible = [s for s in sigs if s.min_args <= n <= s.max_args and not s.hidden]
     if len(plausible) == 1:
         _parse(plausible[0], args, kwargs, True)
-    raise TypeError(_invalid_combination(name, args, kwargs, sigs))
+    raise TypeError(_invalid_combination(name, args, kwargs, [s for s in sigs if not s.hidden]))
 
 
 # ---- format_invalid_args ----------------------------------------------------------------------------
@@ -385,6 +432,12 @@ def _formatted_arg_desc(option, args, kw) -> str:
 def _invalid_combination(name: str, args: tuple, kwargs: dict, sigs) -> str:
     # the kwargs as PyTorch's std::unordered_map walks them: for a few names, last given first
     kw = list(reversed(kwargs.items()))
+    if len(sigs) == 1:  # (the one overload, the arguments marked where their count fits it)
+        option = _option(sigs[0].text)
+        fits = len(args) + len(kw) == len(option)
+        got = _formatted_arg_desc(option, args, kw) if fits else _arg_desc(args, kw)
+        return (f"{name}() received an invalid combination of arguments - got {got}, but expected "
+                f"{sigs[0].text}")
     msg = (f"{name}() received an invalid combination of arguments - got {_arg_desc(args, kw)}, but expected "
            f"one of:\n")
     for s in sigs:

@@ -88,10 +88,23 @@ def _require_tensors(f, name: str, params: tuple, method: bool):
         for i, p in where:  # (_given's loop inlined: this check runs on every call)
             v = args[i] if i < len(args) else kwargs.get(p, _MISSING)
             if not isinstance(v, Tensor) and v is not _MISSING:
+                _refuse_method(method, name, args, kwargs)
                 raise TypeError(f"{name}(): argument '{p}'{_at(i, args, method)} must be Tensor, not "
                                 f"{_parser.type_name(v)}")
-        return f(*args, **kwargs)
+        try:
+            return f(*args, **kwargs)
+        except TypeError:
+            _refuse_method(method, name, args, kwargs)
+            raise
     return g
+
+
+def _refuse_method(method: bool, name: str, args: tuple, kwargs: dict) -> None:
+    """For a failed call of method ``name`` (``args`` with self): PyTorch's error where its binding
+    refuses the call (``_parser.method_error``), raised in place of the failure."""
+    err = _parser.method_error(name, args[1:], kwargs) if method else None
+    if err is not None:
+        raise err from None
 
 
 def operand(v, numbers_too: bool = True):
@@ -131,6 +144,7 @@ def _take_operands(f, name: str, params: tuple, method: bool):
         try:
             return f(*args, **kwargs)
         except TypeError:
+            _refuse_method(method, name, args, kwargs)
             args, kwargs, fixed = list(args), dict(kwargs), False
             for i, p, v, at in _given(where, args, kwargs, method):
                 w = operand(v)
@@ -328,8 +342,23 @@ def numpy_call(f, input, dim, keepdim, dtype, numpy):
     return write_out(f(input, **bound), out, f.__name__)
 
 
+def noargs_method(call):
+    """For ``export``'s ``noargs``: ``name -> Tensor.<name>`` computing ``call(self)`` (the kernel the
+    function calls, so no wrapper frame), for an op PyTorch binds as a method taking no argument
+    (``_parser.NOARGS``): any argument is refused with its TypeError (CPython's wording for such a
+    method, ``Tensor.abs() takes no arguments (1 given)``)."""
+    def make(name: str):
+        def m(self, *args):
+            if args:
+                raise _parser.method_error(name, args, {})
+            return call(self)
+        m.__name__, m.__qualname__ = name, f"Tensor.{name}"
+        return m
+    return make
+
+
 def export(*names: str, method: bool = True, function: bool = True, tensors: tuple = (),
-           operands: tuple = ()):
+           operands: tuple = (), noargs=None):
     """Register a frontend under ``names`` as ``funcgrad.<name>`` and/or ``Tensor.<name>``.
 
     ``tensors``: parameters that must be Tensors (PyTorch's ``Tensor other`` in the schema: a
@@ -338,6 +367,7 @@ def export(*names: str, method: bool = True, function: bool = True, tensors: tup
     name only (PyTorch's aliases raise its several-overloads error instead: their overloads are
     declared in ``_parser.SCHEMAS``). Every name gets a copy whose code names it, so Python's own
     errors (``absolute() takes 1 positional argument...``) name the alias called, not ``abs``.
+    ``noargs``: a ``noargs_method``, the method of each name PyTorch's Tensor takes no argument for.
     """
     def deco(f):
         sig = inspect.signature(f)
@@ -368,6 +398,9 @@ def export(*names: str, method: bool = True, function: bool = True, tensors: tup
             mf = _require_tensors(mf, n, tensors, True) if tensors else mf
             if operands and n == names[0]:
                 ff, mf = _take_operands(ff, n, operands, False), _take_operands(mf, n, operands, True)
+            if noargs is not None and n in _parser.NOARGS:
+                mf = noargs(n)
+                mf.__doc__, mf.__module__ = f.__doc__, f.__module__
             first = ff if first is None else first
             if function:
                 FUNCTIONS[n] = ff
@@ -387,7 +420,13 @@ def inplace_method(name: str, fn, *, tensors: tuple = (), c_type_cast: bool = Fa
     """
     def m(self, *args, **kwargs):
         c = c_type_cast and not any(isinstance(a, Tensor) for a in (*args, *kwargs.values()))
-        return self._inplace(fn, *args, _c_type_cast=c, **kwargs)
+        try:
+            return self._inplace(fn, *args, _c_type_cast=c, **kwargs)
+        except Exception:  # (nothing written yet) PyTorch's binding refuses the call first
+            err = _parser.method_error(name, args, kwargs)
+            if err is None:
+                raise
+        raise err from None
     m.__name__ = name
     m.__doc__ = f"In-place version of :func:`{fn.__name__}`."
     if tensors:  # checked against fn's parameters (self is fn's first)
@@ -423,5 +462,5 @@ def install() -> None:
 __all__ = ["OPS", "FUNCTIONS", "METHODS", "defop", "export", "inplace_method", "install", "apply",
            "Tensor", "kernel_error", "operand", "keepdim", "numpy_call", "method_copy", "KEEPDIM", "DIM",
            "MISSING", "REQUIRED", "rerun", "refuse", "write_out", "cast_dtype", "same_dtype", "any_dtype",
-           "out_grad_error",
+           "out_grad_error", "noargs_method",
            "check_out_grad"]

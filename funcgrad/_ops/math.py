@@ -9,13 +9,15 @@ transcendental functions (``promote="float"``) and stay integers for rounding.
 
 from __future__ import annotations
 
+import functools
+
 import jax
 import jax.numpy as jnp
 import jax.scipy.special as jsp
 
 from .._factories import tensor
 from .._tensor import _scalar_type_name
-from ._registry import FUNCTIONS, Tensor, any_dtype, apply, defop, export, inplace_method
+from ._registry import FUNCTIONS, Tensor, any_dtype, apply, defop, export, inplace_method, noargs_method
 from ._registry import write_out as _out
 from .pointwise import _clamp_max_s, _clamp_min_s, _make_unary, int_division, scalar_bounds_dtype
 
@@ -200,7 +202,7 @@ for _name, _fn, _grad, _promote, _aliases in _UNARY:
     MATH_OPS[_name] = defop(_name, _fn, _grad, promote=_promote, jvp=_JVP.get(_name),
                             **_DTYPES.get(_name, {}))
     _f = _make_unary(_name, MATH_OPS[_name])
-    export(_name, *_aliases)(_f)
+    export(_name, *_aliases, noargs=_f.noargs)(_f)
     for _n in (_name, *_aliases):
         inplace_method(_n + "_", _f)
     globals()[_name] = _f
@@ -256,8 +258,9 @@ def _make_pred(name, op):
 
 
 for _name, _fn in _PRED:
-    _f = _make_pred(_name, defop(_name, _fn, None))
-    export(_name)(_f)
+    _op = defop(_name, _fn, None)
+    _f = _make_pred(_name, _op)
+    export(_name, noargs=noargs_method(functools.partial(apply, _op)))(_f)
     globals()[_name] = _f
 
 _lnot = defop("logical_not", jnp.logical_not, None)

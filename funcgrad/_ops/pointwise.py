@@ -15,7 +15,7 @@ from .._tensor import _scalar_type_name
 from ._registry import (FUNCTIONS, REQUIRED, Tensor, apply, defop, export, inplace_method, operand, refuse,
                         rerun)
 from ._parser import type_name
-from ._registry import any_dtype, cast_dtype
+from ._registry import any_dtype, cast_dtype, noargs_method
 from ._registry import write_out as _out
 from .shape import nonzero
 
@@ -70,6 +70,7 @@ def _make_unary(name, op):
         return r if out is None else _out(r, out, name)
     f.__name__ = f.__qualname__ = name
     f.__doc__ = f"Elementwise ``{name}`` (PyTorch's ``torch.{name}``); differentiable."
+    f.noargs = noargs_method(call)  # (its methods: export's noargs)
     return f
 
 
@@ -77,14 +78,14 @@ for _name, _fn, _grad, _promote in _UNARY:
     UNARY_OPS[_name] = defop(_name, _fn, _grad, promote=_promote, linear=_name == "neg",
                              jvp=_JVP.get(_name), **_DTYPES.get(_name, {}))
     _f = _make_unary(_name, UNARY_OPS[_name])
-    export(_name)(_f)
+    export(_name, noargs=_f.noargs)(_f)
     inplace_method(_name + "_", _f)
     globals()[_name] = _f
 
 # |x| with PyTorch's derivative, for composite kernels (vector_norm): the abs op's own function
 _abs = UNARY_OPS["abs"].traced((), None, 1)
-negative = export("negative")(globals()["neg"])
-absolute = export("absolute")(globals()["abs"])
+negative = export("negative", noargs=globals()["neg"].noargs)(globals()["neg"])
+absolute = export("absolute", noargs=globals()["abs"].noargs)(globals()["abs"])
 inplace_method("negative_", negative)
 inplace_method("absolute_", absolute)
 export("__neg__", function=False)(negative)
