@@ -436,7 +436,7 @@ def test_assert_close_default_tolerances():
 # ---- nn.modules import paths --------------------------------------------------------------------------
 MODULE_PATHS = ["module", "linear", "conv", "activation", "batchnorm", "instancenorm", "normalization",
                 "dropout", "container", "rnn", "sparse", "pooling", "loss", "flatten", "padding",
-                "pixelshuffle", "upsampling", "transformer", "distance", "fold", "channelshuffle"]
+                "pixelshuffle", "upsampling", "transformer", "distance", "fold", "channelshuffle", "adaptive"]
 
 
 @pytest.mark.torch

@@ -86,3 +86,11 @@ from .layers.lazy import (LazyBatchNorm1d as LazyBatchNorm1d,  # noqa: F401,E402
                           LazyConvTranspose3d as LazyConvTranspose3d,
                           LazyInstanceNorm1d as LazyInstanceNorm1d, LazyInstanceNorm2d as LazyInstanceNorm2d,
                           LazyInstanceNorm3d as LazyInstanceNorm3d)
+from .layers.activation import RReLU as RReLU  # noqa: F401,E402
+from .layers.adaptive import AdaptiveLogSoftmaxWithLoss as AdaptiveLogSoftmaxWithLoss  # noqa: F401,E402
+from .layers.dropout import FeatureAlphaDropout as FeatureAlphaDropout  # noqa: F401,E402
+from .layers.extra import (MultiLabelMarginLoss as MultiLabelMarginLoss,  # noqa: F401,E402
+                           TripletMarginWithDistanceLoss as TripletMarginWithDistanceLoss)
+from .layers.pooling import (AdaptiveMaxPool3d as AdaptiveMaxPool3d, LPPool1d as LPPool1d,  # noqa: F401,E402
+                             LPPool2d as LPPool2d, LPPool3d as LPPool3d, MaxUnpool1d as MaxUnpool1d,
+                             MaxUnpool2d as MaxUnpool2d, MaxUnpool3d as MaxUnpool3d)

@@ -7,6 +7,7 @@ import warnings
 
 from .._ops import nn as _nn
 from .._ops import nn_sample as _sample
+from .._ops._registry import defop
 from .._tensor import Tensor
 
 
@@ -174,15 +175,18 @@ def _check_pool_out(x, k, s, p, d, ceil_mode):
                                f"({x.shape[1]}x{'x'.join('0' for _ in k)}). Output size is too small")
 
 
+# (max_pool3d with return_indices, for MaxUnpool3d: the n-d kernel of max_pool2d_with_indices)
+_max_pool3d_idx = defop("max_pool3d_with_indices", _nn._max_pool_indices, "MaxPool3DWithIndicesBackward0",
+                        diff_outputs=(0,))
+
+
 def _max_pool_nd(nd, input, kernel_size, stride, padding, dilation, ceil_mode, return_indices):
     x, unb = _batchify(input, nd, f"max_pool{nd}d")
     k, s, p, d = _pool_args(nd, kernel_size, stride, padding, dilation)
     _check_pool_out(x, k, s, p, d, ceil_mode)
     kw = dict(kernel=k, stride=s, padding=p, dilation=d, ceil_mode=bool(ceil_mode))
     if return_indices:
-        if nd != 2:
-            raise NotImplementedError("return_indices is supported for 2-D max pooling")
-        out, idx = _nn.apply(_nn._max_pool2d_idx, x, **kw)
+        out, idx = _nn.apply(_max_pool3d_idx if nd == 3 else _nn._max_pool2d_idx, x, **kw)
         return (out.squeeze(0), idx.squeeze(0)) if unb else (out, idx)
     out = _nn.apply(_nn._max_pool3d if nd == 3 else _nn._max_pool2d, x, **kw)
     return out.squeeze(0) if unb else out

@@ -1,8 +1,10 @@
 """More of ``funcgrad.nn.functional`` (issue 18): ``rms_norm``, ``hinge_embedding_loss``,
-``multilabel_soft_margin_loss``, ``lp_pool1d``/``lp_pool2d`` (PyTorch's signatures, formulas,
+``multilabel_soft_margin_loss``, ``lp_pool1d``/``lp_pool2d``/``lp_pool3d`` (PyTorch's signatures, formulas,
 node names and messages)."""
 
 from __future__ import annotations
+
+import math
 
 import jax
 import jax.numpy as jnp
@@ -12,11 +14,11 @@ from .._dispatch import apply
 from .._ops import nn_more as _k
 from .._ops.reduce import mean as _mean, sum as _sum
 from .._tensor import Tensor
-from ._functional_conv import avg_pool1d, avg_pool2d
+from ._functional_conv import avg_pool1d, avg_pool2d, avg_pool3d, max_pool1d, max_pool2d, max_pool3d
 from ._functional_loss import _reduction
 
 __all__ = ["rms_norm", "hinge_embedding_loss", "multilabel_soft_margin_loss", "lp_pool1d", "lp_pool2d",
-           "embedding_bag"]
+           "lp_pool3d", "embedding_bag"]
 
 
 def rms_norm(input: Tensor, normalized_shape, weight: Tensor | None = None, eps: float | None = None) -> Tensor:
@@ -65,20 +67,35 @@ def _same_size(a: Tensor, b: Tensor) -> None:
                                f"({b.shape[-k]}) at non-singleton dimension {max(a.ndim, b.ndim) - k}")
 
 
-def _lp_pool(pool, input, norm_type, kernel_size, stride, ceil_mode, area):
+def _lp_pool(pool, max_pool, input, norm_type, kernel_size, stride, ceil_mode, area):
+    if isinstance(norm_type, (int, float)) and math.isinf(norm_type):  # PyTorch's max-pool forms
+        if norm_type > 0:
+            return max_pool(input.abs(), kernel_size, stride, 0, 1, ceil_mode)
+        return -max_pool(-input.abs(), kernel_size, stride, 0, 1, ceil_mode)
     out = pool(input.pow(norm_type), kernel_size, stride, 0, ceil_mode)
     return (out.sign() * out.abs().relu()).mul(area).pow(1.0 / norm_type)
 
 
 def lp_pool1d(input: Tensor, norm_type: float, kernel_size: int, stride=None, ceil_mode: bool = False) -> Tensor:
     """Power-average pooling: ``(sum over the window of x^p)^(1/p)`` (``PowBackward0``)."""
-    return _lp_pool(avg_pool1d, input, norm_type, kernel_size, stride, ceil_mode, kernel_size)
+    return _lp_pool(avg_pool1d, max_pool1d, input, norm_type, kernel_size, stride, ceil_mode, kernel_size)
 
 
 def lp_pool2d(input: Tensor, norm_type: float, kernel_size, stride=None, ceil_mode: bool = False) -> Tensor:
     """2-D power-average pooling (``PowBackward0``)."""
     kh, kw = (kernel_size, kernel_size) if isinstance(kernel_size, int) else kernel_size
-    return _lp_pool(avg_pool2d, input, norm_type, kernel_size, stride, ceil_mode, kh * kw)
+    return _lp_pool(avg_pool2d, max_pool2d, input, norm_type, kernel_size, stride, ceil_mode, kh * kw)
+
+
+def lp_pool3d(input: Tensor, norm_type: float, kernel_size, stride=None, ceil_mode: bool = False) -> Tensor:
+    """3-D power-average pooling (``PowBackward0``).
+
+    >>> import funcgrad
+    >>> funcgrad.nn.functional.lp_pool3d(funcgrad.ones(1, 1, 2, 2, 2), 2, 2)
+    tensor([[[[[2.8284]]]]])
+    """
+    kd, kh, kw = (kernel_size,) * 3 if isinstance(kernel_size, int) else kernel_size
+    return _lp_pool(avg_pool3d, max_pool3d, input, norm_type, kernel_size, stride, ceil_mode, kd * kh * kw)
 
 
 def embedding_bag(input: Tensor, weight: Tensor, offsets: Tensor | None = None, max_norm=None,

@@ -547,3 +547,4 @@ from ._functional_attention import *  # noqa: E402,F401,F403
 from ._functional_more import *  # noqa: E402,F401,F403
 from ._functional_sample import *  # noqa: E402,F401,F403
 from ._functional_fold import *  # noqa: E402,F401,F403
+from ._functional_extra import *  # noqa: E402,F401,F403

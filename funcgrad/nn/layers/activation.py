@@ -57,6 +57,21 @@ class LeakyReLU(Module):
         return f"negative_slope={self.negative_slope}" + (", inplace=True" if self.inplace else "")
 
 
+class RReLU(Module):
+    """Randomized leaky ReLU: slopes drawn from ``U(lower, upper)`` in training (PyTorch's draws
+    for the same seed), ``(lower + upper) / 2`` in evaluation."""
+
+    def __init__(self, lower: float = 1.0 / 8, upper: float = 1.0 / 3, inplace: bool = False):
+        super().__init__()
+        self.lower, self.upper, self.inplace = lower, upper, inplace
+
+    def forward(self, input):
+        return F.rrelu(input, self.lower, self.upper, self.training, self.inplace)
+
+    def extra_repr(self) -> str:
+        return f"lower={self.lower}, upper={self.upper}" + (", inplace=True" if self.inplace else "")
+
+
 class ELU(Module):
     def __init__(self, alpha: float = 1.0, inplace: bool = False):
         super().__init__()

@@ -51,3 +51,10 @@ class Dropout3d(_DropoutNd):
 class AlphaDropout(_DropoutNd):
     def forward(self, input):
         return F.alpha_dropout(input, self.p, self.training)
+
+
+class FeatureAlphaDropout(_DropoutNd):
+    """Alpha dropout of whole channels (PyTorch's module passes no ``inplace``)."""
+
+    def forward(self, input):
+        return F.feature_alpha_dropout(input, self.p, self.training)

@@ -14,7 +14,7 @@ from .pooling import Upsample
 
 __all__ = ["Unfold", "Fold", "CosineSimilarity", "PairwiseDistance", "ChannelShuffle", "UpsamplingNearest2d",
            "UpsamplingBilinear2d", "HingeEmbeddingLoss", "MultiLabelSoftMarginLoss", "LazyModuleMixin",
-           "LazyLinear", "UninitializedBuffer"]
+           "LazyLinear", "UninitializedBuffer", "MultiLabelMarginLoss", "TripletMarginWithDistanceLoss"]
 
 
 class Unfold(Module):
@@ -170,6 +170,32 @@ class MultiLabelSoftMarginLoss(_WeightedLoss):
 # ---- lazy modules --------------------------------------------------------------------------------
 def _is_lazy(p) -> bool:
     return isinstance(p, (UninitializedParameter, UninitializedBuffer))
+
+
+class MultiLabelMarginLoss(_Loss):
+    """:func:`~funcgrad.nn.functional.multilabel_margin_loss` as a layer."""
+
+    def forward(self, input, target):
+        return F.multilabel_margin_loss(input, target, reduction=self.reduction)
+
+
+class TripletMarginWithDistanceLoss(_Loss):
+    """Triplet loss with any distance (a ``PairwiseDistance()`` child module by default)."""
+
+    def __init__(self, *, distance_function=None, margin: float = 1.0, swap: bool = False,
+                 reduction: str = "mean") -> None:
+        super().__init__(reduction=reduction)
+        if margin <= 0:
+            raise ValueError("TripletMarginWithDistanceLoss: expected margin to be greater than 0, got "
+                             f"{margin} instead")
+        self.distance_function = distance_function if distance_function is not None else PairwiseDistance()
+        self.margin, self.swap = margin, swap
+
+    def forward(self, anchor, positive, negative):
+        return F.triplet_margin_with_distance_loss(anchor, positive, negative,
+                                                   distance_function=self.distance_function,
+                                                   margin=self.margin, swap=self.swap,
+                                                   reduction=self.reduction)
 
 
 class LazyModuleMixin:

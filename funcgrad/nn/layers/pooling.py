@@ -139,6 +139,85 @@ class AdaptiveMaxPool2d(_AdaptiveMaxNd):
     _fn = staticmethod(F.adaptive_max_pool2d)
 
 
+class AdaptiveMaxPool3d(_AdaptiveMaxNd):
+    _fn = staticmethod(F.adaptive_max_pool3d)
+
+
+def _ntuple(v, n):
+    return tuple(v) if isinstance(v, (tuple, list)) else (v,) * n
+
+
+class _MaxUnpoolNd(Module):
+    """The partial inverse of max pooling: ``forward(input, indices, output_size=None)``."""
+
+    _nd = 2
+    _fn = None
+
+    def __init__(self, kernel_size, stride=None, padding=0) -> None:
+        super().__init__()
+        self.kernel_size = _ntuple(kernel_size, self._nd)
+        self.stride = _ntuple(stride if stride is not None else kernel_size, self._nd)
+        self.padding = _ntuple(padding, self._nd)
+
+    def forward(self, input, indices, output_size=None):
+        return type(self)._fn(input, indices, self.kernel_size, self.stride, self.padding, output_size)
+
+    def extra_repr(self) -> str:
+        return f"kernel_size={self.kernel_size}, stride={self.stride}, padding={self.padding}"
+
+
+class MaxUnpool1d(_MaxUnpoolNd):
+    _nd, _fn = 1, staticmethod(F.max_unpool1d)
+
+
+class MaxUnpool2d(_MaxUnpoolNd):
+    """Each pooled value back at its ``MaxPool2d`` index, zeros elsewhere.
+
+    >>> import funcgrad
+    >>> from funcgrad import nn
+    >>> out, idx = nn.MaxPool2d(2, return_indices=True)(funcgrad.arange(4.).view(1, 1, 2, 2))
+    >>> nn.MaxUnpool2d(2)(out, idx)
+    tensor([[[[0., 0.],
+              [0., 3.]]]])
+    """
+
+    _nd, _fn = 2, staticmethod(F.max_unpool2d)
+
+
+class MaxUnpool3d(_MaxUnpoolNd):
+    _nd, _fn = 3, staticmethod(F.max_unpool3d)
+
+
+class _LPPoolNd(Module):
+    _fn = None
+
+    def __init__(self, norm_type: float, kernel_size, stride=None, ceil_mode: bool = False) -> None:
+        super().__init__()
+        self.norm_type, self.kernel_size = norm_type, kernel_size
+        self.stride, self.ceil_mode = stride, ceil_mode
+
+    def forward(self, input):
+        return type(self)._fn(input, float(self.norm_type), self.kernel_size, self.stride, self.ceil_mode)
+
+    def extra_repr(self) -> str:
+        return (f"norm_type={self.norm_type}, kernel_size={self.kernel_size}, stride={self.stride}, "
+                f"ceil_mode={self.ceil_mode}")
+
+
+class LPPool1d(_LPPoolNd):
+    """Power-average pooling: ``(sum of x^p over the window)^(1/p)``."""
+
+    _fn = staticmethod(F.lp_pool1d)
+
+
+class LPPool2d(_LPPoolNd):
+    _fn = staticmethod(F.lp_pool2d)
+
+
+class LPPool3d(_LPPoolNd):
+    _fn = staticmethod(F.lp_pool3d)
+
+
 class Upsample(Module):
     """``F.interpolate`` as a layer."""
 

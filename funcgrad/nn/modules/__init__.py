@@ -145,3 +145,12 @@ from .batchnorm import LazyBatchNorm3d as LazyBatchNorm3d  # noqa: F401,E402
 from .instancenorm import LazyInstanceNorm1d as LazyInstanceNorm1d  # noqa: F401,E402
 from .instancenorm import LazyInstanceNorm2d as LazyInstanceNorm2d  # noqa: F401,E402
 from .instancenorm import LazyInstanceNorm3d as LazyInstanceNorm3d  # noqa: F401,E402
+from . import adaptive as adaptive  # noqa: F401,E402
+from .adaptive import AdaptiveLogSoftmaxWithLoss as AdaptiveLogSoftmaxWithLoss  # noqa: F401,E402
+from .activation import RReLU as RReLU  # noqa: F401,E402
+from .dropout import FeatureAlphaDropout as FeatureAlphaDropout  # noqa: F401,E402
+from .loss import MultiLabelMarginLoss as MultiLabelMarginLoss  # noqa: F401,E402
+from .loss import TripletMarginWithDistanceLoss as TripletMarginWithDistanceLoss  # noqa: F401,E402
+from .pooling import AdaptiveMaxPool3d as AdaptiveMaxPool3d  # noqa: F401,E402
+from .pooling import MaxUnpool1d as MaxUnpool1d, MaxUnpool2d as MaxUnpool2d, MaxUnpool3d as MaxUnpool3d  # noqa: F401,E402
+from .pooling import LPPool1d as LPPool1d, LPPool2d as LPPool2d, LPPool3d as LPPool3d  # noqa: F401,E402

@@ -28,5 +28,6 @@ from ..layers.activation import Softmax as Softmax  # noqa: F401
 from ..layers.activation import Softmax2d as Softmax2d  # noqa: F401
 from ..layers.activation import LogSoftmax as LogSoftmax  # noqa: F401
 from ..layers.attention import MultiheadAttention as MultiheadAttention  # noqa: F401
+from ..layers.activation import RReLU as RReLU  # noqa: F401
 
-__all__ = ['Threshold', 'ReLU', 'Hardtanh', 'ReLU6', 'Sigmoid', 'Hardsigmoid', 'Tanh', 'SiLU', 'Mish', 'Hardswish', 'ELU', 'CELU', 'SELU', 'GLU', 'GELU', 'Hardshrink', 'LeakyReLU', 'LogSigmoid', 'Softplus', 'Softshrink', 'MultiheadAttention', 'PReLU', 'Softsign', 'Tanhshrink', 'Softmin', 'Softmax', 'Softmax2d', 'LogSoftmax']
+__all__ = ['Threshold', 'ReLU', 'Hardtanh', 'ReLU6', 'Sigmoid', 'Hardsigmoid', 'Tanh', 'SiLU', 'Mish', 'Hardswish', 'ELU', 'CELU', 'SELU', 'GLU', 'GELU', 'Hardshrink', 'LeakyReLU', 'LogSigmoid', 'Softplus', 'Softshrink', 'MultiheadAttention', 'PReLU', 'Softsign', 'Tanhshrink', 'Softmin', 'Softmax', 'Softmax2d', 'LogSoftmax', 'RReLU']

@@ -22,5 +22,8 @@ from ..layers.ctc import CTCLoss as CTCLoss  # noqa: F401,E402
 
 __all__ = ['L1Loss', 'NLLLoss', 'PoissonNLLLoss', 'GaussianNLLLoss', 'KLDivLoss', 'MSELoss', 'BCELoss', 'BCEWithLogitsLoss', 'SmoothL1Loss', 'HuberLoss', 'SoftMarginLoss', 'CrossEntropyLoss', 'CosineEmbeddingLoss', 'MarginRankingLoss', 'MultiMarginLoss', 'TripletMarginLoss', 'CTCLoss']
 from ..layers.extra import HingeEmbeddingLoss as HingeEmbeddingLoss  # noqa: F401,E402
+from ..layers.extra import MultiLabelMarginLoss as MultiLabelMarginLoss  # noqa: F401,E402
 from ..layers.extra import MultiLabelSoftMarginLoss as MultiLabelSoftMarginLoss  # noqa: F401,E402
-__all__ += ['HingeEmbeddingLoss', 'MultiLabelSoftMarginLoss']
+from ..layers.extra import TripletMarginWithDistanceLoss as TripletMarginWithDistanceLoss  # noqa: F401,E402
+__all__ += ['HingeEmbeddingLoss', 'MultiLabelSoftMarginLoss', 'MultiLabelMarginLoss',
+            'TripletMarginWithDistanceLoss']

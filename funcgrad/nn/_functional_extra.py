@@ -1,0 +1,381 @@
+"""More of ``funcgrad.nn.functional`` that PyTorch tutorials reach: ``max_unpool1d/2d/3d``,
+``rrelu``/``rrelu_``, ``feature_alpha_dropout``, ``adaptive_max_pool3d``,
+``multilabel_margin_loss``, ``triplet_margin_with_distance_loss`` and
+``fractional_max_pool2d/3d`` (PyTorch's signatures, node names, messages and random streams).
+
+The native kernels are ops of the op table declared here (as ``nn/utils/weight_norm.py`` does):
+each states PyTorch's derivative where ``jax.vjp`` of its forward would differ (``max_unpool``'s
+``max_pool_double_backward`` gathers the gradient for every input, also one whose value a later
+duplicate index overwrote).
+"""
+
+from __future__ import annotations
+
+import math
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from .._dispatch import apply
+from .._ops._registry import defop
+from .._ops.nn import _adaptive_max, _pairwise_op
+from .._ops.pointwise import minimum as _minimum
+from .._random import _sample, generator_or_default
+from .._tensor import Tensor, _scalar_type_name
+from ._functional_loss import _reduction
+
+__all__ = ["max_unpool1d", "max_unpool2d", "max_unpool3d", "rrelu", "rrelu_", "feature_alpha_dropout",
+           "adaptive_max_pool3d", "adaptive_max_pool3d_with_indices", "multilabel_margin_loss",
+           "triplet_margin_with_distance_loss"]
+
+_FLOATS = dict(accepts="f")
+
+
+# ================================ max_unpool ======================================================
+def _unpool(x, idx, *, size):
+    """Each input value written at its flat index of its plane (the trailing ``len(size)`` dims)
+    of the output; where indices repeat, the later one in input order wins, as PyTorch's CPU loop
+    writes on one thread (on several its order is not defined)."""
+    lead = x.shape[:x.ndim - len(size)]
+    flat = (math.prod(lead), math.prod(x.shape[len(lead):]))
+    xf, jf = x.reshape(flat), idx.reshape(flat)
+    rows = jnp.arange(xf.shape[0])[:, None]
+    pos = jnp.broadcast_to(jnp.arange(xf.shape[1], dtype=jnp.int32), xf.shape)
+    win = jnp.full((xf.shape[0], math.prod(size)), -1, jnp.int32).at[rows, jf].max(pos, mode="drop")
+    out = jnp.where(win >= 0, jnp.take_along_axis(xf, jnp.maximum(win, 0), 1), jnp.zeros((), x.dtype))
+    return out.reshape(*lead, *size)
+
+
+def _unpool_vjp(primals, g, *, grad_mode, size):
+    """``max_pool_double_backward``: the gradient at each input's index (``derivatives.yaml``)."""
+    x, idx = primals
+    lead = x.shape[:x.ndim - len(size)]
+    gf = g.reshape(math.prod(lead), math.prod(size))
+    jf = idx.reshape(gf.shape[0], math.prod(x.shape[len(lead):]))
+    return jnp.take_along_axis(gf, jnp.clip(jf, 0, gf.shape[1] - 1), 1).reshape(x.shape), None
+
+
+_max_unpool2d = defop("max_unpool2d", _unpool, "MaxUnpool2DBackward0", diff=(0,), vjp=_unpool_vjp,
+                      kernel="max_unpool2d", **_FLOATS)
+_max_unpool3d = defop("max_unpool3d", _unpool, "MaxUnpool3DBackward0", diff=(0,), vjp=_unpool_vjp,
+                      kernel="max_unpool3d", **_FLOATS)
+
+
+def _ntuple(v, n):
+    return tuple(int(a) for a in v) if isinstance(v, (tuple, list)) else (int(v),) * n
+
+
+def _unpool_output_size(input, kernel_size, stride, padding, output_size):
+    """PyTorch's ``_unpool_output_size``: the default size, or ``output_size`` checked against it."""
+    n = len(kernel_size)
+    default = [(input.shape[-n + d] - 1) * stride[d] + kernel_size[d] - 2 * padding[d] for d in range(n)]
+    if output_size is None:
+        ret = default
+    else:
+        if len(output_size) == n + 2:
+            output_size = output_size[2:]
+        if len(output_size) != n:
+            raise ValueError(f"output_size should be a sequence containing {n} or {n + 2} elements, but it "
+                             f"has a length of '{len(output_size)}'")
+        for d in range(n):
+            lo, hi = default[d] - stride[d], default[d] + stride[d]
+            if not lo < output_size[d] < hi:
+                raise ValueError(f'invalid output_size "{output_size}" (dim {d} must be between {lo} and '
+                                 f'{hi})')
+        ret = output_size
+    for d in range(n):
+        if ret[d] < 0:
+            raise ValueError("max_unpooling: output_size must contain non-negative spatial dimensions, but "
+                             f"got output_size[{d}]={ret[d]}")
+    return [int(v) for v in ret]
+
+
+def _check_indices(idx, size, n):
+    """PyTorch's kernel skips an index outside its plane and reports the last one it met (on one
+    thread; on several, the last one some thread met)."""
+    v = idx._value
+    if isinstance(v, jax.core.Tracer) or v.size == 0:
+        return
+    a = np.asarray(v).reshape(-1)
+    bad = (a < 0) | (a >= math.prod(size))
+    if bad.any():
+        dims = "x".join(str(s) for s in size)
+        raise RuntimeError(f"Found an invalid max index: {int(a[bad][-1])} (output volumes are of size "
+                           f"{dims})")
+
+
+def _max_unpool(nd, input, indices, size, stride, padding):
+    name = f"max_unpooling{nd}d"
+    if indices.dtype.name != "int64":
+        raise RuntimeError("elements in indices should be type int64" +
+                           (f" but got: {_scalar_type_name(indices.dtype)}" if nd == 2 else ""))
+    if nd == 3:
+        if input.ndim not in (4, 5):
+            raise RuntimeError(f"Input to {name} should be a 4d or 5d Tensor, but got a tensor with "
+                               f"{input.ndim} dimensions.")
+    elif input.ndim not in (3, 4):
+        raise RuntimeError(f"Input to {name} should be a 3d or 4d Tensor, but got a tensor with "
+                           f"{input.ndim} dimensions.")
+    if tuple(input.shape) != tuple(indices.shape):
+        raise RuntimeError(f"Expected shape of indices to be same as that of the input tensor "
+                           f"({list(input.shape)}) but got indices tensor with shape: {list(indices.shape)}")
+    for i in range(1, input.ndim):
+        if input.shape[i] <= 0:
+            raise RuntimeError(f"{name}_forward_out_cpu(): Expected input to have non-zero size for "
+                               f"non-batch dimensions, but got {list(input.shape)} with dimension {i} being "
+                               "empty.")
+    if nd == 3 and not all(s > 0 for s in stride):
+        raise RuntimeError(f"strides should be greater than zero, but got stride: {list(stride)}")
+    _check_indices(indices, size, nd)
+    return apply(_max_unpool3d if nd == 3 else _max_unpool2d, input, indices, size=tuple(size))
+
+
+def max_unpool1d(input: Tensor, indices: Tensor, kernel_size, stride=None, padding=0,
+                 output_size=None) -> Tensor:
+    """The partial inverse of ``max_pool1d``: each value at its index, zeros elsewhere (PyTorch
+    computes it as a 2-D unpool of a unit width: ``SqueezeBackward1``)."""
+    k = _ntuple(kernel_size, 1)
+    s = k if stride is None else _ntuple(stride, 1)
+    p = _ntuple(padding, 1)
+    size = _unpool_output_size(input, k, s, p, output_size) + [1]
+    return _max_unpool(2, input.unsqueeze(-1), indices.unsqueeze(-1), size, s + (1,), p + (0,)).squeeze(-1)
+
+
+def max_unpool2d(input: Tensor, indices: Tensor, kernel_size, stride=None, padding=0,
+                 output_size=None) -> Tensor:
+    """The partial inverse of ``max_pool2d`` (``MaxUnpool2DBackward0``).
+
+    >>> import funcgrad
+    >>> import funcgrad.nn.functional as F
+    >>> out, idx = F.max_pool2d(funcgrad.arange(16.).view(1, 1, 4, 4), 2, return_indices=True)
+    >>> F.max_unpool2d(out, idx, 2)
+    tensor([[[[ 0.,  0.,  0.,  0.],
+              [ 0.,  5.,  0.,  7.],
+              [ 0.,  0.,  0.,  0.],
+              [ 0., 13.,  0., 15.]]]])
+    """
+    k = _ntuple(kernel_size, 2)
+    s = k if stride is None else _ntuple(stride, 2)
+    p = _ntuple(padding, 2)
+    return _max_unpool(2, input, indices, _unpool_output_size(input, k, s, p, output_size), s, p)
+
+
+def max_unpool3d(input: Tensor, indices: Tensor, kernel_size, stride=None, padding=0,
+                 output_size=None) -> Tensor:
+    """The partial inverse of ``max_pool3d`` (``MaxUnpool3DBackward0``)."""
+    k = _ntuple(kernel_size, 3)
+    s = k if stride is None else _ntuple(stride, 3)
+    p = _ntuple(padding, 3)
+    return _max_unpool(3, input, indices, _unpool_output_size(input, k, s, p, output_size), s, p)
+
+
+# ================================ rrelu ===========================================================
+def _rrelu(x, noise):
+    return jnp.where(x > 0, x, x * noise)
+
+
+# (jax.vjp of the select is PyTorch's rrelu_with_noise_backward: the noise where x <= 0, else 1;
+# in evaluation the noise is the mean slope, leaky_relu_backward's)
+_rrelu_op = defop("rrelu_with_noise", _rrelu, "RreluWithNoiseBackward0", diff=(0,),
+                  kernel="rrelu_with_noise_out_cpu", **_FLOATS)
+_rrelu_op_ = defop("rrelu_with_noise_", _rrelu, "RreluWithNoiseBackward1", diff=(0,),
+                   kernel="rrelu_with_noise_out_cpu", **_FLOATS)
+
+
+def _rrelu_noise(input: Tensor, lower: float, upper: float, training: bool):
+    """The slopes: in training PyTorch's ``_rrelu_with_noise_train``, one
+    ``uniform_real_distribution<double>(lower, upper)`` draw (``random64``) per element ``<= 0``
+    in order, bounds in the op-math type; else ``(lower + upper) / 2`` everywhere."""
+    dt = input.dtype.np
+    if not input.dtype.is_floating_point:
+        return jnp.zeros((), dt)
+    if not training:
+        return jnp.asarray((lower + upper) / 2, dt)
+    x = np.asarray(input._concrete("rrelu in training (its draws depend on the values)"))
+    op = np.float64 if dt == np.float64 else np.float32
+    neg = np.ascontiguousarray(x).reshape(-1) <= 0
+    k = int(neg.sum())
+    words = generator_or_default(None)._raw(2 * k).astype(np.uint64)
+    bits = (words[0::2] << np.uint64(32)) | words[1::2]
+    u = (bits & np.uint64((1 << 53) - 1)).astype(np.float64) * 2.0 ** -53
+    lo, hi = np.float64(op(lower)), np.float64(op(upper))
+    noise = np.ones(neg.shape, op)
+    noise[neg] = (u * (hi - lo) + lo).astype(op)
+    return jnp.asarray(noise.reshape(x.shape).astype(dt))
+
+
+def rrelu(input: Tensor, lower: float = 1.0 / 8, upper: float = 1.0 / 3, training: bool = False,
+          inplace: bool = False) -> Tensor:
+    """Randomized leaky ReLU: ``x`` if ``x > 0`` else ``a * x``, ``a ~ U(lower, upper)`` drawn
+    per element in training (PyTorch's draws for the same seed), ``(lower + upper) / 2`` in
+    evaluation (``RreluWithNoiseBackward0``; in place ``RreluWithNoiseBackward1``).
+
+    >>> import funcgrad
+    >>> import funcgrad.nn.functional as F
+    >>> F.rrelu(funcgrad.tensor([-1.0, 2.0]))
+    tensor([-0.2292,  2.0000])
+    """
+    if lower > upper:
+        raise RuntimeError("Lower bound should be less than or equal to the upper bound")
+    noise = Tensor._wrap(_rrelu_noise(input, float(lower), float(upper), bool(training)))
+    if inplace:
+        return input._inplace(lambda x: apply(_rrelu_op_, x, noise))
+    return apply(_rrelu_op, input, noise)
+
+
+def rrelu_(input: Tensor, lower: float = 1.0 / 8, upper: float = 1.0 / 3, training: bool = False) -> Tensor:
+    """In-place ``rrelu``."""
+    return rrelu(input, lower, upper, training, inplace=True)
+
+
+# ================================ feature_alpha_dropout ===========================================
+def feature_alpha_dropout(input: Tensor, p: float = 0.5, training: bool = False,
+                          inplace: bool = False) -> Tensor:
+    """Alpha dropout of whole channels: PyTorch's ``_dropout_impl<feature, alpha>``, one
+    ``bernoulli_(1 - p)`` draw per (batch, channel), the same draws for the same seed."""
+    if p < 0.0 or p > 1.0:
+        raise ValueError(f"dropout probability has to be between 0 and 1, but got {p}")
+    if p == 0 or not training or input.numel() == 0:
+        return input
+    if p == 1:
+        zero = Tensor._wrap(jnp.zeros((), input.dtype.np))
+        return input.mul_(zero) if inplace else input * zero
+    if input.ndim < 2:
+        raise RuntimeError("Feature dropout requires at least 2 dimensions in the input")
+    dt = input.dtype.np
+    shape = tuple(input.shape[:2]) + (1,) * (input.ndim - 2)
+    alpha = 1.7580993408473766
+    a = 1.0 / math.sqrt((alpha * alpha * p + 1) * (1 - p))
+    noise = _sample.bernoulli_scalar(None, shape, 1.0 - p, dt)
+    b = Tensor._wrap((noise - dt.type(1)) * dt.type(alpha * a) + dt.type(alpha * a * p))
+    scale = Tensor._wrap(noise * dt.type(a))
+    if inplace:
+        return input.mul_(scale).add_(b)
+    return (input * scale).add_(b)
+
+
+# ================================ adaptive_max_pool3d =============================================
+def _adaptive_max3d(x, *, output_size):
+    """``_adaptive_max`` of a batched or unbatched input (PyTorch's kernel takes both)."""
+    if x.ndim == 4:
+        out, idx = _adaptive_max3d(x[None], output_size=output_size)
+        return out[0], idx[0]
+    if 0 in output_size:
+        shape = x.shape[:2] + tuple(output_size)
+        return jnp.zeros(shape, x.dtype), jnp.zeros(shape, jnp.int64)
+    return _adaptive_max(x, output_size=output_size)
+
+
+_adaptive_max_pool3d = defop("adaptive_max_pool3d", _adaptive_max3d, "AdaptiveMaxPool3DBackward0",
+                             diff_outputs=(0,), kernel="adaptive_max_pool3d_cpu", **_FLOATS)
+
+
+def adaptive_max_pool3d_with_indices(input: Tensor, output_size, return_indices: bool = False):
+    """3-D max over adaptive bins and the flat ``D*H*W`` index of each (``AdaptiveMaxPool3DBackward0``)."""
+    if isinstance(output_size, (tuple, list)):
+        if input.ndim <= len(output_size):
+            raise ValueError(f"Input dimension should be at least {len(output_size) + 1}")
+        size = [input.shape[input.ndim - len(output_size) + i] if o is None else int(o)
+                for i, o in enumerate(output_size)]
+    else:
+        size = [int(output_size)] * 3
+    if input.ndim not in (4, 5):
+        raise RuntimeError(f"adaptive_max_pool3d(): Expected 4D or 5D tensor, but got: {list(input.shape)}")
+    if len(size) != 3:
+        raise RuntimeError("adaptive_max_pool3d(): internal error: output_size.size() must be 3")
+    for i in range(1, input.ndim):
+        if input.shape[i] <= 0:
+            raise RuntimeError("adaptive_max_pool3d(): Expected input to have non-zero size for non-batch "
+                               f"dimensions, but input has sizes {list(input.shape)} with dimension {i} "
+                               "being empty")
+    return apply(_adaptive_max_pool3d, input, output_size=tuple(size))
+
+
+def adaptive_max_pool3d(input: Tensor, output_size, return_indices: bool = False):
+    """3-D adaptive max pooling; with ``return_indices`` also the indices."""
+    out, idx = adaptive_max_pool3d_with_indices(input, output_size)
+    return (out, idx) if return_indices else out
+
+
+# ================================ multilabel_margin_loss ==========================================
+def _multilabel_margin(x, t, *, reduction):
+    """Per sample ``sum_j sum_{i not a target} max(0, 1 - (x[y_j] - x[i])) / C`` over the targets
+    ``y_j`` before the first -1 (a hinge at exactly 0 passes no gradient, as PyTorch's backward)."""
+    c = x.shape[-1] if x.ndim else 1
+    x2, t2 = x.reshape(-1, c), t.reshape(-1, c)
+    valid = jnp.cumprod(t2 >= 0, axis=1).astype(bool)
+    tj = jnp.where(valid, t2, 0)
+    is_target = jnp.any(valid[:, :, None] & (tj[:, :, None] == jnp.arange(c)), axis=1)
+    xt = jnp.take_along_axis(x2, tj, 1)
+    z = 1 - (xt[:, :, None] - x2[:, None, :])
+    hinge = jnp.where((z > 0) & valid[:, :, None] & ~is_target[:, None, :], z, 0)
+    loss = jnp.sum(hinge, axis=(1, 2)) / c
+    if reduction == "mean":
+        return jnp.mean(loss)
+    if reduction == "sum":
+        return jnp.sum(loss)
+    return loss if x.ndim == 2 else loss.reshape(())
+
+
+_multilabel_margin_op = defop("multilabel_margin_loss", _multilabel_margin, "MultilabelMarginLossBackward0",
+                              diff=(0,))
+
+
+def multilabel_margin_loss(input: Tensor, target: Tensor, size_average=None, reduce=None,
+                           reduction: str = "mean") -> Tensor:
+    """Multi-class multi-label hinge loss (``MultilabelMarginLossBackward0``): ``target`` holds
+    each sample's class indices, ended by the first -1."""
+    reduction = _reduction(size_average, reduce, reduction)
+    nd = input.ndim
+    if not (nd <= 1 and input.numel() > 0 or nd == 2 and input.shape[1] != 0):
+        raise RuntimeError(f"Expected non-empty vector or matrix with optional 0-dim batch size, but got: "
+                           f"{list(input.shape)}")
+    c = input.shape[-1] if nd else 1
+    if nd <= 1 and not (target.ndim <= 1 and target.numel() == c) or \
+            nd == 2 and not (target.ndim == 2 and tuple(target.shape) == tuple(input.shape)):
+        raise RuntimeError(f"inconsistent target size: {list(target.shape)} for input of size: "
+                           f"{list(input.shape)}")
+    if target.dtype.name != "int64":
+        raise RuntimeError(f"expected scalar type Long but found {_scalar_type_name(target.dtype)}")
+    v = target._value
+    if not isinstance(v, jax.core.Tracer) and v.size:
+        a = np.asarray(v)
+        if ((a < -1) | (a >= c)).any():
+            raise RuntimeError("argument #2 'target' is out of range")
+    return apply(_multilabel_margin_op, input, target, reduction=reduction)
+
+
+# ================================ triplet_margin_with_distance_loss ===============================
+def _pairwise_distance(x1: Tensor, x2: Tensor) -> Tensor:
+    """``pairwise_distance`` with its defaults (PyTorch's default distance)."""
+    return apply(_pairwise_op, x1, x2, p=2.0, eps=1e-6, keepdim=False)
+
+
+def triplet_margin_with_distance_loss(anchor: Tensor, positive: Tensor, negative: Tensor, *,
+                                      distance_function=None, margin: float = 1.0, swap: bool = False,
+                                      reduction: str = "mean") -> Tensor:
+    """``max(d(a, p) - d(a, n) + margin, 0)`` with any distance ``d`` (default
+    ``pairwise_distance``), composed as PyTorch composes it (``ClampMinBackward0``, then the
+    reduction's node)."""
+    if reduction not in ("mean", "sum", "none"):
+        raise ValueError(f"{reduction} is not a valid value for reduction")
+    if margin <= 0:
+        raise ValueError(f"margin must be greater than 0, got {margin}")
+    a_dim, p_dim, n_dim = anchor.ndim, positive.ndim, negative.ndim
+    if not (a_dim == p_dim and p_dim == n_dim):
+        raise RuntimeError(f"The anchor, positive, and negative tensors are expected to have the same number "
+                           f"of dimensions, but got: anchor {a_dim}D, positive {p_dim}D, and negative "
+                           f"{n_dim}D inputs")
+    if distance_function is None:
+        distance_function = _pairwise_distance
+    dist_pos = distance_function(anchor, positive)
+    dist_neg = distance_function(anchor, negative)
+    if swap:
+        dist_neg = _minimum(dist_neg, distance_function(positive, negative))
+    loss = (margin + dist_pos - dist_neg).clamp_min(0)
+    if reduction == "sum":
+        return loss.sum()
+    if reduction == "mean":
+        return loss.mean()
+    return loss

@@ -1,0 +1,77 @@
+"""Spec rows for the ops ``funcgrad/nn/_functional_extra.py`` declares (``max_unpool2d/3d``,
+``rrelu_with_noise`` and its in-place form, ``adaptive_max_pool3d``, ``multilabel_margin_loss``)
+and ``max_pool3d_with_indices`` (``_functional_conv.py``). The references are independent:
+explicit scatters, bins and pair loops (PyTorch parity: tests/test_nn_more_modules.py)."""
+
+from __future__ import annotations
+
+import math
+
+import jax.numpy as jnp
+import numpy as np
+
+import funcgrad.nn.functional as F
+
+from . import Spec
+
+# unique flat indices per (n, c) plane: 2x2 values unpooled into 4x4 planes
+_IDX2 = np.array([[[[0, 3], [9, 14]], [[5, 7], [13, 15]]]], np.int64)
+_IDX3 = np.array([[[[[0, 3], [9, 14]], [[20, 27], [40, 63]]]]], np.int64)
+
+
+def _unpool_ref(x, idx, size):
+    lead = x.shape[:x.ndim - len(size)]
+    xf = x.reshape(math.prod(lead), -1)
+    jf = np.asarray(idx).reshape(xf.shape[0], -1)
+    out = jnp.zeros((xf.shape[0], math.prod(size)), x.dtype)
+    for r in range(xf.shape[0]):
+        out = out.at[r, jf[r]].set(xf[r])
+    return out.reshape(*lead, *size)
+
+
+def _bins(n, o):
+    return [(i * n // o, -(-(i + 1) * n // o)) for i in range(o)]
+
+
+def _amp3d_ref(x):  # (1, 2, 4, 5, 3) -> (2, 3, 2)
+    return jnp.stack([jnp.stack([jnp.stack([x[:, :, a:b, c:d, e:f].max((2, 3, 4)) for e, f in _bins(3, 2)], -1)
+                                 for c, d in _bins(5, 3)], -2) for a, b in _bins(4, 2)], -3)
+
+
+_T = np.array([[3, 0, -1, 1], [1, 2, 3, -1], [0, 1, 2, 3]], np.int64)
+
+
+def _mlm_ref(x, t):
+    rows = []
+    for n in range(x.shape[0]):
+        ys = []
+        for y in _T[n]:
+            if y < 0:
+                break
+            ys.append(int(y))
+        rows.append(sum(jnp.maximum(0.0, 1 - (x[n, j] - x[n, i])) for j in ys for i in range(x.shape[1])
+                        if i not in ys) / x.shape[1])
+    return jnp.stack(rows)
+
+
+def _slope(lo, hi):
+    return lambda x: jnp.where(x > 0, x, x * (lo + hi) / 2)
+
+
+SPECS = [
+    Spec("max_unpool2d", lambda x, i: F.max_unpool2d(x, i, 2), lambda x, i: _unpool_ref(x, i, (4, 4)),
+         [(1, 2, 2, 2), _IDX2], grad_fn="MaxUnpool2DBackward0"),
+    Spec("max_unpool3d", lambda x, i: F.max_unpool3d(x, i, 2), lambda x, i: _unpool_ref(x, i, (4, 4, 4)),
+         [(1, 1, 2, 2, 2), _IDX3], grad_fn="MaxUnpool3DBackward0"),
+    Spec("rrelu_with_noise", lambda x: F.rrelu(x), _slope(1.0 / 8, 1.0 / 3), [(3, 4)],
+         grad_fn="RreluWithNoiseBackward0"),
+    Spec("rrelu_with_noise_", lambda x: F.rrelu(x * 1, 0.1, 0.3, inplace=True), _slope(0.1, 0.3), [(3, 4)],
+         grad_fn="RreluWithNoiseBackward1"),
+    Spec("adaptive_max_pool3d", lambda x: F.adaptive_max_pool3d(x, (2, 3, 2), return_indices=True),
+         lambda x: (_amp3d_ref(x),), [(1, 2, 4, 5, 3)], out=0, grad_fn="AdaptiveMaxPool3DBackward0"),
+    Spec("multilabel_margin_loss", lambda x, t: F.multilabel_margin_loss(x, t, reduction="none"), _mlm_ref,
+         [(3, 4), _T], grad=(0,), grad_fn="MultilabelMarginLossBackward0"),
+    Spec("max_pool3d_with_indices", lambda x: F.max_pool3d(x, 2, return_indices=True),
+         lambda x: (jnp.max(x.reshape(1, 2, 2, 2, 2, 2, 2, 2), axis=(3, 5, 7)),), [(1, 2, 4, 4, 4)], out=0,
+         grad_fn="MaxPool3DWithIndicesBackward0"),
+]
