@@ -15,7 +15,16 @@ import numpy as np
 
 def norm_text(s) -> str:
     s = re.sub(r" at 0x[0-9a-fA-F]+", "", str(s))
+    # Python's own words, spelled as the recording's Python 3.11 spells them: 3.12 says "without
+    # an implementation for abstract method 'm'" (torch on 3.12 raises the same words)
+    s = re.sub(r"without an implementation for abstract method '(\w+)'", r"with abstract method \1", s)
     return s.replace("funcgrad", "torch")
+
+
+def _hooks_text(hooks) -> str:
+    """An OrderedDict's repr as Python 3.11 writes it (3.12 writes ``OrderedDict({k: v})``), hook
+    ids masked: they count globally."""
+    return re.sub(r"\((\d+), <", "(#, <", f"{type(hooks).__name__}({list(hooks.items())!r})")
 
 
 def err(fn) -> str:
@@ -306,12 +315,12 @@ def tutorial(lib):
     show(list(module.named_parameters()))
     show(list(module.named_buffers()))
     show(module.weight)
-    show(re.sub(r"\((\d+), <", "(#, <", str(module._forward_pre_hooks)))   # hook ids count globally
+    show(_hooks_text(module._forward_pre_hooks))
     P.l1_unstructured(module, name="bias", amount=3)
     show(list(module.named_parameters()))
     show(list(module.named_buffers()))
     show(module.bias)
-    show(re.sub(r"\((\d+), <", "(#, <", str(module._forward_pre_hooks)))   # hook ids count globally
+    show(_hooks_text(module._forward_pre_hooks))
     P.ln_structured(module, name="weight", amount=0.5, n=2, dim=0)
     show(module.weight)
     hook = [h for h in module._forward_pre_hooks.values() if h._tensor_name == "weight"][0]
