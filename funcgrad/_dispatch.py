@@ -751,8 +751,9 @@ class OpNode(Node):
                 raise RuntimeError(_version_msg(t, v))
 
     def _release(self):
-        self._saved = self._versions = None
-        self._freed = True
+        if not saved_nothing(self):  # (a node that saved no tensor can run again, as PyTorch's)
+            self._saved = self._versions = None
+            self._freed = True
 
     def _apply(self, grads):
         op = self._op
@@ -780,6 +781,23 @@ class OpNode(Node):
             return res
         it = iter(res)
         return [next(it) if mask[i] else None for i in self._mask_pos]
+
+
+_PY_NUMBERS = frozenset((int, float, bool, complex))
+
+
+def saved_nothing(node) -> bool:
+    """Whether ``node`` saved no tensor: PyTorch frees a node's saved variables after a backward
+    without ``retain_graph`` and raises only when a later backward unpacks a freed one, so a node
+    that saved none (``add``, ``sub``, ``neg``, ``sum``, ``mean``, views, ``cat``, ``clone``,
+    ``to``: linear ops, keeping shapes and Python numbers) runs again. A non-differentiable
+    operand kept as an array (an index, a mask) counts as saved, as in PyTorch."""
+    if node._versions:
+        return False
+    for s in node._saved:
+        if s is not None and type(s) not in _PY_NUMBERS:
+            return False
+    return True
 
 
 def _version_msg(t, expected):

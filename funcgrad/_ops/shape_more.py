@@ -506,7 +506,9 @@ def _pad_fn(x, *, widths, mode, value):
     return jnp.pad(x, widths, mode={"reflect": "reflect", "replicate": "edge", "circular": "wrap"}[mode])
 
 
-_PADS = {"constant": defop("pad_constant", _pad_fn, "ConstantPadNdBackward0", diff=(0,)),
+# (constant padding is affine in x: its backward needs x's shape only, so its node saves no tensor
+# and a second backward through it runs, as PyTorch's ConstantPadNdBackward0, which saves the pad)
+_PADS = {"constant": defop("pad_constant", _pad_fn, "ConstantPadNdBackward0", diff=(0,), linear=True),
          "circular": defop("pad_circular", _pad_fn, "CopySlices")}
 for _n in (1, 2, 3):
     _PADS[f"reflect{_n}"] = defop(f"pad_reflect{_n}d", _pad_fn, f"ReflectionPad{_n}DBackward0")

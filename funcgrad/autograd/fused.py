@@ -35,7 +35,7 @@ import threading
 from jax.core import Tracer
 
 from .. import _cache, _grad_mode as grad_mode
-from .._dispatch import OpNode
+from .._dispatch import OpNode, saved_nothing
 from .._scalars import NUMBERS, scalar_array
 from .._tensor import Tensor, _apply_chain
 from .engine import _accumulate, _no_leak, register_fast_path
@@ -264,8 +264,9 @@ def run_root(root, nr, grad, retain_graph) -> bool:
     out = entry(grad, *flat)  # jax traces a new program once, even from two threads
     if not retain_graph:
         for n in ops:  # OpNode._release, inlined
-            n._saved = n._versions = None
-            n._freed = True
+            if n._versions or not saved_nothing(n):
+                n._saved = n._versions = None
+                n._freed = True
     state = None
     try:
         for node, g in zip(leaves, out):
