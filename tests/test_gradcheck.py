@@ -52,6 +52,12 @@ FD_INVALID = {
     "pinv_hermitian": "PyTorch's pinv(hermitian=True) gradient is the general pseudo-inverse derivative at A "
                       "while the forward reads one triangle (tests/test_opinfo_derivatives.py compares it "
                       "with torch's)",
+    "polar_negative_abs": "PyTorch's polar gradient in abs is sgn(result), -e^{i angle} for a negative abs, "
+                          "not the derivative e^{i angle} (tests/test_opinfo_derivatives.py compares it with "
+                          "torch's)",
+    "as_strided_scatter": "PyTorch's as_strided_scatter gives input the gradient at the scattered positions, "
+                          "not around them, so it is not the derivative (tests/test_opinfo_derivatives.py "
+                          "compares it with torch's)",
 }
 
 
