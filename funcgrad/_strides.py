@@ -198,6 +198,9 @@ RULES = {  # op key in the op table -> stride rule (tests/test_strides.py: every
     "split_with_sizes": _slice, "unbind": _select, "unfold": _unfold, "diagonal": _diagonal,
     "split_slice": _slice,
     "alias": _alias, "as_strided": _as_strided,
+    # the in-place forms' steps (funcgrad/_ops/inplace_shape.py)
+    "t_inplace": _t, "transpose_inplace": _transpose, "squeeze_inplace": _squeeze,
+    "squeeze_dim_inplace": _squeeze, "squeeze_dims_inplace": _squeeze, "unsqueeze_inplace": _unsqueeze,
 }
 
 

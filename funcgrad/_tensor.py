@@ -109,12 +109,18 @@ class _View:
     """How a view derives from its base's cell: ``chain`` of (op, static, dynamic-ints) steps,
     and a cache ``cg``: ``(value, the base cell's generation it was computed at)``, one tuple so
     that it is replaced at once (threads reading one view see a whole pair; a frame's own
-    binding of a view lives in the frame, ``_storage.Frame.bind_view``)."""
+    binding of a view lives in the frame, ``_storage.Frame.bind_view``).
 
-    __slots__ = ("base", "chain", "cg", "layout")
+    ``owner``: PyTorch's ``_base`` where it is not ``base`` (the storage's root): None for a
+    view of the root; False for a tensor PyTorch does not count as a view though it reads the
+    storage through a chain (``detach()``/``.data`` of a view; a tensor whose own shape changed
+    in place, ``t_``/``unsqueeze_``/``as_strided_``/``resize_``, whose ``base`` then holds the
+    storage); else that tensor (a view of such a tensor: its ``_base``, and its autograd base)."""
 
-    def __init__(self, base, chain, cache, gen):
-        self.base, self.chain, self.cg = base, chain, (cache, gen)
+    __slots__ = ("base", "chain", "cg", "layout", "owner")
+
+    def __init__(self, base, chain, cache, gen, owner=None):
+        self.base, self.chain, self.cg, self.owner = base, chain, (cache, gen), owner
         self.layout = None  # (sizes, strides, offset), computed when first asked (_strides.py)
 
     # (what this thread reads: under a binding frame, the frame's binding of this view if any:
@@ -131,7 +137,7 @@ class _View:
 
     def copy(self) -> "_View":
         """Another view info of the same view (``detach()``…), reading what this one reads."""
-        new = _View(self.base, self.chain, *self.cg)
+        new = _View(self.base, self.chain, *self.cg, self.owner)
         if _storage_active[0]:
             f = _storage_local.frame
             if f is not None:
@@ -252,12 +258,20 @@ class Tensor:
         t = object.__new__(Tensor)  # (_init's cell and counter would be replaced: the base's)
         t._requires_grad, t._grad_fn = False, None
         vi = base._viewinfo
-        root = base if vi is None else vi.base
         step = (op, skey, tuple(dyn))
-        chain = (step,) if vi is None else vi.chain + (step,)
         t._cell, t._ver = base._cell, base._ver
-        t._viewinfo = _View(root, chain, value, base._cell.gen)
+        if vi is None:
+            t._viewinfo = _View(base, (step,), value, base._cell.gen)
+        else:
+            owner = vi.owner
+            t._viewinfo = _View(vi.base, vi.chain + (step,), value, base._cell.gen,
+                                base if owner is False else owner)
         return t
+
+    def _view_owner(self):
+        """The ``owner`` of a view made of this tensor (see ``_View``)."""
+        vi = self._viewinfo
+        return None if vi is None else (self if vi.owner is False else vi.owner)
 
     # ---- storage ----------------------------------------------------------------------------
     @property
@@ -306,6 +320,7 @@ class Tensor:
         vi = self._viewinfo
         if vi is not None:
             t._viewinfo = vi.copy()
+            t._viewinfo.owner = False  # (PyTorch's detach()/.data of a view is not a view)
             if DUAL[0] is not None:  # (detach, .data: a view forward AD does not see through)
                 DUAL[0].opaque(t)
         return t
@@ -367,7 +382,7 @@ class Tensor:
     def device(self) -> _device_cls:
         v = self._value
         if _is_tracer(v):
-            return _device_cls("cpu") if jax.default_backend() == "cpu" else _device_cls("cuda", 0)
+            return _runtime.get_default_device()
         return _from_jax_device(next(iter(v.devices())))
 
     @property
@@ -460,6 +475,27 @@ class Tensor:
             return True
         sz, st, _ = self._layout()
         return _strides.is_contiguous(sz, st)
+
+    @property
+    def _base(self) -> Tensor | None:
+        """The tensor this view was made from, as PyTorch's: a view of a view has the original's
+        base; None for a tensor that is not a view (``detach()`` of a view included).
+
+        >>> import funcgrad
+        >>> x = funcgrad.arange(6.0)
+        >>> v = x.view(2, 3).t()
+        >>> v._base is x, x._base, v.detach()._base
+        (True, None, None)
+        """
+        vi = self._viewinfo
+        if vi is None:
+            return None
+        owner = vi.owner
+        return vi.base if owner is None else (None if owner is False else owner)
+
+    def _is_view(self) -> bool:
+        """Whether this tensor is a view of another (``_base`` is set)."""
+        return self._base is not None
 
     def is_inference(self) -> bool:
         """True for tensors made under ``inference_mode`` (they have no version counter)."""
@@ -845,10 +881,10 @@ class Tensor:
         if self._ver is None and not _state.inference:
             raise RuntimeError(INFERENCE_INPLACE_MSG)
         if _state.enabled and self._requires_grad:
-            if self._grad_fn is None and self._viewinfo is None:
+            base = self._base
+            if self._grad_fn is None and base is None:
                 raise RuntimeError(LEAF_INPLACE_MSG)
-            vi = self._viewinfo
-            if vi is not None and vi.base._grad_fn is None and vi.base._requires_grad:
+            if base is not None and base._grad_fn is None and base._requires_grad:
                 raise RuntimeError(
                     "a view of a leaf Variable that requires grad is being used in an in-place "
                     "operation.")
@@ -883,12 +919,14 @@ class Tensor:
             self._ver[0] += 1
         if out._requires_grad and _state.enabled:
             vi = self._viewinfo
-            if vi is not None:
-                base = vi.base
-                new_base = _above.apply(_above.COPY_SLICES, base._snapshot(), out, chain=vi.chain)
+            base = None if vi is None else self._base
+            if base is not None:  # rebased: CopySlices on its base, the view's steps from there
+                bvi = base._viewinfo  # (a base that is no view of PyTorch's may read a chain)
+                chain = vi.chain if bvi is None or vi.owner is None else vi.chain[len(bvi.chain):]
+                new_base = _above.apply(_above.COPY_SLICES, base._snapshot(), out, chain=chain)
                 base._grad_fn, base._output_nr, base._requires_grad = new_base._grad_fn, 0, True
                 view = new_base
-                for op, skey, dyn in vi.chain:
+                for op, skey, dyn in chain:
                     view = _above.apply(op, view, *dyn, **dict(skey))
                 self._set_grad_fn(view._grad_fn, 0)
             else:

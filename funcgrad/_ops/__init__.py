@@ -19,6 +19,7 @@ from . import complex, windows  # noqa: F401  (complex/polar/view_as_real/conj/a
 from . import more4  # noqa: F401  (gcd/lcm, inner, scatters, sum_to_size, fill_diagonal_, unravel_index)
 from . import more5  # noqa: F401  (torch.<name>_ functions, range, scalar_tensor, Tensor.new, removed names)
 from . import strided, spectral  # noqa: F401  (as_strided, as_strided_, as_strided_scatter; stft, istft)
+from . import inplace_shape  # noqa: F401  (t_, transpose_, squeeze_, unsqueeze_, resize_, resize_as_)
 from ._registry import FUNCTIONS, METHODS, OPS, apply, install
 from . import _saved_result  # noqa: F401,E402  (ops whose output is version-checked at backward)
 

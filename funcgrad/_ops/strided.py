@@ -169,11 +169,12 @@ def _geometry(input: Tensor, size, stride, storage_offset, root: Tensor) -> dict
     return {"size": size, "stride": stride, "storage_offset": offset}
 
 
-def _as_view_of(out: Tensor, root: Tensor, static: dict) -> Tensor:
-    """``out`` (computed from a view, its node recorded) made a view of ``root``'s storage."""
+def _as_view_of(out: Tensor, root: Tensor, static: dict, owner) -> Tensor:
+    """``out`` (computed from a view, its node recorded) made a view of ``root``'s storage
+    (``owner``: PyTorch's base where it is not ``root``, see ``_tensor._View``)."""
     value = out._value
     out._cell, out._ver = root._cell, root._ver
-    out._viewinfo = _View(root, ((_as_strided, tuple(static.items()), ()),), value, root._cell.gen)
+    out._viewinfo = _View(root, ((_as_strided, tuple(static.items()), ()),), value, root._cell.gen, owner)
     return out
 
 
@@ -197,7 +198,7 @@ def as_strided(input: Tensor, size, stride, storage_offset=None) -> Tensor:
         return apply(_as_strided, input, **static)
     # from a view: the gradient goes to the view (its own node), the values are the storage's
     out = apply(_as_strided_view, input, root.detach(), **static, in_geometry=input._layout())
-    return _as_view_of(out, root, static)
+    return _as_view_of(out, root, static, input._view_owner())
 
 
 @export("as_strided_", function=False)
@@ -208,11 +209,15 @@ def as_strided_(self: Tensor, size, stride, storage_offset=None) -> Tensor:
     root = _root(self)
     static = _geometry(self, size, stride, storage_offset, root)
     out = apply(_as_strided_inplace, self, root.detach(), **static, in_geometry=self._layout())
-    if self._viewinfo is None:  # (the storage's holder: the root's cell, no autograd identity)
+    old = self._viewinfo
+    if old is None:  # (the storage's holder: the root's cell, no autograd identity)
         root = Tensor._wrap(None)
         root._cell, root._ver = self._cell, self._ver
-    _as_view_of(out, root, static)
+    # (PyTorch's as_strided_ leaves a tensor that was no view no view: owner False)
+    _as_view_of(out, root, static, False if old is None else old.owner)
     self._viewinfo = out._viewinfo
+    if self._ver is not None:  # (PyTorch bumps the version)
+        self._ver[0] += 1
     if out._grad_fn is not None:
         self._set_grad_fn(out._grad_fn, 0)
     return self
