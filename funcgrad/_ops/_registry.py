@@ -342,16 +342,28 @@ def numpy_call(f, input, dim, keepdim, dtype, numpy):
     return write_out(f(input, **bound), out, f.__name__)
 
 
-def noargs_method(call):
-    """For ``export``'s ``noargs``: ``name -> Tensor.<name>`` computing ``call(self)`` (the kernel the
-    function calls, so no wrapper frame), for an op PyTorch binds as a method taking no argument
-    (``_parser.NOARGS``): any argument is refused with its TypeError (CPython's wording for such a
-    method, ``Tensor.abs() takes no arguments (1 given)``)."""
+def noargs_method(call=None, *, op: Op | None = None):
+    """For ``export``'s ``noargs``: ``name -> Tensor.<name>`` computing ``call(self)``, or
+    ``apply(op, self)`` (the kernel the function calls, so no wrapper frame), or with neither returning
+    self, for an op PyTorch binds as a method taking no argument (``_parser.NOARGS``): any argument is
+    refused with its TypeError (CPython's wording for such a method, ``Tensor.abs() takes no arguments
+    (1 given)``)."""
     def make(name: str):
-        def m(self, *args):
-            if args:
-                raise _parser.method_error(name, args, {})
-            return call(self)
+        if call is op is None:
+            def m(self, *args):
+                if args:
+                    raise _parser.method_error(name, args, {})
+                return self
+        elif op is not None:
+            def m(self, *args):
+                if args:
+                    raise _parser.method_error(name, args, {})
+                return apply(op, self)
+        else:
+            def m(self, *args):
+                if args:
+                    raise _parser.method_error(name, args, {})
+                return call(self)
         m.__name__, m.__qualname__ = name, f"Tensor.{name}"
         return m
     return make

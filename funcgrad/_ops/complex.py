@@ -19,7 +19,7 @@ import jax.numpy as jnp
 
 from .. import _dtype
 from .._tensor import _scalar_type_name
-from ._registry import Tensor, apply, defop, export, inplace_method
+from ._registry import Tensor, apply, defop, export, inplace_method, noargs_method
 from ._registry import write_out as _out
 
 
@@ -203,13 +203,13 @@ def conj_physical_(input: Tensor) -> Tensor:
     return input.conj_physical_()
 
 
-@export("resolve_conj")
+@export("resolve_conj", noargs=noargs_method())
 def resolve_conj(input: Tensor) -> Tensor:
     """``input`` itself: funcgrad's conjugates are computed, never pending (no conjugate bit)."""
     return input
 
 
-@export("resolve_neg")
+@export("resolve_neg", noargs=noargs_method())
 def resolve_neg(input: Tensor) -> Tensor:
     """``input`` itself: funcgrad has no pending negation (no negative bit)."""
     return input

@@ -9,8 +9,6 @@ transcendental functions (``promote="float"``) and stay integers for rounding.
 
 from __future__ import annotations
 
-import functools
-
 import jax
 import jax.numpy as jnp
 import jax.scipy.special as jsp
@@ -260,13 +258,13 @@ def _make_pred(name, op):
 for _name, _fn in _PRED:
     _op = defop(_name, _fn, None)
     _f = _make_pred(_name, _op)
-    export(_name, noargs=noargs_method(functools.partial(apply, _op)))(_f)
+    export(_name, noargs=noargs_method(op=_op))(_f)
     globals()[_name] = _f
 
 _lnot = defop("logical_not", jnp.logical_not, None)
 
 
-@export("logical_not")
+@export("logical_not", noargs=noargs_method(op=_lnot))
 def logical_not(input: Tensor, *, out=None) -> Tensor:
     """Elementwise ``not`` (nonzero is true) → bool tensor."""
     return _out(apply(_lnot, input), out, check=any_dtype)

@@ -96,7 +96,7 @@ def _pos(x):
     return x
 
 
-export("positive", "__pos__")(_pos)
+export("positive", "__pos__", noargs=noargs_method())(_pos)
 
 # ================================ binary arithmetic ==============================================
 def _with_alpha(combine):
@@ -574,7 +574,7 @@ for _name, _fn, _dunder in _BITWISE:
 _not = defop("bitwise_not", jnp.invert, None, accepts="bi", kernel="bitwise_not_cpu")
 
 
-@export("bitwise_not")
+@export("bitwise_not", noargs=noargs_method(op=_not))
 def bitwise_not(input) -> Tensor:
     return apply(_not, input)
 

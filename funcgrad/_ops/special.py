@@ -18,7 +18,7 @@ import jax.scipy.special as jsp
 
 from .._factories import tensor
 from .._tensor import _scalar_type_name
-from ._registry import Tensor, apply, defop, export, inplace_method
+from ._registry import Tensor, apply, defop, export, inplace_method, noargs_method
 from ._registry import check_out_grad
 from ._registry import write_out as _out
 
@@ -188,7 +188,7 @@ def mvlgamma(input: Tensor, p: int, *, out=None) -> Tensor:
     return _out(apply(_mvlgamma, input, p=int(p)), out)
 
 
-@export("i0")
+@export("i0", noargs=noargs_method(op=_i0))
 def i0(input: Tensor, *, out=None) -> Tensor:
     """Modified Bessel function of the first kind, order 0.
 
