@@ -25,10 +25,10 @@ import numpy as np
 from .. import _strides
 from .._tensor import Size, _View, _wrap_dim
 from ._registry import Tensor, apply, defop, export
-from .strided import _as_strided
+from .strided import _as_strided, _parsed
 
 _t_ = defop("t_inplace", lambda x: x.T, "TBackward1", linear=True, view=True)
-_transpose_ = defop("transpose_inplace", lambda x, d0, d1: jnp.swapaxes(x, d0, d1), "TransposeBackward1",
+_transpose_op = defop("transpose_inplace", lambda x, d0, d1: jnp.swapaxes(x, d0, d1), "TransposeBackward1",
                     linear=True, view=True)
 _squeeze_ = defop("squeeze_inplace", lambda x, dims: jnp.squeeze(x, dims), "SqueezeBackward3",
                   linear=True, view=True)
@@ -67,6 +67,7 @@ def _restride(self: Tensor, op, **static) -> Tensor:
 
 
 @export("t_", function=False)
+@_parsed("t_")
 def t_(self) -> Tensor:
     """``self`` transposed in place (≤ 2-D).
 
@@ -80,16 +81,23 @@ def t_(self) -> Tensor:
     return _restride(self, _t_)
 
 
-@export("transpose_", "swapdims_", "swapaxes_", function=False)
-def transpose_(self, dim0, dim1) -> Tensor:
+def _transpose_(self, dim0, dim1) -> Tensor:
     """``self`` with dims ``dim0`` and ``dim1`` swapped, in place."""
     n = self.ndim
-    return _restride(self, _transpose_, d0=_wrap_dim(dim0, n), d1=_wrap_dim(dim1, n))
+    return _restride(self, _transpose_op, d0=_wrap_dim(dim0, n), d1=_wrap_dim(dim1, n))
+
+
+transpose_ = export("transpose_", function=False)(_parsed("transpose_")(_transpose_))
+export("swapdims_", function=False)(_parsed("swapdims_")(_transpose_))
+export("swapaxes_", function=False)(_parsed("swapaxes_")(_transpose_))
 
 
 @export("squeeze_", function=False)
-def squeeze_(self, dim=None) -> Tensor:
-    """``self`` without its size-1 dims (or those of ``dim``), in place."""
+@_parsed("squeeze_")
+def squeeze_(self, dim=None, *dims) -> Tensor:
+    """``self`` without its size-1 dims (or those of ``dim``: an int, or several), in place."""
+    if dims:  # (PyTorch's parser takes squeeze_(0, 2) as the dims (0, 2))
+        dim = (dim, *dims)
     n, shape = self.ndim, self.shape
     if dim is None:
         return _restride(self, _squeeze_, dims=tuple(i for i, s in enumerate(shape) if s == 1))
@@ -99,6 +107,7 @@ def squeeze_(self, dim=None) -> Tensor:
 
 
 @export("unsqueeze_", function=False)
+@_parsed("unsqueeze_")
 def unsqueeze_(self, dim) -> Tensor:
     """``self`` with a size-1 dim inserted at ``dim``, in place."""
     return _restride(self, _unsqueeze_, dim=_wrap_dim(dim, self.ndim + 1))

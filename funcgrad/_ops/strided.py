@@ -17,10 +17,13 @@ its derivative slot, the storage a non-differentiable operand.
 
 from __future__ import annotations
 
+import functools
+
 import jax.numpy as jnp
 import numpy as np
 
 from .._tensor import _View
+from . import _parser
 from ._registry import Tensor, apply, defop, export
 
 
@@ -178,6 +181,24 @@ def _as_view_of(out: Tensor, root: Tensor, static: dict, owner) -> Tensor:
     return out
 
 
+def _parsed(name: str):
+    """Method ``name`` raising PyTorch's argument error (``_parser.method_error``) for a call its
+    binding refuses, in place of the failure (the in-place geometry methods read their arguments
+    before they write anything)."""
+    def deco(f):
+        @functools.wraps(f)
+        def m(self, *args, **kwargs):
+            try:
+                return f(self, *args, **kwargs)
+            except Exception:
+                err = _parser.method_error(name, args, kwargs)
+                if err is None:
+                    raise
+            raise err from None
+        return m
+    return deco
+
+
 def _ints(v) -> tuple:
     return (int(v),) if isinstance(v, int) else tuple(int(s) for s in v)
 
@@ -202,6 +223,7 @@ def as_strided(input: Tensor, size, stride, storage_offset=None) -> Tensor:
 
 
 @export("as_strided_", function=False)
+@_parsed("as_strided_")
 def as_strided_(self: Tensor, size, stride, storage_offset=None) -> Tensor:
     """``self`` made the ``as_strided`` view of its storage, in place (PyTorch's
     ``AsStridedBackward1``); a root tensor's storage is then held by a tensor of its own."""
