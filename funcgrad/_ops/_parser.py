@@ -15,6 +15,14 @@ call that works pays two comparisons). A keyword the frontend does not take unde
 ``_registry.keepdim`` / ``numpy_call`` / ``refuse`` off their fast paths; the hot ops with a dim or
 an ``other`` (cumsum, softmax, squeeze, unsqueeze, cat, stack, topk, movedim, the comparisons...)
 call ``rerun`` for a call giving their ``*`` or ``**`` anything, and ``refuse`` for a TypeError.
+
+Every Tensor method's own signature is recorded from PyTorch in ``_method_schemas`` (``NOARGS``,
+``METHOD_SCHEMAS``): ``method_error`` gives the TypeError PyTorch's binding raises for a method call,
+or None where it takes the call. It is asked only once a call has failed, where a frame already
+catches the failure: ``_registry.inplace_method`` (before anything is written), ``_require_tensors``,
+``_take_operands``, and ``noargs_method``'s methods (generated for the no-argument ops of the table
+factories, calling the same kernel as the function). A method that is its function's frontend
+(no frame of its own) still gives Python's binding errors, which count ``self``.
 """
 
 from __future__ import annotations
