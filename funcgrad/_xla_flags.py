@@ -9,6 +9,10 @@ and 2 cores) and gives it reductions no more: ``--xla_cpu_experimental_ynn_fusio
 ``REDUCE``. (Eager steps with large reductions run slower that way, compiled ones as fast or
 faster: see the closing note of the change.)
 
+jaxlib 0.11.2 knows the flag too. Its reductions gave the same bits on 1, 2 and 16 cores without
+it, but other bits than 0.10.2's; with it, 0.10.2 and 0.11.2 give the same bits (measured: the
+sums and variances of ``tests/test_determinism.py``), so funcgrad sets it there as well.
+
 XLA reads ``XLA_FLAGS`` once, when JAX starts its backend; a per-program option cannot do it
 (``jax.jit`` takes ``compiler_options`` only at the top level, and funcgrad's kernels also run
 inside other programs). So ``funcgrad`` adds the flag to ``XLA_FLAGS`` as it is imported:
@@ -26,7 +30,7 @@ import os
 
 FLAG = "--xla_cpu_experimental_ynn_fusion_type"
 VALUE = "LIBRARY_FUSION_TYPE_INDIVIDUAL_DOT,LIBRARY_FUSION_TYPE_INDIVIDUAL_CONVOLUTION"
-TESTED_JAXLIB = ("0.10.",)  # jaxlib versions whose XLA knows the flag (checked: 0.10.2)
+TESTED_JAXLIB = ("0.10.", "0.11.")  # jaxlib versions whose XLA knows the flag (checked: 0.10.2, 0.11.2)
 
 LATE_MSG = ("funcgrad was imported after JAX started its backend, so XLA cannot take funcgrad's "
             f"option {FLAG}={VALUE}: its CPU reductions may then give different bits on machines "

@@ -248,4 +248,8 @@ def test_imported_after_jax_started_warns_that_the_option_cannot_apply():
             "    import funcgrad\n"
             "print(funcgrad._xla_flags.STATE, [str(x.message).split(',')[0] for x in w])")
     r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=300)
-    assert r.stdout.strip() == "late ['funcgrad was imported after JAX started its backend']", r.stderr[-2000:]
+    from importlib.metadata import version
+    if version("jaxlib").startswith(funcgrad._xla_flags.TESTED_JAXLIB):
+        assert r.stdout.strip() == "late ['funcgrad was imported after JAX started its backend']", r.stderr[-2000:]
+    else:  # (a jaxlib the flag is not known in: funcgrad sets nothing, so it has nothing to warn of)
+        assert r.stdout.strip() == "untested []", r.stderr[-2000:]
