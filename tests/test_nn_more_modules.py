@@ -1,7 +1,7 @@
 """nn modules and functionals PyTorch tutorials reach that funcgrad lacked: ``MaxUnpool1d/2d/3d``,
 ``RReLU``, ``LPPool1d/2d/3d``, ``FeatureAlphaDropout``, ``AdaptiveMaxPool3d``,
-``MultiLabelMarginLoss``, ``TripletMarginWithDistanceLoss``, ``AdaptiveLogSoftmaxWithLoss`` and
-their functional forms. One script gives the transcript (values, gradients, node names, reprs,
+``MultiLabelMarginLoss``, ``TripletMarginWithDistanceLoss``, ``AdaptiveLogSoftmaxWithLoss``,
+``FractionalMaxPool2d/3d`` and their functional forms. One script gives the transcript (values, gradients, node names, reprs,
 errors, seeded random draws); ``tests/fixtures/nn_more_modules/expected.json`` holds PyTorch
 2.13's, recorded by ``make_fixtures.py`` there and re-checked live where torch is installed."""
 
@@ -50,27 +50,28 @@ def _unpool(torch, show):
     show(lambda: _grad(torch, lambda a: F.max_unpool2d(*F.max_pool2d(a, 3, 2, 1, return_indices=True), 3, 2, 1),
                        (2, 1, 5, 5)))
     show(lambda: _grad(torch, lambda a: F.max_unpool3d(*F.max_pool3d(a, 2, return_indices=True), 2,
-                                                       output_size=(1, 2, 5, 4, 5)), (1, 2, 4, 4, 5)))
-    show(lambda: _grad(torch, lambda a: F.max_unpool3d(*F.max_pool3d(a, 2, return_indices=True), 2), (2, 4, 4, 4)))
+                                                       output_size=(5, 4, 5)), (2, 4, 4, 5)))
     m = nn.MaxUnpool2d(2)
-    xx = torch.randn(1, 1, 5, 5, generator=torch.Generator().manual_seed(3))
-    o, i = nn.MaxPool2d(2, return_indices=True)(xx)
-    show(lambda: (tuple(m(o, i, output_size=xx.size()).shape), _r(m(o, i, output_size=xx.size()))))
+    show(lambda: _r(m(out, idx, output_size=x.size())))
     show(lambda: (repr(m), repr(nn.MaxUnpool1d(2, 1)), repr(nn.MaxUnpool3d((2, 1, 2), padding=1)),
                   repr(nn.MaxUnpool2d(3, (2, 1), 1))))
-    o, i = F.max_pool2d(torch.randn(1, 2, 4, 4), 2, return_indices=True)
-    o3, i3 = F.max_pool3d(torch.randn(1, 1, 4, 4, 4), 2, return_indices=True)
-    o1, i1 = F.max_pool1d(torch.randn(1, 2, 6), 2, return_indices=True)
+    o, i = out.detach(), idx
+    o3, i3 = F.max_pool3d(torch.randn(2, 4, 4, 5), 2, return_indices=True)
+    o3, i3 = o3[None], i3[None]
+    o1, i1 = F.max_pool1d(torch.randn(2, 7), 2, return_indices=True)
     for f in [lambda: F.max_unpool2d(o, i.int(), 2), lambda: F.max_unpool2d(o, i[..., :1], 2),
               lambda: F.max_unpool2d(o, i.index_fill(-1, torch.tensor([1]), 40), 2),
               lambda: F.max_unpool2d(o, i.flatten().index_fill(0, torch.tensor([3]), -2).view(i.shape), 2),
               lambda: F.max_unpool2d(o[0, 0], i[0, 0], 2), lambda: F.max_unpool2d(o, i, 2, output_size=(9, 9)),
               lambda: F.max_unpool2d(o, i, 2, output_size=(5,)), lambda: F.max_unpool2d(o, i, 2, padding=3),
               lambda: F.max_unpool2d(o[:, :, :0], i[:, :, :0], 2), lambda: F.max_unpool2d(o.int(), i, 2),
-              lambda: F.max_unpool3d(o3, i3.flatten().index_fill(0, torch.tensor([2]), 64).view(i3.shape), 2), lambda: F.max_unpool3d(o3, i3, 2, stride=0),
-              lambda: F.max_unpool3d(o3[0, 0], i3[0, 0], 2), lambda: F.max_unpool3d(o3, i3[..., :1], 2),
-              lambda: F.max_unpool3d(o3, i3.int(), 2), lambda: F.max_unpool1d(o1[0, 0], i1[0, 0], 2),
-              lambda: F.max_unpool1d(o1, i1.flatten().index_fill(0, torch.tensor([4]), 6).view(i1.shape), 2), lambda: tuple(F.max_unpool2d(o[:0], i[:0], 2).shape),
+              lambda: F.max_unpool3d(o3, i3.flatten().index_fill(0, torch.tensor([2]), 80).view(i3.shape), 2,
+                                     output_size=(4, 4, 5)),
+              lambda: F.max_unpool3d(o3, i3, 2, stride=0), lambda: F.max_unpool3d(o3[0, 0], i3[0, 0], 2),
+              lambda: F.max_unpool3d(o3, i3[..., :1], 2), lambda: F.max_unpool3d(o3, i3.int(), 2),
+              lambda: F.max_unpool1d(o1[0], i1[0], 2),
+              lambda: F.max_unpool1d(o1, i1.flatten().index_fill(0, torch.tensor([4]), 7).view(i1.shape), 2),
+              lambda: tuple(F.max_unpool2d(o[:0], i[:0], 2).shape),
               lambda: F.max_unpool2d(o, i, 2, output_size=(1, 2, 5, 5)).shape]:
         show(f)
 
@@ -112,7 +113,7 @@ def _lppool(torch, show):
     show(lambda: _grad(torch, lambda a: nn.LPPool3d(1.5, (2, 1, 3), stride=1, ceil_mode=True)(a.abs() + 0.1),
                        (2, 3, 4, 5)))
     show(lambda: _grad(torch, lambda a: F.lp_pool3d(a, float("inf"), 2), (1, 2, 4, 4, 4)))
-    show(lambda: _grad(torch, lambda a: nn.LPPool1d(float("-inf"), 3, 2)(a), (2, 7)))
+    show(lambda: _grad(torch, lambda a: nn.LPPool2d(float("-inf"), 2)(a), (1, 1, 4, 4)))
     show(lambda: (repr(nn.LPPool3d(2, 2)), repr(nn.LPPool1d(2, 3)), repr(nn.LPPool2d(1.5, (2, 3), 1, True))))
 
 
@@ -231,10 +232,62 @@ def _asm(torch, show):
         show(f)
 
 
+def _fractional(torch, show):
+    nn, F = torch.nn, torch.nn.functional
+    torch.manual_seed(0)
+    x = torch.randn(2, 3, 7, 6, requires_grad=True)
+    m = nn.FractionalMaxPool2d(3, output_ratio=0.5)
+    y = m(x)  # the samples drawn with rand, as PyTorch's functional draws them
+    y.sum().backward()
+    show(lambda: (repr(m), y.grad_fn.name(), _r(y), _r(x.grad)))
+    show(lambda: _r(torch.rand(3)))
+    y = torch.arange(1., 26.).view(1, 1, 5, 5)
+    for u in [(0.1, 0.9), (0.5, 0.0), (0.99, 0.7)]:
+        show(lambda u=u: [t.tolist() for t in F.fractional_max_pool2d(y, 2, output_size=3, return_indices=True,
+                                                                       _random_samples=torch.tensor([[u]]))])
+    z = torch.tensor([[[[1., 1.], [2., 2.]]]]).repeat(1, 1, 2, 2)  # ties: the first, as PyTorch
+    show(lambda: [t.tolist() for t in F.fractional_max_pool2d(z, 2, output_size=2, return_indices=True,
+                                                              _random_samples=torch.tensor([[[0.3, 0.6]]]))])
+    show(lambda: [t.tolist() for t in F.fractional_max_pool2d(torch.arange(30.).view(1, 1, 5, 6), (0, 2), output_size=2,
+                                                              return_indices=True,
+                                                              _random_samples=torch.tensor([[[0.3, 0.6]]]))])
+    u3 = torch.rand(1, 2, 3, dtype=torch.float64)
+    show(lambda: _grad(torch, lambda a: F.fractional_max_pool3d(a, 2, output_size=(3, 2, 3), _random_samples=u3),
+                       (1, 2, 5, 4, 6), dtype=torch.float64))
+    show(lambda: tuple(nn.FractionalMaxPool3d((2, 1, 2), output_ratio=(0.6, 0.5, 0.7))(torch.randn(2, 5, 4, 6)).shape))
+    show(lambda: (repr(nn.FractionalMaxPool3d(2, output_size=2, return_indices=True)),
+                  nn.FractionalMaxPool2d(2, output_ratio=0.5).output_ratio))
+    u = torch.rand(1, 2, 2)
+    x = torch.randn(1, 2, 6, 7)
+    x3 = torch.randn(1, 2, 5, 6, 7)
+    for f in [lambda: F.fractional_max_pool2d(x, 2, output_size=(6, 3), _random_samples=u),
+              lambda: F.fractional_max_pool2d(x, 2, output_size=(3, 7), _random_samples=u),
+              lambda: F.fractional_max_pool2d(x, 2), lambda: F.fractional_max_pool2d(x, 2, output_ratio=(0.5, 0.5, 0.5)),
+              lambda: F.fractional_max_pool2d(x[0, 0], 2, output_size=2),
+              lambda: F.fractional_max_pool2d(x[0, 0], 2, output_size=2, _random_samples=u),
+              lambda: F.fractional_max_pool2d(x[:, :, :0], 2, output_size=2),
+              lambda: F.fractional_max_pool2d(x, 2, output_size=2, _random_samples=u.double()),
+              lambda: F.fractional_max_pool2d(x, 2, output_size=2, _random_samples=u[0]),
+              lambda: F.fractional_max_pool2d(x, 2, output_size=2, _random_samples=u[:, :1]),
+              lambda: F.fractional_max_pool2d(x, 2, output_size=2, _random_samples=torch.rand(1, 2, 3)),
+              lambda: F.fractional_max_pool2d(x.repeat(2, 1, 1, 1), 2, output_size=2, _random_samples=u),
+              lambda: F.fractional_max_pool2d(x, (2, 2, 2), output_size=2, _random_samples=u),
+              lambda: F.fractional_max_pool2d(x, 2, output_size=(2, 2, 2), _random_samples=u),
+              lambda: F.fractional_max_pool3d(x3, 2, output_size=(6, 2, 2)),
+              lambda: F.fractional_max_pool3d(x3, 2, output_size=(2, 2, 7)),
+              lambda: F.fractional_max_pool3d(x3[0, 0], 2, output_size=2),
+              lambda: F.fractional_max_pool3d(x3, 2, output_size=2, _random_samples=torch.rand(1, 2, 2)),
+              lambda: F.fractional_max_pool3d(x3, (2, 2), output_size=2),
+              lambda: nn.FractionalMaxPool2d(2), lambda: nn.FractionalMaxPool2d(2, output_size=2, output_ratio=0.5),
+              lambda: nn.FractionalMaxPool2d(2, output_ratio=1.5), lambda: nn.FractionalMaxPool3d(0, output_ratio=0.5),
+              lambda: nn.FractionalMaxPool3d(2, output_ratio=(0.5, 0.5, 1.0))]:
+        show(f)
+
+
 def _transcript(torch):
     out = []
     show = shower(out, warns=True)
-    for part in (_unpool, _rrelu, _lppool, _alpha, _amp3d, _mlm, _triplet, _asm):
+    for part in (_unpool, _rrelu, _lppool, _alpha, _amp3d, _mlm, _triplet, _asm, _fractional):
         part(torch, show)
     return out
 
@@ -254,5 +307,6 @@ def test_nn_more_modules_paths():
                                                                                                          "loss")
     for name in ["max_unpool1d", "max_unpool2d", "max_unpool3d", "rrelu", "rrelu_", "lp_pool3d",
                  "feature_alpha_dropout", "adaptive_max_pool3d", "multilabel_margin_loss",
-                 "triplet_margin_with_distance_loss"]:
+                 "triplet_margin_with_distance_loss", "fractional_max_pool2d", "fractional_max_pool3d",
+                 "fractional_max_pool2d_with_indices", "fractional_max_pool3d_with_indices"]:
         assert callable(getattr(F, name))

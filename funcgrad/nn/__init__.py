@@ -94,3 +94,5 @@ from .layers.extra import (MultiLabelMarginLoss as MultiLabelMarginLoss,  # noqa
 from .layers.pooling import (AdaptiveMaxPool3d as AdaptiveMaxPool3d, LPPool1d as LPPool1d,  # noqa: F401,E402
                              LPPool2d as LPPool2d, LPPool3d as LPPool3d, MaxUnpool1d as MaxUnpool1d,
                              MaxUnpool2d as MaxUnpool2d, MaxUnpool3d as MaxUnpool3d)
+from .layers.pooling import (FractionalMaxPool2d as FractionalMaxPool2d,  # noqa: F401,E402
+                             FractionalMaxPool3d as FractionalMaxPool3d)

@@ -19,7 +19,7 @@ import numpy as np
 
 from .._dispatch import apply
 from .._ops._registry import defop
-from .._ops.nn import _adaptive_max, _pairwise_op
+from .._ops.nn import _adaptive_max, _pairwise_op, _torch_pick
 from .._ops.pointwise import minimum as _minimum
 from .._random import _sample, generator_or_default
 from .._tensor import Tensor, _scalar_type_name
@@ -27,7 +27,8 @@ from ._functional_loss import _reduction
 
 __all__ = ["max_unpool1d", "max_unpool2d", "max_unpool3d", "rrelu", "rrelu_", "feature_alpha_dropout",
            "adaptive_max_pool3d", "adaptive_max_pool3d_with_indices", "multilabel_margin_loss",
-           "triplet_margin_with_distance_loss"]
+           "triplet_margin_with_distance_loss", "fractional_max_pool2d", "fractional_max_pool3d",
+           "fractional_max_pool2d_with_indices", "fractional_max_pool3d_with_indices"]
 
 _FLOATS = dict(accepts="f")
 
@@ -379,3 +380,150 @@ def triplet_margin_with_distance_loss(anchor: Tensor, positive: Tensor, negative
     if reduction == "mean":
         return loss.mean()
     return loss
+
+
+# ================================ fractional_max_pool ==============================================
+def _intervals(u, size, out, pool):
+    """ATen's ``generate_intervals`` in the samples' precision: window starts
+    ``int((i + u) * alpha) - int(u * alpha)``, ``alpha = (size - pool) / (out - 1)``, the last
+    window at ``size - pool``; ``u`` (N, C) gives (N, C, out)."""
+    i = jnp.arange(out)
+    last = jnp.full(u.shape + (out,), size - pool, jnp.int32)
+    if out <= 1:
+        return last
+    alpha = jnp.asarray(size - pool, u.dtype) / jnp.asarray(out - 1, u.dtype)
+    u = u[..., None]
+    start = ((i.astype(u.dtype) + u) * alpha).astype(jnp.int32) - (u * alpha).astype(jnp.int32)
+    return jnp.where(i < out - 1, start, last)
+
+
+def _fractional(x, u, *, kernel, output_size, sample_of):
+    """Max over the windows the samples place (``val > max || isnan(val)``: ``_torch_pick``) and
+    the flat index of each; dim ``d`` of the pooled dims takes sample ``sample_of[d]``."""
+    if x.ndim == len(kernel) + 1:
+        out, idx = _fractional(x[None], u, kernel=kernel, output_size=output_size, sample_of=sample_of)
+        return out[0], idx[0]
+    n, c = x.shape[:2]
+    spatial = x.shape[2:]
+    nd = len(kernel)
+    shape = (n, c) + tuple(output_size)
+    if 0 in shape:
+        return jnp.zeros(shape, x.dtype), jnp.zeros(shape, jnp.int64)
+    k = tuple(max(v, 1) for v in kernel)  # (a window of size 0 keeps its start: -inf there)
+    flat = jnp.zeros((n, c) + (1,) * (2 * nd), jnp.int32)
+    for d in range(nd):
+        start = _intervals(u[:n, :, sample_of[d]], spatial[d], output_size[d], kernel[d])
+        pos = start[..., None] + jnp.arange(k[d], dtype=jnp.int32)  # (N, C, out_d, k_d)
+        expand = [1] * (2 * nd)
+        expand[d], expand[nd + d] = output_size[d], k[d]
+        flat = flat * spatial[d] + pos.reshape(n, c, *expand)
+    flat = jnp.broadcast_to(flat, shape + k).reshape(n, c, -1, math.prod(k))
+    if 0 in kernel:
+        return jnp.full(shape, -jnp.inf, x.dtype), flat[..., 0].reshape(shape).astype(jnp.int64)
+    vals = jnp.take_along_axis(x.reshape(n, c, -1), flat.reshape(n, c, -1), 2).reshape(flat.shape)
+    am = _torch_pick(vals)[..., None]
+    out = jnp.take_along_axis(vals, am, -1)[..., 0].reshape(shape)
+    return out, jnp.take_along_axis(flat, am, -1)[..., 0].reshape(shape).astype(jnp.int64)
+
+
+_fractional_max_pool2d = defop("fractional_max_pool2d", _fractional, "FractionalMaxPool2DBackward0",
+                               diff=(0,), diff_outputs=(0,))
+_fractional_max_pool3d = defop("fractional_max_pool3d", _fractional, "FractionalMaxPool3DBackward0",
+                               diff=(0,), diff_outputs=(0,))
+
+
+def _fractional_pool(nd, input, kernel_size, output_size, samples):
+    name = "fractional_max_pool2d" if nd == 2 else "fractional_max_pool3d_out"
+    what = "Ints" if nd == 2 else "three Ints"
+    k = list(kernel_size) if isinstance(kernel_size, (tuple, list)) else [kernel_size] * nd
+    o = list(output_size) if isinstance(output_size, (tuple, list)) else [output_size] * nd
+    if len(k) != nd:
+        raise RuntimeError(f"fractional_max_pool{nd}d: kernel_size must either be a single Int or tuple of "
+                           f"{what}")
+    if len(o) != nd:
+        raise RuntimeError(f"fractional_max_pool{nd}d: output_size must either be a single Int or tuple of "
+                           f"{what}")
+    if input.ndim not in (nd + 1, nd + 2):
+        raise RuntimeError(f"{name}(): Expected {nd + 1}D or {nd + 2}D tensor, but got: {list(input.shape)}")
+    for i in range(1, input.ndim):
+        if input.shape[i] <= 0:
+            raise RuntimeError(f"{name}(): Expected input to have non-zero size for non-batch dimensions, "
+                               f"but got{list(input.shape)} with dimension {i} being empty.")
+    spatial = input.shape[input.ndim - nd:]
+    words = ("time", "height", "width")[3 - nd:]
+    for d in range(nd):
+        if o[d] + k[d] - 1 > spatial[d]:
+            raise RuntimeError(f"{name}(): pool {words[d]} {k[d]} too large relative to input {words[d]} "
+                               f"{spatial[d]}")
+    if samples.dtype is not input.dtype:
+        raise RuntimeError("Expect _random_samples to have the same dtype as input")
+    if samples.ndim != 3:
+        raise RuntimeError(f"Expect _random_samples to have 3 dimensions, got {samples.ndim}")
+    batch, channels = (1, input.shape[0]) if input.ndim == nd + 1 else input.shape[:2]
+    if samples.shape[0] < batch:
+        raise RuntimeError("Expect _random_samples.size(0) no less then input batch size.")
+    if samples.shape[1] != channels:
+        raise RuntimeError("Expect _random_samples.size(1) equals to input channel size.")
+    if samples.shape[2] != nd:
+        raise RuntimeError(f"Expect _random_samples.size(2) equals to {nd}; got {samples.shape[2]}.")
+    # (ATen's samples per plane: [W, H] in 2-D, [T, H, W] in 3-D)
+    sample_of = (1, 0) if nd == 2 else (0, 1, 2)
+    return apply(_fractional_max_pool3d if nd == 3 else _fractional_max_pool2d, input, samples,
+                 kernel=tuple(int(v) for v in k), output_size=tuple(int(v) for v in o), sample_of=sample_of)
+
+
+def _fractional_args(nd, input, output_size, output_ratio, samples):
+    if output_size is None and output_ratio is None:
+        raise ValueError(f"fractional_max_pool{nd}d requires specifying either an output_size or an "
+                         "output_ratio")
+    if output_size is None:
+        if nd == 2 and isinstance(output_ratio, (tuple, list)) and len(output_ratio) > 2:
+            raise ValueError("fractional_max_pool2d requires output_ratio to either be a single Int or tuple "
+                             "of Ints.")
+        r = output_ratio if isinstance(output_ratio, (tuple, list)) else (output_ratio,) * nd
+        output_size = [int(input.size(-nd + d) * r[d]) for d in range(nd)]
+    if samples is None:  # PyTorch's torch.rand draw, in the input's dtype
+        n_batch = 1 if input.ndim == nd + 1 else input.size(0)
+        samples = Tensor._wrap(_sample.uniform(None, (n_batch, input.size(-nd - 1), nd), input.dtype.np))
+    return output_size, samples
+
+
+def fractional_max_pool2d_with_indices(input: Tensor, kernel_size, output_size=None, output_ratio=None,
+                                       return_indices: bool = False, _random_samples: Tensor | None = None):
+    """Fractional max pooling (Graham, 2014): windows of ``kernel_size`` at pseudo-random
+    fractional strides, placed by ``_random_samples`` (drawn with ``rand`` as PyTorch draws them)
+    (``FractionalMaxPool2DBackward0``); the output and the flat ``H*W`` indices."""
+    output_size, samples = _fractional_args(2, input, output_size, output_ratio, _random_samples)
+    return _fractional_pool(2, input, kernel_size, output_size, samples)
+
+
+def fractional_max_pool2d(input: Tensor, kernel_size, output_size=None, output_ratio=None,
+                          return_indices: bool = False, _random_samples: Tensor | None = None):
+    """2-D fractional max pooling; with ``return_indices`` also the indices.
+
+    >>> import funcgrad
+    >>> import funcgrad.nn.functional as F
+    >>> x = funcgrad.arange(25.).view(1, 1, 5, 5)
+    >>> F.fractional_max_pool2d(x, 2, output_size=3, _random_samples=funcgrad.tensor([[[0.5, 0.0]]]))
+    tensor([[[[ 6.,  8.,  9.],
+              [11., 13., 14.],
+              [21., 23., 24.]]]])
+    """
+    out, idx = fractional_max_pool2d_with_indices(input, kernel_size, output_size, output_ratio,
+                                                  _random_samples=_random_samples)
+    return (out, idx) if return_indices else out
+
+
+def fractional_max_pool3d_with_indices(input: Tensor, kernel_size, output_size=None, output_ratio=None,
+                                       return_indices: bool = False, _random_samples: Tensor | None = None):
+    """3-D fractional max pooling (``FractionalMaxPool3DBackward0``): output and flat ``T*H*W`` indices."""
+    output_size, samples = _fractional_args(3, input, output_size, output_ratio, _random_samples)
+    return _fractional_pool(3, input, kernel_size, output_size, samples)
+
+
+def fractional_max_pool3d(input: Tensor, kernel_size, output_size=None, output_ratio=None,
+                          return_indices: bool = False, _random_samples: Tensor | None = None):
+    """3-D fractional max pooling; with ``return_indices`` also the indices."""
+    out, idx = fractional_max_pool3d_with_indices(input, kernel_size, output_size, output_ratio,
+                                                  _random_samples=_random_samples)
+    return (out, idx) if return_indices else out

@@ -1,5 +1,6 @@
 """Spec rows for the ops ``funcgrad/nn/_functional_extra.py`` declares (``max_unpool2d/3d``,
-``rrelu_with_noise`` and its in-place form, ``adaptive_max_pool3d``, ``multilabel_margin_loss``)
+``rrelu_with_noise`` and its in-place form, ``adaptive_max_pool3d``, ``multilabel_margin_loss``,
+``fractional_max_pool2d/3d``)
 and ``max_pool3d_with_indices`` (``_functional_conv.py``). The references are independent:
 explicit scatters, bins and pair loops (PyTorch parity: tests/test_nn_more_modules.py)."""
 
@@ -54,6 +55,22 @@ def _mlm_ref(x, t):
     return jnp.stack(rows)
 
 
+# fractional pooling with fixed samples: windows at rows (0, 1, 3), cols (0, 2, 3) of a 5x5 plane
+# (samples (W, H) = (0.5, 0.0)), and for 3-D at (0, 3) in each of T, H, W (all samples 0.0)
+_U2 = np.array([[[0.5, 0.0]]])
+_U3 = np.zeros((1, 1, 3))
+
+
+def _frac2_ref(x):
+    return jnp.stack([jnp.stack([x[:, :, a:a + 2, b:b + 2].max((2, 3)) for b in (0, 2, 3)], -1) for a in (0, 1, 3)],
+                     -2)
+
+
+def _frac3_ref(x):
+    return jnp.stack([jnp.stack([jnp.stack([x[:, :, a:a + 2, b:b + 2, c:c + 2].max((2, 3, 4)) for c in (0, 3)], -1)
+                                 for b in (0, 3)], -2) for a in (0, 3)], -3)
+
+
 def _slope(lo, hi):
     return lambda x: jnp.where(x > 0, x, x * (lo + hi) / 2)
 
@@ -71,6 +88,10 @@ SPECS = [
          lambda x: (_amp3d_ref(x),), [(1, 2, 4, 5, 3)], out=0, grad_fn="AdaptiveMaxPool3DBackward0"),
     Spec("multilabel_margin_loss", lambda x, t: F.multilabel_margin_loss(x, t, reduction="none"), _mlm_ref,
          [(3, 4), _T], grad=(0,), grad_fn="MultilabelMarginLossBackward0"),
+    Spec("fractional_max_pool2d", lambda x, u: F.fractional_max_pool2d(x, 2, output_size=3, _random_samples=u),
+         lambda x, u: _frac2_ref(x), [(1, 1, 5, 5), _U2], grad=(0,), grad_fn="FractionalMaxPool2DBackward0"),
+    Spec("fractional_max_pool3d", lambda x, u: F.fractional_max_pool3d(x, 2, output_size=2, _random_samples=u),
+         lambda x, u: _frac3_ref(x), [(1, 1, 5, 5, 5), _U3], grad=(0,), grad_fn="FractionalMaxPool3DBackward0"),
     Spec("max_pool3d_with_indices", lambda x: F.max_pool3d(x, 2, return_indices=True),
          lambda x: (jnp.max(x.reshape(1, 2, 2, 2, 2, 2, 2, 2), axis=(3, 5, 7)),), [(1, 2, 4, 4, 4)], out=0,
          grad_fn="MaxPool3DWithIndicesBackward0"),

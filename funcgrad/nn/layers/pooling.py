@@ -218,6 +218,46 @@ class LPPool3d(_LPPoolNd):
     _fn = staticmethod(F.lp_pool3d)
 
 
+class _FractionalMaxPoolNd(Module):
+    """Fractional max pooling; ``_random_samples`` (a buffer, ``None`` by default: drawn per call)
+    place the windows."""
+
+    _nd = 2
+    _fn = None
+
+    def __init__(self, kernel_size, output_size=None, output_ratio=None, return_indices: bool = False,
+                 _random_samples=None) -> None:
+        super().__init__()
+        nd = self._nd
+        seq = isinstance(kernel_size, (tuple, list))
+        if nd == 3 and (not seq and kernel_size <= 0 or seq and not all(k > 0 for k in kernel_size)):
+            raise ValueError(f"kernel_size must be greater than 0, but got {kernel_size}")
+        self.kernel_size = _ntuple(kernel_size, nd)
+        self.return_indices = return_indices
+        self.register_buffer("_random_samples", _random_samples)
+        self.output_size = _ntuple(output_size, nd) if output_size is not None else None
+        self.output_ratio = _ntuple(output_ratio, nd) if output_ratio is not None else None
+        if output_size is None and output_ratio is None:
+            raise ValueError(f"{type(self).__name__} requires specifying either an output size, or a pooling "
+                             "ratio")
+        if output_size is not None and output_ratio is not None:
+            raise ValueError("only one of output_size and output_ratio may be specified")
+        if self.output_ratio is not None and not all(0 < r < 1 for r in self.output_ratio[:nd]):
+            raise ValueError(f"output_ratio must be between 0 and 1 (got {output_ratio})")
+
+    def forward(self, input):
+        return type(self)._fn(input, self.kernel_size, self.output_size, self.output_ratio,
+                              self.return_indices, _random_samples=self._random_samples)
+
+
+class FractionalMaxPool2d(_FractionalMaxPoolNd):
+    _nd, _fn = 2, staticmethod(F.fractional_max_pool2d)
+
+
+class FractionalMaxPool3d(_FractionalMaxPoolNd):
+    _nd, _fn = 3, staticmethod(F.fractional_max_pool3d)
+
+
 class Upsample(Module):
     """``F.interpolate`` as a layer."""
 

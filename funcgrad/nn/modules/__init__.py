@@ -154,3 +154,4 @@ from .loss import TripletMarginWithDistanceLoss as TripletMarginWithDistanceLoss
 from .pooling import AdaptiveMaxPool3d as AdaptiveMaxPool3d  # noqa: F401,E402
 from .pooling import MaxUnpool1d as MaxUnpool1d, MaxUnpool2d as MaxUnpool2d, MaxUnpool3d as MaxUnpool3d  # noqa: F401,E402
 from .pooling import LPPool1d as LPPool1d, LPPool2d as LPPool2d, LPPool3d as LPPool3d  # noqa: F401,E402
+from .pooling import FractionalMaxPool2d as FractionalMaxPool2d, FractionalMaxPool3d as FractionalMaxPool3d  # noqa: F401,E402

@@ -22,5 +22,8 @@ from ..layers.pooling import _LPPoolNd as _LPPoolNd  # noqa: F401
 from ..layers.pooling import LPPool1d as LPPool1d  # noqa: F401
 from ..layers.pooling import LPPool2d as LPPool2d  # noqa: F401
 from ..layers.pooling import LPPool3d as LPPool3d  # noqa: F401
+from ..layers.pooling import FractionalMaxPool2d as FractionalMaxPool2d  # noqa: F401
+from ..layers.pooling import FractionalMaxPool3d as FractionalMaxPool3d  # noqa: F401
 
-__all__ = ['MaxPool1d', 'MaxPool2d', 'MaxPool3d', 'AvgPool1d', 'AvgPool2d', 'AvgPool3d', 'AdaptiveMaxPool1d', 'AdaptiveMaxPool2d', 'AdaptiveAvgPool1d', 'AdaptiveAvgPool2d', 'AdaptiveAvgPool3d', 'AdaptiveMaxPool3d', 'MaxUnpool1d', 'MaxUnpool2d', 'MaxUnpool3d', 'LPPool1d', 'LPPool2d', 'LPPool3d']
+__all__ = ['MaxPool1d', 'MaxPool2d', 'MaxPool3d', 'AvgPool1d', 'AvgPool2d', 'AvgPool3d', 'AdaptiveMaxPool1d', 'AdaptiveMaxPool2d', 'AdaptiveAvgPool1d', 'AdaptiveAvgPool2d', 'AdaptiveAvgPool3d', 'AdaptiveMaxPool3d', 'MaxUnpool1d', 'MaxUnpool2d', 'MaxUnpool3d', 'LPPool1d', 'LPPool2d', 'LPPool3d', 'FractionalMaxPool2d',
+           'FractionalMaxPool3d']
