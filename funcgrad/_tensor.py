@@ -42,13 +42,14 @@ class _Above:
     """What the Tensor delegates to the layers above it (they build on the Tensor, so the import
     DAG points up to here, never down): each is registered once, at import time, by the module
     that defines it, through ``register_above``: ``apply`` (funcgrad/_dispatch.py); ``to_device``,
-    ``_to_copy``, ``expand``, ``COPY_SLICES`` (funcgrad/_ops/shape.py); ``backward``
+    ``_to_copy``, ``expand``, ``COPY_SLICES`` (funcgrad/_ops/shape.py); ``inverse_chain``
+    (funcgrad/_ops/inplace_shape.py); ``backward``
     (funcgrad/autograd/__init__.py); ``legacy`` (funcgrad/_legacy.py); ``numpy_of``
     (funcgrad/_numpy_share.py); ``from_numpy`` (funcgrad/_factories.py); ``storage_of``
     (funcgrad/storage.py)."""
 
     __slots__ = ("apply", "to_device", "_to_copy", "expand", "COPY_SLICES", "backward", "legacy",
-                 "numpy_of", "from_numpy", "storage_of")
+                 "numpy_of", "from_numpy", "storage_of", "inverse_chain")
 
 
 _above = _Above()
@@ -896,6 +897,22 @@ class Tensor:
         out = fn(self._snapshot(), *args, **kwargs)
         return self._commit(out, c_type_cast=_c_type_cast)
 
+    def _rebase_chain(self):
+        """``(base, steps from base's value to self's)`` for a write into this view, or
+        ``(None, ())`` where self is no view (or no longer shares its base's storage)."""
+        vi = self._viewinfo
+        base = None if vi is None else self._base
+        if base is None or base._cell is not self._cell:  # (a resize_ gave it a storage)
+            return None, ()
+        chain, bvi = vi.chain, base._viewinfo  # (chains read the storage: see _View)
+        if bvi is not None:  # a base that is no view of PyTorch's reads a chain too
+            n = len(bvi.chain)
+            if vi.owner is not None and vi.chain[:n] == bvi.chain:
+                chain = chain[n:]
+            else:  # (the base's shape changed in place since this view was made)
+                chain = _above.inverse_chain(bvi.chain, self._cell.value.shape) + chain
+        return base, chain
+
     def _commit(self, out: "Tensor", c_type_cast: bool = False) -> "Tensor":
         """Write ``out`` into ``self``. A result self's dtype cannot hold raises PyTorch's cast
         error, naming self's ScalarType (``Long``), or with ``c_type_cast`` its C++ type (``long
@@ -912,17 +929,16 @@ class Tensor:
                 raise RuntimeError(f"output with shape {list(self.shape)} doesn't match the "
                                    f"broadcast shape {list(np.broadcast_shapes(out.shape, self.shape))}")
             out = _above.expand(out, self.shape)
+        rebase = out._requires_grad and _state.enabled
+        if rebase:  # (before the write: a view whose steps cannot be replayed refuses)
+            base, chain = self._rebase_chain()
         if DUAL[0] is not None:  # self's tangent becomes out's (before the write: it may refuse)
             DUAL[0].commit(self, out)
         self._set_value(out._value)
         if self._ver is not None:  # inference tensors have no version counter
             self._ver[0] += 1
-        if out._requires_grad and _state.enabled:
-            vi = self._viewinfo
-            base = None if vi is None else self._base
+        if rebase:
             if base is not None:  # rebased: CopySlices on its base, the view's steps from there
-                bvi = base._viewinfo  # (a base that is no view of PyTorch's may read a chain)
-                chain = vi.chain if bvi is None or vi.owner is None else vi.chain[len(bvi.chain):]
                 new_base = _above.apply(_above.COPY_SLICES, base._snapshot(), out, chain=chain)
                 base._grad_fn, base._output_nr, base._requires_grad = new_base._grad_fn, 0, True
                 view = new_base

@@ -22,9 +22,10 @@ from __future__ import annotations
 import jax.numpy as jnp
 import numpy as np
 
-from .. import _strides
+from .. import _strides, _tensor
 from .._tensor import Size, _View, _wrap_dim
 from ._registry import Tensor, apply, defop, export
+from .shape import _t, _transpose, _view
 from .strided import _as_strided, _parsed
 
 _t_ = defop("t_inplace", lambda x: x.T, "TBackward1", linear=True, view=True)
@@ -64,6 +65,30 @@ def _restride(self: Tensor, op, **static) -> Tensor:
     if out._grad_fn is not None:
         self._set_grad_fn(out._grad_fn, 0)
     return self
+
+
+def inverse_chain(chain, storage_shape) -> tuple:
+    """The view steps taking a tensor that reads its storage (of ``storage_shape``) through
+    ``chain`` back to the storage's shape: for an in-place write through a view made before its
+    base's shape changed in place, whose steps start from the storage (``Tensor._commit``)."""
+    sizes, inverse = [tuple(storage_shape)], []
+    for step in chain:
+        sizes.append(_strides.of_chain(sizes[-1], (step,))[0])
+    for (op, skey, _), before in zip(reversed(chain), reversed(sizes[:-1]), strict=True):
+        if op is _t_:
+            inverse.append((_t, (), ()))
+        elif op is _transpose_op:
+            inverse.append((_transpose, skey, ()))
+        elif op in (_squeeze_, _squeeze_dim_, _squeeze_dims_, _unsqueeze_):
+            inverse.append((_view, (("shape", before),), ()))
+        else:  # (as_strided_, resize_: their tensor may read part of the storage only)
+            raise NotImplementedError(
+                "funcgrad: an in-place write that needs a gradient, through a view made before "
+                "its base's as_strided_() or resize_(), is not supported; take the view again")
+    return tuple(inverse)
+
+
+_tensor.register_above(inverse_chain=inverse_chain)
 
 
 @export("t_", function=False)
