@@ -101,6 +101,10 @@ def _rrelu(torch, show):
     show(lambda: _r(w.grad))
     show(lambda: F.rrelu(w, inplace=True))
     show(lambda: F.rrelu(w, 0.5, 0.1))
+    for t, tr in [(torch.tensor([1, -2]), False), (torch.tensor([1, -2]), True),
+                  (torch.tensor([1., -2.], dtype=torch.float16), True)]:
+        show(lambda t=t, tr=tr: F.rrelu(t, training=tr))
+    show(lambda: _r(torch.rand(2)))  # (a refused draw draws nothing)
     m = nn.RReLU(0.1, 0.3)
     torch.manual_seed(2)
     x = torch.randn(2, 5)
@@ -133,6 +137,8 @@ def _alpha(torch, show):
                   _r(F.feature_alpha_dropout(x, 1.0, True))))
     show(lambda: F.feature_alpha_dropout(torch.ones(4), 0.5, True))
     show(lambda: F.feature_alpha_dropout(x, 1.5, True))
+    show(lambda: F.feature_alpha_dropout(torch.ones(2, 2, dtype=torch.int32), 0.5, True))
+    show(lambda: F.feature_alpha_dropout(torch.ones(2, 2, dtype=torch.bool), 0.5, True))
     z = torch.ones(2, 2, 2)
     torch.manual_seed(0)
     r = F.feature_alpha_dropout(z, 0.5, True, inplace=True)
@@ -182,6 +188,7 @@ def _mlm(torch, show):
               lambda: F.multilabel_margin_loss(x[:0], t[:0], reduction="none").shape,
               lambda: F.multilabel_margin_loss(x[:, :0], t[:, :0]),
               lambda: F.multilabel_margin_loss(x[0, 0], torch.tensor(0)),
+              lambda: F.multilabel_margin_loss(x.half(), t), lambda: F.multilabel_margin_loss(t, t),
               lambda: F.multilabel_margin_loss(x, t.float()), lambda: F.multilabel_margin_loss(x, t, reduction="foo"),
               lambda: F.multilabel_margin_loss(x, t, size_average=False)]:
         show(f)

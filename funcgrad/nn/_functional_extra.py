@@ -18,7 +18,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from .._dispatch import apply
-from .._ops._registry import defop
+from .._ops._registry import defop, kernel_error
 from .._ops.nn import _adaptive_max, _pairwise_op, _torch_pick
 from .._ops.pointwise import minimum as _minimum
 from .._random import _sample, generator_or_default
@@ -189,10 +189,12 @@ def _rrelu_noise(input: Tensor, lower: float, upper: float, training: bool):
     ``uniform_real_distribution<double>(lower, upper)`` draw (``random64``) per element ``<= 0``
     in order, bounds in the op-math type; else ``(lower + upper) / 2`` everywhere."""
     dt = input.dtype.np
-    if not input.dtype.is_floating_point:
-        return jnp.zeros((), dt)
-    if not training:
+    if not training:  # (PyTorch computes it as leaky_relu)
+        if not input.dtype.is_floating_point:
+            raise kernel_error("leaky_relu_cpu", input.dtype)
         return jnp.asarray((lower + upper) / 2, dt)
+    if not input.dtype.is_floating_point or dt == np.float16:
+        raise kernel_error("rrelu_with_noise_out_cpu", input.dtype)
     x = np.asarray(input._concrete("rrelu in training (its draws depend on the values)"))
     op = np.float64 if dt == np.float64 else np.float32
     neg = np.ascontiguousarray(x).reshape(-1) <= 0
@@ -249,6 +251,9 @@ def feature_alpha_dropout(input: Tensor, p: float = 0.5, training: bool = False,
     alpha = 1.7580993408473766
     a = 1.0 / math.sqrt((alpha * alpha * p + 1) * (1 - p))
     noise = _sample.bernoulli_scalar(None, shape, 1.0 - p, dt)
+    if not input.dtype.is_floating_point:  # (its noise.add(-1).mul_(alpha * a) in the input's type)
+        kind = "Long" if input.dtype.name == "bool" else _scalar_type_name(input.dtype)
+        raise RuntimeError(f"result type Float can't be cast to the desired output type {kind}")
     b = Tensor._wrap((noise - dt.type(1)) * dt.type(alpha * a) + dt.type(alpha * a * p))
     scale = Tensor._wrap(noise * dt.type(a))
     if inplace:
@@ -344,6 +349,8 @@ def multilabel_margin_loss(input: Tensor, target: Tensor, size_average=None, red
         a = np.asarray(v)
         if ((a < -1) | (a >= c)).any():
             raise RuntimeError("argument #2 'target' is out of range")
+    if input.dtype.name not in ("float32", "float64"):  # (its kernel takes float and double only)
+        raise kernel_error("multilabel_margin_loss_forward_out_frame", input.dtype)
     return apply(_multilabel_margin_op, input, target, reduction=reduction)
 
 
