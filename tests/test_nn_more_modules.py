@@ -8,7 +8,10 @@ errors, seeded random draws); ``tests/fixtures/nn_more_modules/expected.json`` h
 import json
 import pathlib
 
+import pytest
+
 import funcgrad
+from funcgrad._errors import TracedValueError
 
 from ._rows import check_transcript, shower, torch_transcript
 
@@ -317,3 +320,24 @@ def test_nn_more_modules_paths():
                  "triplet_margin_with_distance_loss", "fractional_max_pool2d", "fractional_max_pool3d",
                  "fractional_max_pool2d_with_indices", "fractional_max_pool3d_with_indices"]:
         assert callable(getattr(F, name))
+
+
+def test_compiled_steps_draw_as_eager():
+    """Under ``funcgrad.jit`` the draws (feature_alpha_dropout's noise, fractional pooling's
+    samples) and the deterministic kernels give eager's numbers; rrelu in training, whose draws
+    depend on the values, refuses to trace with its reason."""
+    F = funcgrad.nn.functional
+
+    def f(x):
+        h = F.feature_alpha_dropout(x, 0.3, True)
+        o, i = F.max_pool2d(h, 2, return_indices=True)
+        return F.fractional_max_pool2d(F.max_unpool2d(o, i, 2), 2, output_size=3).sum() + F.rrelu(x).sum()
+
+    x = funcgrad.randn(2, 3, 6, 6)
+    outs = []
+    for step in (f, funcgrad.jit(f)):
+        funcgrad.manual_seed(1)
+        outs.append((step(x).item(), funcgrad.rand(2).tolist()))
+    assert outs[0] == outs[1]
+    with pytest.raises(TracedValueError, match="rrelu in training"):
+        funcgrad.jit(lambda x: F.rrelu(x, training=True).sum())(x)
