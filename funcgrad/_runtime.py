@@ -14,7 +14,7 @@ import warnings
 import jax
 
 from ._device import device as _device_cls
-from ._device import jax_device
+from ._device import from_jax, jax_device
 
 
 def _cores() -> int:
@@ -111,11 +111,32 @@ def get_float32_matmul_precision() -> str:
     return _state["precision"]
 
 
+def _cpu_default() -> bool:
+    """Whether the default device is the CPU, as in PyTorch: yes, unless the process's JAX has
+    no CPU platform (``JAX_PLATFORMS`` naming only accelerators)."""
+    plats = (os.environ.get("JAX_PLATFORMS") or jax.config.jax_platforms or "").strip()
+    return not plats or "cpu" in [p.strip() for p in plats.split(",")]
+
+
+def _start() -> None:
+    """At import: new tensors go to the CPU, as in PyTorch, also on a machine with a GPU.
+
+    JAX's own default is the accelerator; there a script that never asks for ``"cuda"`` would
+    print ``device='cuda:0'``, draw other random bits and compute other last bits than on a CPU
+    machine, and lose ``from_numpy``'s shared memory, none of which PyTorch does. The GPU is
+    taken as in PyTorch: ``.to("cuda")``, ``device="cuda"``, ``set_default_device("cuda")``. The
+    default is passed on to JAX (``jax_default_device``), which JAX code in the same process
+    shares; a default device the user gave JAX before importing funcgrad is kept."""
+    if jax.config.jax_default_device is None and _cpu_default():
+        jax.config.update("jax_default_device", "cpu")
+
+
 def set_default_device(device) -> None:
-    """Where factories put new tensors (JAX's ``jax_default_device``); ``None`` resets it."""
+    """Where factories put new tensors (JAX's ``jax_default_device``); ``None`` resets it to
+    the CPU, as in PyTorch."""
     if device is None:
         _state["device"] = None
-        jax.config.update("jax_default_device", None)
+        jax.config.update("jax_default_device", "cpu" if _cpu_default() else None)
         return
     d = _device_cls(device) if not isinstance(device, _device_cls) else device
     jd = jax_device(d)
@@ -132,7 +153,15 @@ def get_default_device() -> _device_cls:
     d = _state["device"]
     if d is not None:
         return d
-    return _device_cls("cpu") if jax.default_backend() == "cpu" else _device_cls("cuda", 0)
+    jd = jax.config.jax_default_device
+    if jd is None:
+        return _device_cls("cpu") if jax.default_backend() == "cpu" else _device_cls("cuda", 0)
+    if isinstance(jd, str):
+        return _device_cls("cpu") if jd == "cpu" else _device_cls("cuda" if jd in ("gpu", "cuda") else jd, 0)
+    return from_jax(jd)
+
+
+_start()
 
 
 def set_warn_always(b: bool) -> None:

@@ -80,6 +80,7 @@ class CompiledFunction:
         self._py_last = None  # the Python attributes before the last trace (trace._py_snapshot)
         self._primed = None  # what trace.prime made before a first call, until the next trace
         self._lock = threading.RLock()  # see __call__
+        self._hyp_last = None  # (hyperparameter values, sharding, their arrays there): _device_hyp
         self.num_traces = 0
         self.retrace_reasons: list[str] = []
         functools.update_wrapper(self, fn, updated=())
@@ -214,9 +215,34 @@ class CompiledFunction:
             inputs = [inputs[i] for i in e.inp_idx]
         return state, hyp, inputs
 
+    def _device_hyp(self, hyp: list, state: list) -> list:
+        """The hyperparameters as arrays already where the program runs, made once per value.
+
+        A Python float argument is copied to the device on every call (a host-to-device
+        transfer: about a microsecond on the CPU, ~60 µs each on an H200 machine, the bulk
+        of a small step's overhead there). The arrays keep a Python float's weak type, so the program is
+        the one traced for floats. Only for a program on one device (its first state array's);
+        a sharded program takes the floats."""
+        if not hyp or not state:
+            return hyp
+        sh = getattr(state[0], "sharding", None)
+        last = self._hyp_last
+        if last is not None and last[0] == hyp and last[1] == sh:
+            return last[2]
+        if sh is None or len(sh.device_set) != 1:
+            return hyp
+        if state[0].committed:
+            arrs = jax.device_put(hyp, sh)
+        else:  # uncommitted, as the floats were: committed ones would commit the program's
+            # outputs, the state of the next call, and so compile it a second time
+            with jax.default_device(next(iter(sh.device_set))):
+                arrs = jax.device_put(hyp)
+        self._hyp_last = (list(hyp), sh, arrs)
+        return arrs
+
     def _run(self, e: _Entry, layout: _Layout, leaves, in_tensors, hyp):
         state, hyp, inputs = self._program_inputs(e, leaves, in_tensors, hyp)
-        outs = e.fn(*state, *hyp, *inputs)
+        outs = e.fn(*state, *self._device_hyp(hyp, state), *inputs)
         # ---- write back (the donated buffers are gone: every changed cell gets its new array)
         run = e.run
         gen = next(_GEN)

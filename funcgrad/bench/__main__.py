@@ -23,11 +23,17 @@ def main(argv=None) -> None:
     p.add_argument("--only", nargs="*",
                    help="benchmark modules to run (core, train, jit, parallel, hardening, random, cache)")
     p.add_argument("--quick", action="store_true", help="a short subset with few repetitions (smoke test)")
+    p.add_argument("--device", default=None,
+                   help="where funcgrad and the hand-written JAX rows run (default: the CPU, as "
+                        "funcgrad's default device; e.g. cuda); the PyTorch rows stay on the CPU")
     args = p.parse_args(argv)
+    if args.device:
+        import funcgrad
+        funcgrad.set_default_device(args.device)  # passed on to JAX: the JAX rows run there too
     full = ["core", "train", "jit", "parallel", "hardening", "random", "cache"]
     mods = args.only or (list(QUICK) if args.quick else full)
     print(f"# funcgrad benchmarks — {datetime.date.today()} — {platform.processor() or platform.machine()}, "
-          f"jax {jax.__version__} on {jax.default_backend()} ({jax.device_count()} device(s))")
+          f"jax {jax.__version__}, running on {_where()} ({jax.device_count()} {jax.default_backend()} device(s))")
     try:
         import torch
         print(f"# PyTorch {torch.__version__} available for comparison")
@@ -40,6 +46,11 @@ def main(argv=None) -> None:
             continue
         rows = mod.run(**QUICK.get(m, {})) if args.quick else mod.run()
         _print(rows)
+
+
+def _where() -> str:
+    from funcgrad._runtime import get_default_device
+    return str(get_default_device())
 
 
 def _print(rows) -> None:
