@@ -97,6 +97,14 @@ def _lstm_out(y):
     return out, h, c
 
 
+def _i(a):
+    return funcgrad.tensor(a, dtype=funcgrad.int64)
+
+
+def _u(*shape):
+    return funcgrad.tensor(np.random.default_rng(7).uniform(0, 1, shape), dtype=funcgrad.float32)
+
+
 def _first(y):
     return y[0]
 
@@ -161,6 +169,17 @@ LAYERS = [
     Case("AdaptiveAvgPool3d", lambda: nn.AdaptiveAvgPool3d(1), ins(X(1, 1, 2, 2, 2)), slow=True),
     Case("AdaptiveMaxPool1d", lambda: nn.AdaptiveMaxPool1d(2), ins(DISTINCT(1, 2, 5))),
     Case("AdaptiveMaxPool2d", lambda: nn.AdaptiveMaxPool2d((2, 2)), ins(DISTINCT(1, 1, 3, 5))),
+    Case("AdaptiveMaxPool3d", lambda: nn.AdaptiveMaxPool3d((1, 2, 2)), ins(DISTINCT(1, 1, 2, 3, 3)), slow=True),
+    Case("MaxUnpool1d", lambda: nn.MaxUnpool1d(2), lambda rng: (X(1, 2, 2)(rng), _i([[[1, 2], [0, 3]]]))),
+    Case("MaxUnpool2d", lambda: nn.MaxUnpool2d(2), lambda rng: (X(1, 1, 2, 2)(rng), _i([[[[0, 3], [9, 14]]]]))),
+    Case("MaxUnpool3d", lambda: nn.MaxUnpool3d(2), lambda rng: (X(1, 1, 1, 1, 2)(rng), _i([[[[[5, 14]]]]]))),
+    Case("LPPool1d", lambda: nn.LPPool1d(2, 2), ins(X(1, 2, 4))),
+    Case("LPPool2d", lambda: nn.LPPool2d(3, 2, 1), ins(X(1, 1, 3, 3, lo=0.2, kinks=()))),
+    Case("LPPool3d", lambda: nn.LPPool3d(2, 2), ins(X(1, 1, 2, 2, 2)), slow=True),
+    Case("FractionalMaxPool2d", lambda: nn.FractionalMaxPool2d(2, output_size=2, _random_samples=_u(1, 2, 2)),
+         ins(DISTINCT(1, 2, 4, 5))),
+    Case("FractionalMaxPool3d", lambda: nn.FractionalMaxPool3d(2, output_size=2, _random_samples=_u(1, 1, 3)),
+         ins(DISTINCT(1, 1, 3, 3, 4)), slow=True),
     # normalization
     Case("BatchNorm1d_train", lambda: nn.BatchNorm1d(2), ins(X(4, 2)), gg=True),
     Case("BatchNorm1d_train_3d", lambda: nn.BatchNorm1d(2), ins(X(2, 2, 3))),
@@ -283,6 +302,8 @@ ACTIVATIONS = [
     Case("Hardshrink", lambda: nn.Hardshrink(), ins(X(2, 3, kinks=(-0.5, 0.5)))),
     Case("Softshrink", lambda: nn.Softshrink(0.3), ins(X(2, 3, kinks=(-0.3, 0.3)))),
     Case("Threshold", lambda: nn.Threshold(0.2, -1.0), ins(X(2, 3, kinks=(0.2,)))),
+    Case("RReLU_eval", lambda: nn.RReLU(0.1, 0.3), ins(X(2, 3)), train=False),
+    Case("FeatureAlphaDropout_eval", lambda: nn.FeatureAlphaDropout(0.5), ins(X(2, 3)), train=False),
     Case("PReLU", lambda: nn.PReLU(), ins(X(2, 3))),
     Case("PReLU_channels", lambda: nn.PReLU(3, init=0.1), ins(X(2, 3, 2))),
     Case("GLU", lambda: nn.GLU(), ins(X(2, 4)), gg=True),
@@ -342,6 +363,12 @@ LOSSES = [
     Case("SoftMarginLoss", lambda: nn.SoftMarginLoss(),
          lambda rng: (X(2, 3)(rng), funcgrad.tensor([[1.0, -1.0, 1.0], [-1.0, -1.0, 1.0]], dtype=F64))),
     Case("MultiMarginLoss", lambda: nn.MultiMarginLoss(margin=10.0), ins(X(3, 4), IDX(4, 3))),
+    Case("MultiLabelMarginLoss", lambda: nn.MultiLabelMarginLoss(),
+         lambda rng: (X(2, 4, lo=-0.3, hi=0.3)(rng), _i([[3, 0, -1, 1], [1, 2, 3, 0]]))),
+    Case("TripletMarginWithDistanceLoss", lambda: nn.TripletMarginWithDistanceLoss(margin=5.0, swap=True),
+         ins(X(2, 3), X(2, 3), X(2, 3))),
+    Case("AdaptiveLogSoftmaxWithLoss", lambda: nn.AdaptiveLogSoftmaxWithLoss(4, 6, [2, 4], div_value=2.0),
+         lambda rng: (X(3, 4)(rng), _i([0, 3, 5])), out=lambda y: (y.output, y.loss), fast=True),
     Case("HingeEmbeddingLoss", lambda: nn.HingeEmbeddingLoss(margin=1.0),
          lambda rng: (X(2, 3, kinks=(1.0,))(rng), funcgrad.tensor([[1.0, -1.0, 1.0], [-1.0, -1.0, 1.0]], dtype=F64))),
     Case("MultiLabelSoftMarginLoss", lambda: nn.MultiLabelSoftMarginLoss(),
