@@ -340,6 +340,36 @@ def test_write_through_a_view_older_than_as_strided_refuses_and_changes_nothing(
     assert v.tolist() == [1.0, 1.0, 1.0] and b._version == 1 and b.grad_fn.name() == "AsStridedBackward1"
 
 
+def test_compiled_step_with_inplace_shape_methods_equals_eager():
+    w = funcgrad.arange(1.0, 7.0).view(2, 3).requires_grad_()
+
+    def step(x):
+        y = x * w
+        y.t_()
+        y.unsqueeze_(0)
+        v = y[0, 1]
+        v.mul_(3)
+        s = (y.squeeze_(0) * funcgrad.arange(6.0).view(3, 2)).sum()
+        s.backward()
+        return s
+
+    x = funcgrad.arange(6.0).view(2, 3)
+    want = step(x).item(), w.grad.tolist()
+    compiled = funcgrad.jit(step)
+    for _ in range(3):  # traced (again once .grad became None: retrace_reasons), then replayed
+        w.grad = None
+        assert (compiled(x).item(), w.grad.tolist()) == want
+    assert compiled.num_traces == 2
+
+
+@pytest.mark.parametrize("call", ["t_()", "unsqueeze_(0)", "as_strided_((2,), (1,))", "resize_(2)"])
+def test_shape_change_of_a_compiled_steps_input_refuses(call):
+    x = funcgrad.ones(1, 3)
+    with pytest.raises(RuntimeError, match="inside a funcgrad.jit step changes the shape"):
+        funcgrad.jit(lambda t: eval(f"t.{call}") * 2)(x)
+    assert x.shape == (1, 3) and x._version == 0 and not x._is_view()
+
+
 def test_inplace_views_as_pytorch():
     check_transcript(outcomes(funcgrad), _recorded())
 

@@ -26,7 +26,7 @@ from .. import _strides, _tensor
 from .._tensor import Size, _View, _wrap_dim
 from ._registry import Tensor, apply, defop, export
 from .shape import _t, _transpose, _view
-from .strided import _as_strided, _parsed
+from .strided import _as_strided, _parsed, check_untraced
 
 _t_ = defop("t_inplace", lambda x: x.T, "TBackward1", linear=True, view=True)
 _transpose_op = defop("transpose_inplace", lambda x, d0, d1: jnp.swapaxes(x, d0, d1), "TransposeBackward1",
@@ -51,6 +51,7 @@ def _holder(self: Tensor) -> Tensor:
 def _restride(self: Tensor, op, **static) -> Tensor:
     """``self`` made the view ``op`` of itself, in place: its node (where recorded) is the
     step's, its version bumped."""
+    check_untraced(self, op.name.replace("_inplace", "_").replace("_dims_", "_").replace("_dim_", "_"))
     self._check_inplace()
     old = self._viewinfo
     out = apply(op, self, **static)
@@ -181,6 +182,7 @@ def resize_(self, *size, memory_format=None) -> Tensor:
     _strides.check_memory_format(memory_format, "resize_", len(sizes))
     if self._requires_grad:
         raise RuntimeError(RESIZE_GRAD_MSG)
+    check_untraced(self, "resize_")
     self._check_inplace()
     same = tuple(self.shape) == sizes
     if same and memory_format is None:

@@ -22,6 +22,7 @@ import functools
 import jax.numpy as jnp
 import numpy as np
 
+from .. import _storage
 from .._tensor import _View
 from . import _parser
 from ._registry import Tensor, apply, defop, export
@@ -199,6 +200,19 @@ def _parsed(name: str):
     return deco
 
 
+def check_untraced(self: Tensor, name: str) -> None:
+    """Refuse an in-place shape change, inside a step ``funcgrad.jit`` traces, of a tensor the step
+    did not make (an input, state): the change is the Python object's, made once per trace, not
+    per call (and the trace would see the tensor change shape under it)."""
+    f = _storage.current()
+    if f is not None and f.mark_new and type(self._cell) is not _storage._TracedCell:
+        raise RuntimeError(
+            f"{name}() inside a funcgrad.jit step changes the shape of a tensor the step did not "
+            f"create (an input or state), which a compiled step cannot repeat on each call: call "
+            f"it outside the step, on a tensor the step makes (x = x.clone()), or use the "
+            f"out-of-place form")
+
+
 def _ints(v) -> tuple:
     return (int(v),) if isinstance(v, int) else tuple(int(s) for s in v)
 
@@ -227,6 +241,7 @@ def as_strided(input: Tensor, size, stride, storage_offset=None) -> Tensor:
 def as_strided_(self: Tensor, size, stride, storage_offset=None) -> Tensor:
     """``self`` made the ``as_strided`` view of its storage, in place (PyTorch's
     ``AsStridedBackward1``); a root tensor's storage is then held by a tensor of its own."""
+    check_untraced(self, "as_strided_")
     self._check_inplace()
     root = _root(self)
     static = _geometry(self, size, stride, storage_offset, root)
@@ -269,4 +284,4 @@ def as_strided_scatter(input: Tensor, src: Tensor, size, stride, storage_offset=
     return apply(_as_strided_scatter, input, src, size=size, stride=stride, storage_offset=offset, base=base)
 
 
-__all__ = ["as_strided", "as_strided_", "as_strided_scatter", "check_geometry", "overlaps"]
+__all__ = ["as_strided", "as_strided_", "as_strided_scatter", "check_geometry", "overlaps", "check_untraced"]
