@@ -294,10 +294,21 @@ def _fractional(torch, show):
         show(f)
 
 
+def _aliases(torch, show):
+    F = torch.nn.functional
+    x = torch.arange(16.).view(1, 1, 4, 4)
+    show(lambda: [[_r(t) for t in F.max_pool2d_with_indices(x, 2)], [_r(t) for t in F.max_pool1d_with_indices(x[0], 2)],
+                  [_r(t) for t in F.max_pool3d_with_indices(x, 2)],
+                  [_r(t) for t in F.adaptive_max_pool2d_with_indices(x, 3)],
+                  [_r(t) for t in F.adaptive_max_pool1d_with_indices(x[0], 2)]])
+    show(lambda: _r(F.upsample_nearest(x[:, :, :2, :2], scale_factor=2)))
+    show(lambda: _r(F.upsample_bilinear(x[:, :, :2, :2], size=3)))
+
+
 def _transcript(torch):
     out = []
     show = shower(out, warns=True)
-    for part in (_unpool, _rrelu, _lppool, _alpha, _amp3d, _mlm, _triplet, _asm, _fractional):
+    for part in (_unpool, _rrelu, _lppool, _alpha, _amp3d, _mlm, _triplet, _asm, _fractional, _aliases):
         part(torch, show)
     return out
 

@@ -167,12 +167,11 @@ def _pool_args(nd, kernel_size, stride, padding, dilation=1):
 
 
 def _check_pool_out(x, k, s, p, d, ceil_mode):
-    for i in range(len(k)):
-        out, _ = _nn._pool_geometry(x.shape[2 + i], k[i], s[i], p[i], d[i], ceil_mode)
-        if out <= 0:
-            sizes = "x".join(str(v) for v in x.shape[1:])
-            raise RuntimeError(f"Given input size: ({sizes}). Calculated output size: "
-                               f"({x.shape[1]}x{'x'.join('0' for _ in k)}). Output size is too small")
+    outs = [_nn._pool_geometry(x.shape[2 + i], k[i], s[i], p[i], d[i], ceil_mode)[0] for i in range(len(k))]
+    if any(o <= 0 for o in outs):
+        sizes = "x".join(str(v) for v in x.shape[1:])
+        raise RuntimeError(f"Given input size: ({sizes}). Calculated output size: "
+                           f"({x.shape[1]}x{'x'.join(str(o) for o in outs)}). Output size is too small")
 
 
 # (max_pool3d with return_indices, for MaxUnpool3d: the n-d kernel of max_pool2d_with_indices)

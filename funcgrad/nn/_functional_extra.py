@@ -12,6 +12,7 @@ duplicate index overwrote).
 from __future__ import annotations
 
 import math
+import warnings
 
 import jax
 import jax.numpy as jnp
@@ -23,12 +24,16 @@ from .._ops.nn import _adaptive_max, _pairwise_op, _torch_pick
 from .._ops.pointwise import minimum as _minimum
 from .._random import _sample, generator_or_default
 from .._tensor import Tensor, _scalar_type_name
+from . import _functional_conv as _conv
 from ._functional_loss import _reduction
 
 __all__ = ["max_unpool1d", "max_unpool2d", "max_unpool3d", "rrelu", "rrelu_", "feature_alpha_dropout",
            "adaptive_max_pool3d", "adaptive_max_pool3d_with_indices", "multilabel_margin_loss",
            "triplet_margin_with_distance_loss", "fractional_max_pool2d", "fractional_max_pool3d",
-           "fractional_max_pool2d_with_indices", "fractional_max_pool3d_with_indices"]
+           "fractional_max_pool2d_with_indices", "fractional_max_pool3d_with_indices",
+           "max_pool1d_with_indices", "max_pool2d_with_indices", "max_pool3d_with_indices",
+           "adaptive_max_pool1d_with_indices", "adaptive_max_pool2d_with_indices", "upsample_nearest",
+           "upsample_bilinear"]
 
 _FLOATS = dict(accepts="f")
 
@@ -534,3 +539,46 @@ def fractional_max_pool3d(input: Tensor, kernel_size, output_size=None, output_r
     out, idx = fractional_max_pool3d_with_indices(input, kernel_size, output_size, output_ratio,
                                                   _random_samples=_random_samples)
     return (out, idx) if return_indices else out
+
+
+# ================================ the *_with_indices and deprecated upsample forms ================
+def max_pool1d_with_indices(input: Tensor, kernel_size, stride=None, padding=0, dilation=1,
+                            ceil_mode: bool = False, return_indices: bool = False):
+    """``max_pool1d`` and its indices, whatever ``return_indices`` says (PyTorch's spelling)."""
+    return _conv.max_pool1d(input, kernel_size, stride, padding, dilation, ceil_mode, True)
+
+
+def max_pool2d_with_indices(input: Tensor, kernel_size, stride=None, padding=0, dilation=1,
+                            ceil_mode: bool = False, return_indices: bool = False):
+    """``max_pool2d`` and its indices."""
+    return _conv.max_pool2d(input, kernel_size, stride, padding, dilation, ceil_mode, True)
+
+
+def max_pool3d_with_indices(input: Tensor, kernel_size, stride=None, padding=0, dilation=1,
+                            ceil_mode: bool = False, return_indices: bool = False):
+    """``max_pool3d`` and its indices."""
+    return _conv.max_pool3d(input, kernel_size, stride, padding, dilation, ceil_mode, True)
+
+
+def adaptive_max_pool1d_with_indices(input: Tensor, output_size, return_indices: bool = False):
+    """``adaptive_max_pool1d`` and its indices."""
+    return _conv.adaptive_max_pool1d(input, output_size, True)
+
+
+def adaptive_max_pool2d_with_indices(input: Tensor, output_size, return_indices: bool = False):
+    """``adaptive_max_pool2d`` and its indices."""
+    return _conv.adaptive_max_pool2d(input, output_size, True)
+
+
+def upsample_nearest(input: Tensor, size=None, scale_factor=None) -> Tensor:
+    """Deprecated: ``interpolate(mode="nearest")`` with PyTorch's warning."""
+    warnings.warn("`nn.functional.upsample_nearest` is deprecated. Use `nn.functional.interpolate` instead.",
+                  stacklevel=2)
+    return _conv.interpolate(input, size, scale_factor, mode="nearest")
+
+
+def upsample_bilinear(input: Tensor, size=None, scale_factor=None) -> Tensor:
+    """Deprecated: ``interpolate(mode="bilinear", align_corners=True)`` with PyTorch's warning."""
+    warnings.warn("`nn.functional.upsample_bilinear` is deprecated. Use `nn.functional.interpolate` instead.",
+                  stacklevel=2)
+    return _conv.interpolate(input, size, scale_factor, mode="bilinear", align_corners=True)
