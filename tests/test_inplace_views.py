@@ -182,6 +182,25 @@ def outcomes(torch):
         return x._base, before.tolist(), after.tolist(), after._base is x, x.data_ptr() == after.data_ptr()
     show(root_views)
 
+    # ---- under forward AD: the tangent changes shape with its tensor ---------------------------
+    fw = torch.autograd.forward_ad
+    with fw.dual_level():
+        x = fw.make_dual(torch.arange(6.0).view(2, 3), torch.arange(6.0).view(2, 3) * 10)
+        y = x * 1
+        y.t_()
+        show(lambda: fw.unpack_dual(y).tangent)
+        v = y[1]
+        y.unsqueeze_(0)
+        show(lambda: (fw.unpack_dual(y).tangent, fw.unpack_dual(y[0, 2]).tangent, fw.unpack_dual(v).tangent))
+        y.squeeze_().transpose_(0, 1)
+        show(lambda: fw.unpack_dual(y).tangent)
+        y.as_strided_((2, 2), (1, 2), 1)
+        show(lambda: fw.unpack_dual(y).tangent)
+        show(lambda: x.clone().resize_(2, 3))
+        u = torch.ones(3)
+        u.unsqueeze_(0)
+        show(lambda: fw.unpack_dual(u).tangent)
+
     # ---- resize_ / resize_as_ ----------------------------------------------------------------
     def resized(make, *sizes, keep=None, **kw):
         def f():

@@ -26,7 +26,7 @@ from .. import _strides, _tensor
 from .._tensor import Size, _View, _wrap_dim
 from ._registry import Tensor, apply, defop, export
 from .shape import _t, _transpose, _view
-from .strided import _as_strided, _parsed, check_untraced
+from .strided import _as_strided, _parsed, carry_tangent, check_untraced
 
 _t_ = defop("t_inplace", lambda x: x.T, "TBackward1", linear=True, view=True)
 _transpose_op = defop("transpose_inplace", lambda x, d0, d1: jnp.swapaxes(x, d0, d1), "TransposeBackward1",
@@ -55,11 +55,13 @@ def _restride(self: Tensor, op, **static) -> Tensor:
     self._check_inplace()
     old = self._viewinfo
     out = apply(op, self, **static)
-    vi = out._viewinfo
+    vi, holder = out._viewinfo, None
     if old is None:  # a root: its storage is held by a tensor of its own from now on
-        vi = _View(_holder(self), vi.chain, *vi.cg, False)
+        holder = _holder(self)
+        vi = _View(holder, vi.chain, *vi.cg, False)
     else:  # (out's owner is self where self is no view of PyTorch's: keep self's)
         vi.owner = old.owner
+    carry_tangent(self, out, holder)
     self._viewinfo = vi
     if self._ver is not None:
         self._ver[0] += 1
@@ -182,6 +184,8 @@ def resize_(self, *size, memory_format=None) -> Tensor:
     _strides.check_memory_format(memory_format, "resize_", len(sizes))
     if self._requires_grad:
         raise RuntimeError(RESIZE_GRAD_MSG)
+    if _tensor.DUAL[0] is not None and _tensor.DUAL[0].tangent(self) is not None:
+        raise RuntimeError("cannot resize variables that has a forward grad")
     check_untraced(self, "resize_")
     self._check_inplace()
     same = tuple(self.shape) == sizes

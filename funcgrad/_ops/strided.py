@@ -22,7 +22,7 @@ import functools
 import jax.numpy as jnp
 import numpy as np
 
-from .. import _storage
+from .. import _storage, _tensor
 from .._tensor import _View
 from . import _parser
 from ._registry import Tensor, apply, defop, export
@@ -213,6 +213,21 @@ def check_untraced(self: Tensor, name: str) -> None:
             f"out-of-place form")
 
 
+def carry_tangent(self: Tensor, out: Tensor, holder) -> None:
+    """Under forward AD, before ``self`` takes ``out``'s geometry in place: ``self``'s tangent
+    becomes ``out``'s, and a root's goes to the storage's ``holder`` (its later views read it
+    there)."""
+    level = _tensor.DUAL[0]
+    if level is None:
+        return
+    st = level.tangent(self)
+    if st is None:
+        return
+    if holder is not None:
+        level.set(holder, st)
+    level.set(self, level.tangent(out))
+
+
 def _ints(v) -> tuple:
     return (int(v),) if isinstance(v, int) else tuple(int(s) for s in v)
 
@@ -250,6 +265,7 @@ def as_strided_(self: Tensor, size, stride, storage_offset=None) -> Tensor:
     if old is None:  # (the storage's holder: the root's cell, no autograd identity)
         root = Tensor._wrap(None)
         root._cell, root._ver = self._cell, self._ver
+    carry_tangent(self, out, root if old is None else None)
     # (PyTorch's as_strided_ leaves a tensor that was no view no view: owner False)
     _as_view_of(out, root, static, False if old is None else old.owner)
     self._viewinfo = out._viewinfo
@@ -284,4 +300,5 @@ def as_strided_scatter(input: Tensor, src: Tensor, size, stride, storage_offset=
     return apply(_as_strided_scatter, input, src, size=size, stride=stride, storage_offset=offset, base=base)
 
 
-__all__ = ["as_strided", "as_strided_", "as_strided_scatter", "check_geometry", "overlaps", "check_untraced"]
+__all__ = ["as_strided", "as_strided_", "as_strided_scatter", "check_geometry", "overlaps", "check_untraced",
+           "carry_tangent"]
