@@ -190,6 +190,50 @@ def _spec(v) -> jax.ShapeDtypeStruct:
     return jax.ShapeDtypeStruct(v.shape, v.dtype, weak_type=getattr(v, "weak_type", False))
 
 
+# (type, value's bits, sharding) -> that Python scalar as an array there (_scalars_there)
+_SCALARS: dict = {}
+_CPU_TOO = False  # tests: take the path on the CPU as well
+
+
+def _scalars_there(fresh: list, h: dict, v) -> tuple[list, dict]:
+    """The update's Python scalars (``fresh`` flags, hyperparameters) as arrays already on the
+    accelerator that holds the parameters, each made once per value.
+
+    The kernel takes them as dynamic arguments, and jax copies a Python scalar to the device on
+    every call: nothing on the CPU, ~60 µs each on an H200 machine (an Adam step over 6
+    parameters passes 11). The arrays are what jax's own conversion makes (a float weakly
+    typed), committed where the parameters are (else the kernel's outputs, the next step's
+    parameters, would be committed and compile it again), so the kernel is the one compiled for
+    the scalars. Only for parameters on one non-CPU device; elsewhere the scalars go as they are."""
+    sh = getattr(v, "sharding", None)
+    if sh is None or len(sh.device_set) != 1:
+        return fresh, h
+    dev = next(iter(sh.device_set))
+    if dev.platform == "cpu" and not _CPU_TOO:
+        return fresh, h
+    committed = v.committed
+
+    def there(x):
+        if isinstance(x, tuple):
+            return tuple(map(there, x))
+        t = type(x)
+        if t is not float and t is not bool:
+            return x
+        k = (t, x.hex() if t is float else x, dev, committed)
+        a = _SCALARS.get(k)
+        if a is None:
+            if len(_SCALARS) >= 4096:  # a schedule of ever-new values: bounded
+                _SCALARS.clear()
+            if committed:
+                a = jax.device_put(x, sh)
+            else:
+                with jax.default_device(dev):
+                    a = jax.device_put(x)
+            _SCALARS[k] = a
+        return a
+    return [there(f) for f in fresh], {k: there(x) for k, x in h.items()}
+
+
 def _kernel_args(donate, pvals, svals, gvals, fresh, h) -> tuple:
     """``_kernel``'s arguments: the parameter and state arrays split by the donation mask."""
     dp = [v for v, (d, _) in zip(pvals, donate) if d]
@@ -470,6 +514,7 @@ class Optimizer:
             donate = tuple((False, False) for _ in params)
         else:
             donate = self._donation(params, pvals, states, keys, svals)
+            fresh, h = _scalars_there(fresh, h, pvals[0])
         new_p, new_s = _kernel(type(self), static)(*_kernel_args(donate, pvals, svals, gvals, fresh, h))
         for p, v in zip(params, new_p):
             p._set_value(v)
