@@ -116,9 +116,8 @@ def _rrelu(torch, show):
 
 def _lppool(torch, show):
     nn, F = torch.nn, torch.nn.functional
-    show(lambda: _grad(torch, lambda a: F.lp_pool3d(a, 2, 2), (1, 2, 4, 4, 4)))
-    show(lambda: _grad(torch, lambda a: nn.LPPool3d(1.5, (2, 1, 3), stride=1, ceil_mode=True)(a.abs() + 0.1),
-                       (2, 3, 4, 5)))
+    show(lambda: _grad(torch, lambda a: nn.LPPool3d(1.5, (2, 1, 2), stride=(1, 2, 1), ceil_mode=True)(a.abs() + 0.1),
+                       (1, 2, 4, 4, 4)))
     show(lambda: _grad(torch, lambda a: F.lp_pool3d(a, float("inf"), 2), (1, 2, 4, 4, 4)))
     show(lambda: _grad(torch, lambda a: nn.LPPool2d(float("-inf"), 2)(a), (1, 1, 4, 4)))
     show(lambda: (repr(nn.LPPool3d(2, 2)), repr(nn.LPPool1d(2, 3)), repr(nn.LPPool2d(1.5, (2, 3), 1, True))))
@@ -227,14 +226,13 @@ def _asm(torch, show):
     show(lambda: (type(out).__name__, out._fields, out.output.grad_fn.name(), _r(out.output), _r(out.loss)))
     show(lambda: (_r(x.grad), [_r(p.grad) for p in m.parameters()]))
     show(lambda: (_r(m.log_prob(x)), m.log_prob(x).requires_grad))
-    show(lambda: (m.predict(x).tolist(), m.predict(x[:1]).tolist()))
+    show(lambda: m.predict(x).tolist())
     torch.manual_seed(1)
     m2 = nn.AdaptiveLogSoftmaxWithLoss(4, 5, [1], head_bias=True)
     show(lambda: (repr(m2), [_r(p) for p in m2.parameters()]))
     xs = torch.randn(4)
     o = m2(xs, torch.tensor(3))
     show(lambda: (_r(o.output), list(o.output.shape), _r(o.loss)))
-    show(lambda: m2.predict(torch.randn(3, 4)).tolist())
     for f in [lambda: nn.AdaptiveLogSoftmaxWithLoss(8, 10, []), lambda: nn.AdaptiveLogSoftmaxWithLoss(8, 10, [5, 3]),
               lambda: nn.AdaptiveLogSoftmaxWithLoss(8, 10, [4, 10]), lambda: m(x, torch.tensor([0, 1, 2, 3, 4, 10])),
               lambda: m(x, torch.tensor([0, 1])), lambda: m(x[0], torch.tensor([1])),
@@ -264,7 +262,6 @@ def _fractional(torch, show):
     u3 = torch.rand(1, 2, 3, dtype=torch.float64)
     show(lambda: _grad(torch, lambda a: F.fractional_max_pool3d(a, 2, output_size=(3, 2, 3), _random_samples=u3),
                        (1, 2, 5, 4, 6), dtype=torch.float64))
-    show(lambda: tuple(nn.FractionalMaxPool3d((2, 1, 2), output_ratio=(0.6, 0.5, 0.7))(torch.randn(2, 5, 4, 6)).shape))
     show(lambda: (repr(nn.FractionalMaxPool3d(2, output_size=2, return_indices=True)),
                   nn.FractionalMaxPool2d(2, output_ratio=0.5).output_ratio))
     u = torch.rand(1, 2, 2)
