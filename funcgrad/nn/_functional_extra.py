@@ -1,7 +1,8 @@
 """More of ``funcgrad.nn.functional`` that PyTorch tutorials reach: ``max_unpool1d/2d/3d``,
 ``rrelu``/``rrelu_``, ``feature_alpha_dropout``, ``adaptive_max_pool3d``,
-``multilabel_margin_loss``, ``triplet_margin_with_distance_loss`` and
-``fractional_max_pool2d/3d`` (PyTorch's signatures, node names, messages and random streams).
+``multilabel_margin_loss``, ``triplet_margin_with_distance_loss``, ``fractional_max_pool2d/3d``,
+the ``*_with_indices`` spellings of the max pools and the deprecated ``upsample_nearest`` /
+``upsample_bilinear`` (PyTorch's signatures, node names, messages and random streams).
 
 The native kernels are ops of the op table declared here (as ``nn/utils/weight_norm.py`` does):
 each states PyTorch's derivative where ``jax.vjp`` of its forward would differ (``max_unpool``'s
