@@ -27,7 +27,8 @@ from ._registry import FUNCTIONS, METHODS, REQUIRED, Tensor, _require_tensors, e
 # functions are declared with their ops: gcd_, lcm_, relu_, ...)
 INPLACE_FUNCTIONS = (
     "abs_", "acos_", "acosh_", "addmv_", "arccos_", "arccosh_", "arcsin_", "arcsinh_", "arctan_",
-    "arctanh_", "as_strided_", "asin_", "asinh_", "atan_", "atanh_", "ceil_", "clamp_", "clamp_max_", "clamp_min_",
+    "arctanh_", "as_strided_", "asin_", "asinh_", "atan_", "atanh_", "ceil_", "clamp_", "clamp_max_",
+    "clamp_min_",
     "clip_", "cos_", "cosh_", "deg2rad_", "detach_", "erf_", "erfc_", "exp2_", "exp_", "expm1_",
     "fill_", "fix_", "floor_", "frac_", "i0_", "index_put_", "ldexp_", "log10_", "log1p_", "log2_",
     "log_", "logit_", "nan_to_num_", "neg_", "negative_", "rad2deg_", "reciprocal_", "resize_as_", "round_",
