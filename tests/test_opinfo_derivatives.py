@@ -142,6 +142,11 @@ ROWS = {
     # tiling windows (stride == kernel): ties, nan and ±inf inside a window
     "max_pool2d": (lambda L, x: L.nn.functional.max_pool2d(x.view(1, 1, 4, 4), 2), [_G]),
     "max_pool3d": (lambda L, x: L.nn.functional.max_pool3d(x.view(1, 1, 2, 2, 4), 2), [_G]),
+    # a duplicate index: each input's gradient is the output's at its index (max_pool_double_backward)
+    "max_unpool2d": (lambda L, x: L.nn.functional.max_unpool2d(
+        x.view(1, 1, 2, 2), L.tensor([[[[5, 7], [5, 15]]]]), 2), [[1.0, NAN, -INF, 2.0]]),
+    "max_unpool3d": (lambda L, x: L.nn.functional.max_unpool3d(
+        x.view(1, 1, 1, 2, 2), L.tensor([[[[[1, 9], [9, 31]]]]]), 2), [[1.0, NAN, -INF, 2.0]]),
     "histogram": None,  # its slot raises PyTorch's error: test_histogram_backward_raises_as_torch
     "angle": (lambda L, x: L.angle(x), [[1.0, -2.0, 0.0, -0.0, NAN, INF, -INF, 0.5]]),  # zeros, nan or not
     # a negative abs (PyTorch's d/d(abs) is sgn(result)), abs 0, and z == 0 for angle's complex branch
@@ -167,7 +172,7 @@ def test_every_stated_derivative_has_a_row():
 # every element on any CPU (its scalar loop over a short tail differs at nan and -0.0: tests/opinfo)
 NOT_ELEMENTWISE = {"as_strided_view", "as_strided_inplace", "as_strided_scatter", "max", "min", "amax", "amin", "cumprod", "logcumsumexp", "aminmax", "scatter",
                    "scatter_add", "eigh", "eigvalsh", "pinv", "prod", "prod_dim", "cholesky",
-                   "cholesky_legacy", "poisson", "max_pool2d", "max_pool3d"}
+                   "cholesky_legacy", "poisson", "max_pool2d", "max_pool3d", "max_unpool2d", "max_unpool3d"}
 
 
 def _run(L, key, create_graph=False, jit=False):

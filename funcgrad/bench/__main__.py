@@ -33,7 +33,8 @@ def main(argv=None) -> None:
     full = ["core", "train", "jit", "parallel", "hardening", "random", "cache"]
     mods = args.only or (list(QUICK) if args.quick else full)
     print(f"# funcgrad benchmarks — {datetime.date.today()} — {platform.processor() or platform.machine()}, "
-          f"jax {jax.__version__}, running on {_where()} ({jax.device_count()} {jax.default_backend()} device(s))")
+          f"jax {jax.__version__}, running on {_where()} "
+          f"({jax.device_count()} {jax.default_backend()} device(s))")
     try:
         import torch
         print(f"# PyTorch {torch.__version__} available for comparison")
