@@ -170,10 +170,12 @@ def _sinc_jvp(primals, tangents, out):
 def _sgn_jvp(primals, tangents, out):
     # PyTorch's sgn_backward: (grad - sgn * Re(grad / sgn)) / |x|, 0 where |x| == 0 (jax's
     # derivative of jnp.sign is 0, also for a complex x, where sgn = x / |x| is not constant).
-    # For a real x it is 0 (nan where the cotangent or x is), as PyTorch's. 1 / |x| is masked
+    # For a real x it is 0, also at a nan x or cotangent, as PyTorch's. 1 / |x| is masked
     # (the transposed formula must give 0 there, not 0 / 0) but its own division is not made
     # safe because PyTorch's is not: its second derivative at 0 is nan, as here
     (x,), (t,) = primals, tangents
+    if not jnp.iscomplexobj(x):
+        return jnp.zeros_like(out)
     a = jnp.abs(x)
     inv = jnp.where(a == 0, 0, 1 / a).astype(out.dtype)
     return jnp.where(a == 0, 0, (t - out * jnp.real(jnp.conj(out) * t)) * inv).astype(out.dtype)
