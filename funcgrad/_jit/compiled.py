@@ -223,7 +223,7 @@ class CompiledFunction:
         of a small step's overhead there). The arrays keep a Python float's weak type, so the program is
         the one traced for floats. Only for a program on one device (its first state array's);
         a sharded program takes the floats."""
-        if not hyp or not state:
+        if not hyp or not state or isinstance(state[0], jax.core.Tracer):  # (a step nested in a trace)
             return hyp
         sh = getattr(state[0], "sharding", None)
         last = self._hyp_last
