@@ -85,8 +85,35 @@ def put(host):
     return jax.device_put(host)
 
 
+def put_like(values: list, like) -> "list | None":
+    """Python scalars as arrays on the one device that holds ``like`` (a concrete
+    ``jax.Array``), committed as ``like`` is; None where ``like`` spans several devices.
+
+    An uncommitted array stays uncommitted there (under ``jax.default_device``): a committed
+    argument commits a program's outputs, and an array fed back (a parameter, an optimizer's
+    state) would then call it with another signature, compiling it again. A float keeps its
+    weak type, so a program traced for the Python scalars takes the arrays as they are."""
+    sh = like.sharding
+    if len(sh.device_set) != 1:
+        return None
+    if like.committed:
+        return jax.device_put(values, sh)
+    with jax.default_device(next(iter(sh.device_set))):
+        return jax.device_put(values)
+
+
+# JAX platform -> PyTorch device type
+_TYPE = {"cpu": "cpu", "gpu": "cuda", "cuda": "cuda", "rocm": "cuda", "tpu": "tpu"}
+
+
+def from_platform(platform: str) -> device:
+    """The device (index 0 for an accelerator) of a JAX platform name (``"gpu"`` -> ``cuda:0``)."""
+    t = _TYPE.get(platform, platform)
+    return device("cpu") if t == "cpu" else device(t, 0)
+
+
 def from_jax(jd) -> device:
-    t = {"cpu": "cpu", "gpu": "cuda", "cuda": "cuda", "rocm": "cuda", "tpu": "tpu"}.get(jd.platform, jd.platform)
+    t = _TYPE.get(jd.platform, jd.platform)
     if t == "cpu":
         return device("cpu")
     return device(t, jd.id if hasattr(jd, "id") else 0)

@@ -14,7 +14,7 @@ import warnings
 import jax
 
 from ._device import device as _device_cls
-from ._device import from_jax, jax_device
+from ._device import from_jax, from_platform, jax_device
 
 
 def _cores() -> int:
@@ -155,10 +155,8 @@ def get_default_device() -> _device_cls:
         return d
     jd = jax.config.jax_default_device
     if jd is None:
-        return _device_cls("cpu") if jax.default_backend() == "cpu" else _device_cls("cuda", 0)
-    if isinstance(jd, str):
-        return _device_cls("cpu") if jd == "cpu" else _device_cls("cuda" if jd in ("gpu", "cuda") else jd, 0)
-    return from_jax(jd)
+        return from_platform(jax.default_backend())
+    return from_platform(jd) if isinstance(jd, str) else from_jax(jd)
 
 
 _start()

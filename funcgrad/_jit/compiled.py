@@ -19,6 +19,7 @@ import numpy as np
 
 from .. import _cache, _random
 from ..amp.autocast_mode import state_key as _autocast_key
+from .._device import put_like
 from .._tensor import Tensor
 from . import trace as _trace_mod
 from .common import (_GEN, _flatten_args, _get_cell_value, _is_fast_leaf,
@@ -216,27 +217,21 @@ class CompiledFunction:
         return state, hyp, inputs
 
     def _device_hyp(self, hyp: list, state: list) -> list:
-        """The hyperparameters as arrays already where the program runs, made once per value.
+        """The hyperparameters as arrays already where the program runs (``_device.put_like``
+        its first state array), remade when a value changes.
 
         A Python float argument is copied to the device on every call (a host-to-device
-        transfer: about a microsecond on the CPU, ~60 µs each on an H200 machine, the bulk
-        of a small step's overhead there). The arrays keep a Python float's weak type, so the program is
-        the one traced for floats. Only for a program on one device (its first state array's);
-        a sharded program takes the floats."""
+        transfer: about a microsecond on the CPU, ~60 µs each on an H200 machine, the bulk of
+        a small step's overhead there). A program on several devices takes the floats."""
         if not hyp or not state or isinstance(state[0], jax.core.Tracer):  # (a step nested in a trace)
             return hyp
         sh = getattr(state[0], "sharding", None)
         last = self._hyp_last
         if last is not None and last[0] == hyp and last[1] == sh:
             return last[2]
-        if sh is None or len(sh.device_set) != 1:
+        arrs = None if sh is None else put_like(hyp, state[0])
+        if arrs is None:
             return hyp
-        if state[0].committed:
-            arrs = jax.device_put(hyp, sh)
-        else:  # uncommitted, as the floats were: committed ones would commit the program's
-            # outputs, the state of the next call, and so compile it a second time
-            with jax.default_device(next(iter(sh.device_set))):
-                arrs = jax.device_put(hyp)
         self._hyp_last = (list(hyp), sh, arrs)
         return arrs
 

@@ -38,6 +38,7 @@ import numpy as np
 import optax
 
 from .. import _ahead, _dtype, _lift, _storage, _tensor
+from .._device import put_like
 from .._tensor import Tensor
 from ..autograd.grad_mode import enable_grad, no_grad
 from ..autograd.graph import RemovableHandle
@@ -202,8 +203,7 @@ def _scalars_there(fresh: list, h: dict, v) -> tuple[list, dict]:
     The kernel takes them as dynamic arguments, and jax copies a Python scalar to the device on
     every call: nothing on the CPU, ~60 µs each on an H200 machine (an Adam step over 6
     parameters passes 11). The arrays are what jax's own conversion makes (a float weakly
-    typed), committed where the parameters are (else the kernel's outputs, the next step's
-    parameters, would be committed and compile it again), so the kernel is the one compiled for
+    typed), placed as ``_device.put_like`` places them, so the kernel is the one compiled for
     the scalars. Only for parameters on one non-CPU device; elsewhere the scalars go as they are."""
     sh = getattr(v, "sharding", None)
     if sh is None or len(sh.device_set) != 1:
@@ -211,7 +211,6 @@ def _scalars_there(fresh: list, h: dict, v) -> tuple[list, dict]:
     dev = next(iter(sh.device_set))
     if dev.platform == "cpu" and not _CPU_TOO:
         return fresh, h
-    committed = v.committed
 
     def there(x):
         if isinstance(x, tuple):
@@ -219,17 +218,12 @@ def _scalars_there(fresh: list, h: dict, v) -> tuple[list, dict]:
         t = type(x)
         if t is not float and t is not bool:
             return x
-        k = (t, x.hex() if t is float else x, dev, committed)
+        k = (t, x.hex() if t is float else x, dev, v.committed)
         a = _SCALARS.get(k)
         if a is None:
             if len(_SCALARS) >= 4096:  # a schedule of ever-new values: bounded
                 _SCALARS.clear()
-            if committed:
-                a = jax.device_put(x, sh)
-            else:
-                with jax.default_device(dev):
-                    a = jax.device_put(x)
-            _SCALARS[k] = a
+            a = _SCALARS[k] = put_like([x], v)[0]
         return a
     return [there(f) for f in fresh], {k: there(x) for k, x in h.items()}
 
