@@ -223,8 +223,8 @@ from . import storage as storage  # noqa: E402  (Tensor.untyped_storage(), Tenso
 from .storage import TypedStorage as TypedStorage, UntypedStorage as UntypedStorage  # noqa: E402
 from . import special as special  # noqa: E402
 from ._ops.decomp import logdet as logdet  # noqa: E402
-from ._ops.special import (frexp as frexp, i0 as i0, ldexp as ldexp, logit as logit,  # noqa: E402
-                           mvlgamma as mvlgamma, polygamma as polygamma)
+from ._ops.special import (frexp as frexp, i0 as i0, igamma as igamma, igammac as igammac,  # noqa: E402
+                           ldexp as ldexp, logit as logit, mvlgamma as mvlgamma, polygamma as polygamma)
 from ._jit import compile as compile, cond as cond, jit as jit  # noqa: E402,A004
 from . import distributed as distributed, parallel as parallel  # noqa: E402
 from ._export import export as export, load_exported as load_exported  # noqa: E402

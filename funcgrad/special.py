@@ -22,7 +22,9 @@ from ._ops import reduce as _reduce
 from ._ops._parser import checked as _checked
 from ._ops.special import (entr, erfcx, i0, i0e, i1, i1e, log_ndtr, logit,  # noqa: F401
                            mvlgamma, ndtr, ndtri, polygamma, xlog1py, zeta)
+from ._ops.special import igamma as _igamma, igammac as _igammac
 from ._ops._registry import FUNCTIONS, Tensor, apply
+from ._ops._registry import _require_tensors
 
 _sigmoid = FUNCTIONS["sigmoid"]
 # funcgrad.logsumexp's frontend under PyTorch's name for this one (special_logsumexp()'s errors)
@@ -56,6 +58,26 @@ def round(input: Tensor, *, decimals: int = 0, out=None) -> Tensor:  # noqa: A00
     return _out(apply(_round1, input, decimals=int(decimals)), out)
 
 
+def gammainc(input: Tensor, other: Tensor, *, out=None) -> Tensor:
+    """The regularized lower incomplete gamma function (``funcgrad.igamma``, ``IgammaBackward0``).
+
+    >>> import funcgrad
+    >>> funcgrad.special.gammainc(funcgrad.tensor([1.0]), funcgrad.tensor([0.5]))
+    tensor([0.3935])
+    """
+    return _igamma(input, other, out=out)
+
+
+def gammaincc(input: Tensor, other: Tensor, *, out=None) -> Tensor:
+    """The regularized upper incomplete gamma function (``funcgrad.igammac``, ``IgammacBackward0``)."""
+    return _igammac(input, other, out=out)
+
+
+# (PyTorch's parser names them special_gammainc / special_gammaincc)
+gammainc = _require_tensors(gammainc, "special_gammainc", ("input", "other"), False)
+gammaincc = _require_tensors(gammaincc, "special_gammaincc", ("input", "other"), False)
+
+
 def softmax(input: Tensor, dim: int, *, dtype=None) -> Tensor:
     """``exp(x) / sum(exp(x))`` along ``dim`` (``SoftmaxBackward0``)."""
     return _softmax(input, dim, dtype=dtype)
@@ -67,6 +89,6 @@ def log_softmax(input: Tensor, dim: int, *, dtype=None) -> Tensor:
 
 
 __all__ = ["digamma", "entr", "erf", "erfc", "erfcx", "erfinv", "exp2", "expit", "expm1",
-           "gammaln", "i0", "i0e", "i1", "i1e", "log1p", "log_ndtr", "log_softmax", "logit",
-           "logsumexp", "multigammaln", "ndtr", "ndtri", "polygamma", "psi", "round", "sinc",
+           "gammainc", "gammaincc", "gammaln", "i0", "i0e", "i1", "i1e", "log1p", "log_ndtr", "log_softmax",
+           "logit", "logsumexp", "multigammaln", "ndtr", "ndtri", "polygamma", "psi", "round", "sinc",
            "softmax", "xlog1py", "xlogy", "zeta"]

@@ -60,6 +60,11 @@ def _three(f):
                [c for _ in v for _ in v for c in v]]
 
 
+# every pair of (0, -0, 1, -1, nan, inf, 0.5, 3) and (0, 1, inf, nan, -1, 2.5, 1e-300): igamma's a, x
+_IGA = [a for a in (0.0, -0.0, 1.0, -1.0, NAN, INF, 0.5, 3.0) for _ in range(7)]
+_IGX = [x for _ in range(8) for x in (0.0, 1.0, INF, NAN, -1.0, 2.5, 1e-300)]
+
+
 # op key -> (call(lib, *tensors), inputs)
 ROWS = {
     # as_strided: an overlapping view (its gradient accumulates), in place, and the scatter
@@ -82,6 +87,9 @@ ROWS = {
     "special_xlog1py": _two(lambda L, x, y: L.special.xlog1py(x, y)),
     "special_xlog1py_self_scalar": (lambda L, y: L.special.xlog1py(0.0, y), [[-1.0, -2.0, 0.0, 1.0]]),
     "special_xlog1py_other_scalar": (lambda L, x: L.special.xlog1py(x, -1.0), [[0.0, 1.0, -2.0]]),
+    # other's formula at a's special cases (self a constant: its derivative raises in PyTorch)
+    "igamma": (lambda L, x: L.igamma(L.tensor(_IGA, dtype=L.float64), x), [_IGX]),
+    "igammac": (lambda L, x: L.special.gammaincc(L.tensor(_IGA, dtype=L.float64), x), [_IGX]),
     "maximum": _two(lambda L, x, y: L.maximum(x, y)),
     "minimum": _two(lambda L, x, y: L.minimum(x, y)),
     "clamp": (lambda L, x: x.clamp(-1.0, 1.0), [_E]),

@@ -1,6 +1,7 @@
 """Op table — special functions: logit, polygamma, mvlgamma, the modified Bessel functions
 (i0, i0e, i1, i1e), the normal distribution helpers (ndtr, ndtri, log_ndtr), erfcx, entr,
-xlog1py, Hurwitz zeta, frexp and ldexp.
+xlog1py, Hurwitz zeta, the regularized incomplete gamma functions (igamma, igammac), frexp and
+ldexp.
 
 Where PyTorch's derivative differs from what ``jax.vjp`` of the forward would give (logit outside
 [0, 1], i0 at 0, xlog1py at ``self == 0, other <= -1``) the op states PyTorch's formula in
@@ -133,6 +134,50 @@ _zeta_self = defop("special_zeta_self_scalar", jsp.zeta, "SpecialZetaBackward1",
                    promote="binary_float", diff=(1,))
 # q a scalar: nothing differentiable is left (PyTorch records a node whose backward raises)
 _zeta_other = defop("special_zeta_other_scalar", jsp.zeta, None, promote="binary_float")
+def _igamma_fn(lower: bool):
+    """jax's regularized incomplete gamma function, lower (``P``) or upper (``Q``), with PyTorch's
+    special cases in its order (calc_igamma / calc_igammac): jax gives nan at ``a == 0 < x``, at an
+    infinite ``a`` and at a nan ``a`` paired with ``x`` 0 or infinite."""
+    jf = jsp.gammainc if lower else jsp.gammaincc
+    at_zero, at_inf = (0.0, 1.0) if lower else (1.0, 0.0)  # (P, Q) at x == 0 and x == inf
+
+    def f(a, x):
+        r = jnp.where(jnp.isinf(x), at_inf, jf(a, x))
+        r = jnp.where(jnp.isinf(a), jnp.where(jnp.isinf(x), jnp.nan, at_zero), r)
+        r = jnp.where(x == 0, at_zero, r)
+        r = jnp.where(a == 0, jnp.where(x > 0, at_inf, jnp.nan), r)
+        return jnp.where((x < 0) | (a < 0), jnp.nan, r).astype(r.dtype)
+    return f
+
+
+class _NotImplementedGrad:
+    """A gradient ``derivatives.yaml`` states as ``not_implemented``: the backward kernel raises
+    PyTorch's error when it is asked for it (only for an input that needs a gradient)."""
+
+    def __init__(self, what: str):
+        self.what = what
+
+    def astype(self, dtype):
+        raise NotImplementedError(f"the derivative for '{self.what}' is not implemented.")
+
+
+def _igamma_vjp(lower: bool):
+    # derivatives.yaml: self: not_implemented("igamma: input");
+    # other: grad * exp((self - 1) * log(other) - other - lgamma(self)) (igammac: -grad * ...)
+    what = "igamma: input" if lower else "igammac: input"
+
+    def vjp(primals, cot, *, grad_mode):
+        a, x = primals
+        e = jnp.exp((a - 1) * jnp.log(x) - x - jax.lax.lgamma(a))
+        return _NotImplementedGrad(what), (cot if lower else -cot) * e
+    return vjp
+
+
+# Tensor-Tensor only (no Scalar overloads); floating dtypes only, after PyTorch's promotion
+_igamma = defop("igamma", _igamma_fn(True), "IgammaBackward0", promote="binary", vjp=_igamma_vjp(True),
+                accepts="f", kernel="igamma_cpu")
+_igammac = defop("igammac", _igamma_fn(False), "IgammacBackward0", promote="binary",
+                 vjp=_igamma_vjp(False), accepts="f", kernel="igammac_cpu")
 _frexp = defop("frexp", _frexp_fn, "FrexpBackward0", diff_outputs=(0,))
 _ldexp = defop("ldexp", _ldexp_fn, "LdexpBackward0", promote="binary_float")
 
@@ -241,6 +286,29 @@ def zeta(input, other, *, out=None) -> Tensor:
     return _out(apply(_zeta_t, input, other), out)
 
 
+@export("igamma", tensors=("input", "other"))
+def igamma(input: Tensor, other: Tensor, *, out=None) -> Tensor:
+    """The regularized lower incomplete gamma function ``P(input, other)``; differentiable in
+    ``other`` only (PyTorch raises for ``input``'s derivative).
+
+    >>> import funcgrad
+    >>> funcgrad.igamma(funcgrad.tensor([1.0, 2.0]), funcgrad.tensor([0.5, 1.0]))
+    tensor([0.3935, 0.2642])
+    """
+    return _out(apply(_igamma, input, other), out)
+
+
+@export("igammac", tensors=("input", "other"))
+def igammac(input: Tensor, other: Tensor, *, out=None) -> Tensor:
+    """The regularized upper incomplete gamma function ``Q(input, other) = 1 - P(input, other)``.
+
+    >>> import funcgrad
+    >>> funcgrad.igammac(funcgrad.tensor([1.0, 2.0]), funcgrad.tensor([0.5, 1.0]))
+    tensor([0.6065, 0.7358])
+    """
+    return _out(apply(_igammac, input, other), out)
+
+
 @export("frexp")
 def frexp(input: Tensor, *, out=None):
     """``(mantissa, exponent)`` with ``input == mantissa * 2**exponent``, ``|mantissa|`` in [0.5, 1).
@@ -275,6 +343,8 @@ def ldexp(input: Tensor, other: Tensor, *, out=None) -> Tensor:
 for _n, _f in (("logit_", logit), ("i0_", i0), ("mvlgamma_", mvlgamma), ("ldexp_", ldexp)):
     inplace_method(_n, _f)
 inplace_method("polygamma_", _polygamma_method)
+inplace_method("igamma_", igamma, tensors=("other",))
+inplace_method("igammac_", igammac, tensors=("other",))
 
 __all__ = ["logit", "polygamma", "mvlgamma", "i0", "i0e", "i1", "i1e", "ndtr", "ndtri", "log_ndtr",
-           "erfcx", "entr", "xlog1py", "zeta", "frexp", "ldexp", "frexp_result"]
+           "erfcx", "entr", "xlog1py", "zeta", "igamma", "igammac", "frexp", "ldexp", "frexp_result"]

@@ -71,6 +71,10 @@ SPECS = [
          [pos(*S)], grad_fn="SpecialZetaBackward1", rtol=1e-6),
     Spec("special_zeta_other_scalar", lambda x: fg.special.zeta(x, 2.0), lambda x: jsp.zeta(x, 2.0),
          [pos(*S, low=2, high=4)], nondiff=True),
+    # derivatives.yaml: igamma/igammac differentiable in other only (self's derivative raises)
+    Spec("igamma", fg.igamma, jsp.gammainc, [pos(*S), pos(*S)], grad=(1,), grad_fn="IgammaBackward0"),
+    Spec("igammac", lambda a, x: a.igammac(x), jsp.gammaincc, [pos(*S), pos(*S)], grad=(1,),
+         grad_fn="IgammacBackward0"),
     Spec("frexp", lambda x: fg.frexp(x).mantissa, lambda x: jnp.frexp(x)[0], [S],
          grad_fn="FrexpBackward0"),
     Spec("ldexp", fg.ldexp, lambda x, e: x * jnp.exp2(e), [S, S], grad_fn="LdexpBackward0"),
