@@ -20,7 +20,7 @@ from . import _dtype, _tensor
 from ._device import _devices, jax_device
 from ._errors import warn_at_user
 from ._factories import tensor as _tensor_factory
-from ._runtime import warn_once
+from ._runtime import get_default_device, set_default_device, warn_once
 from ._tensor import Size, Tensor, _dtype_cname
 
 # (legacy name, dtype) in PyTorch's order; ``Tensor.type()`` spells them "torch.<name>" because
@@ -171,6 +171,19 @@ def set_default_tensor_type(t, /) -> None:
     if t.device_type == "cuda" and not _devices("gpu"):
         raise TypeError(f"type torch.cuda.{t.__name__} not available. Torch not compiled with CUDA enabled.")
     _dtype.set_default_dtype(t.dtype)
+    # the type's device becomes the factories' too, as in PyTorch: a CUDA type puts new tensors
+    # on the GPU, a CPU type back on the CPU (not where set_default_device chose the GPU: in
+    # PyTorch that one is a mode above the default type)
+    if t.device_type == "cuda":
+        set_default_device("cuda")
+        _CUDA_TYPE[0] = get_default_device()
+    elif _CUDA_TYPE[0] is not None:
+        if get_default_device() == _CUDA_TYPE[0]:
+            set_default_device(None)
+        _CUDA_TYPE[0] = None
+
+
+_CUDA_TYPE = [None]  # the device a CUDA default tensor type set (set_default_tensor_type)
 
 
 def legacy_tensor_init(self: Tensor, args: tuple, kwargs: dict) -> None:

@@ -67,9 +67,12 @@ def _transcript(torch):
         show(lambda: (torch.set_default_tensor_type("torch.FloatTensor"), torch.ones(1).dtype))
         for arg in ["torch.float64", "torch.IntTensor", "'torch.cuda.FloatTensor'", "'torch.IntTensor'", "'float'"]:
             show(lambda arg=arg: eval(f"torch.set_default_tensor_type({arg})", {"torch": torch}))  # noqa: S307
+        # on a GPU machine (as PyTorch's CUDA build) the CUDA type is taken, and new tensors go there
+        show(lambda: torch.ones(1).device.type)
     finally:
         torch.set_warn_always(False)
         torch.set_default_dtype(torch.float32)
+        torch.set_default_device(None)
     return out
 
 
@@ -223,11 +226,18 @@ EXPECTED = [
     '.set_default_tensor_type() is deprecated as of PyTorch 2.1, please use torch.set_default_dtype'
     "() and torch.set_default_device() as alternatives.']",
     "ERR ModuleNotFoundError No module named 'float'",
+    'cpu',
 ]
+_CUDA_ROW = EXPECTED.index(next(e for e in EXPECTED if "torch.cuda.FloatTensor not available" in e))
 
 
 def test_legacy_names_as_pytorch():
-    check_transcript(_transcript(funcgrad), EXPECTED)
+    expected = list(EXPECTED)
+    if funcgrad.cuda.is_available():  # PyTorch's CUDA build: the type is taken (recorded on its CPU build)
+        expected[_CUDA_ROW] = "None ['UserWarning" + expected[_CUDA_ROW].partition(" ['UserWarning")[2]
+        expected[-1] = "cuda"
+    check_transcript(_transcript(funcgrad), expected)
+    assert funcgrad.get_default_device().type == "cpu"
 
 
 @pytest.mark.torch
