@@ -34,6 +34,9 @@ FD_INVALID = {
     "nanquantile": "input built with nan: the quantile sits at a tie of the ranked elements under perturbation",
     "poisson": "a random draw at rate 0 (a perturbation below 0 is refused); its gradient is zero, as "
                "PyTorch's (tests/test_opinfo_derivatives.py)",
+    "cross_map_lrn2d": "PyTorch's CrossMapLRN2d backward is hand-written and not the derivative of its forward "
+                       "(its window is shifted, and the forward never drops channel 0); funcgrad reproduces "
+                       "torch's (tests/test_opinfo_derivatives.py)",
     "embedding_padding_idx": "PyTorch defines the padding row's gradient as zero",
     "standard_gamma": "a random draw: every evaluation samples anew, so finite differences mean nothing; "
                       "the reparameterised gradient vs torch's is tests/test_distributions.py",

@@ -52,6 +52,9 @@ ALLOWED_LOCAL = {
     ("funcgrad.nn.utils.stateless", "funcgrad.func"):
         "the deprecated nn.utils.stateless.functional_call calls funcgrad.func.functional_call (an upward "
         "call, as its FutureWarning says: torch.func's is the implementation now)",
+    ("funcgrad.nn.layers.normalization", "funcgrad.distributed"):
+        "SyncBatchNorm's training forward asks whether a process group is initialized and its size (an "
+        "upward call, as torch.nn.SyncBatchNorm asks torch.distributed)",
     ("funcgrad.nn.module", "funcgrad._jit"):
         "Module.compile() compiles the module's own calls (an upward call, as torch.nn.Module.compile "
         "calls torch.compile)",

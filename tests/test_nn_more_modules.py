@@ -1,8 +1,9 @@
 """nn modules and functionals PyTorch tutorials reach that funcgrad lacked: ``MaxUnpool1d/2d/3d``,
 ``RReLU``, ``LPPool1d/2d/3d``, ``FeatureAlphaDropout``, ``AdaptiveMaxPool3d``,
 ``MultiLabelMarginLoss``, ``TripletMarginWithDistanceLoss``, ``AdaptiveLogSoftmaxWithLoss``,
-``FractionalMaxPool2d/3d`` and their functional forms. One script gives the transcript (values, gradients, node names, reprs,
-errors, seeded random draws); ``tests/fixtures/nn_more_modules/expected.json`` holds PyTorch
+``FractionalMaxPool2d/3d`` and their functional forms; ``CrossMapLRN2d``, ``SyncBatchNorm`` (no process
+group), the deprecated ``NLLLoss2d`` and ``Container``. One script gives the transcript (values,
+gradients, node names, reprs, errors, seeded random draws); ``tests/fixtures/nn_more_modules/expected.json`` holds PyTorch
 2.13's, recorded by ``make_fixtures.py`` there and re-checked live where torch is installed."""
 
 import json
@@ -302,10 +303,68 @@ def _aliases(torch, show):
     show(lambda: _r(F.upsample_bilinear(x[:, :, :2, :2], size=3)))
 
 
+def _legacy(torch, show):
+    """CrossMapLRN2d, the deprecated NLLLoss2d and Container, SyncBatchNorm with no process group."""
+    nn = torch.nn
+    x = torch.tensor([[[[0.5, -1.0]], [[2.0, 0.0]], [[1.5, -0.25]], [[3.0, 0.75]], [[-2.0, 1.0]]]], requires_grad=True)
+    w = torch.arange(10.).view(1, 5, 1, 2) - 4.5
+    for m in (nn.CrossMapLRN2d(3), nn.CrossMapLRN2d(5, alpha=0.5, beta=0.75, k=2.0), nn.CrossMapLRN2d(4, 1.0, 0.5)):
+        y = m(x)
+        g, = torch.autograd.grad((y * w).sum(), x)
+        show(lambda m=m, y=y, g=g: (repr(m), y.grad_fn.name(), y.dtype, _r(y), _r(g)))
+    m = nn.CrossMapLRN2d(3, 0.5)
+    y = m(x)
+    show(lambda: torch.autograd.grad((y * w).sum(), x, create_graph=True))
+    show(lambda: (m(x.detach()).grad_fn, m(x.double()).dtype, _r(m(torch.zeros(0, 3, 1, 1)))))
+    with torch.no_grad():
+        show(lambda: m(x).grad_fn)
+    for f in [lambda: m(x[0]), lambda: m(torch.ones(1, 3, 2, 2, dtype=torch.int64)),
+              lambda: m(torch.ones(1, 3, 2, 2, dtype=torch.bool)), lambda: m(torch.ones(2, 0, 2, 2)),
+              lambda: torch.autograd.grad(nn.CrossMapLRN2d(1)(x).sum(), x)]:
+        show(f)
+    # deprecated classes: a FutureWarning for the class itself and for a subclass, not its instances
+    show(lambda: nn.Container(lin=nn.Linear(2, 3), act=nn.ReLU()))
+    show(lambda: type("Legacy", (nn.Container,), {}))
+    sub = type("Legacy", (nn.Module,), {})
+    show(lambda: (isinstance(nn.Container(), nn.Module), list(nn.Container(a=nn.Linear(1, 1)).state_dict()), sub()))
+    made = []
+    show(lambda: made.append(nn.NLLLoss2d(weight=torch.tensor([1.0, 2.0, 0.5]), ignore_index=1)))
+    loss = made[0]
+    show(lambda: (repr(loss), isinstance(loss, nn.NLLLoss), loss.ignore_index, loss.reduction))
+    show(lambda: nn.NLLLoss2d(size_average=False).reduction)
+    lp = torch.log_softmax(torch.arange(24.).view(2, 3, 2, 2).sin(), 1).requires_grad_()
+    t = torch.tensor([[[0, 1], [2, 2]], [[1, 0], [0, 2]]])
+    for lo in (loss, nn.NLLLoss(reduction="none")):
+        out = lo(lp, t)
+        show(lambda out=out: (_r(out), _r(torch.autograd.grad(out.sum(), lp)[0])))
+    # SyncBatchNorm: BatchNorm's computation with no process group, in training and in eval
+    bn = nn.SyncBatchNorm(3, momentum=None)
+    show(lambda: (repr(bn), repr(nn.SyncBatchNorm(2, affine=False, track_running_stats=False, bias=False)),
+                  bn.process_group, list(bn.state_dict())))
+    z = (torch.arange(12.).view(2, 3, 2).cos() * 3).requires_grad_()
+    for _ in range(2):
+        y = bn(z)
+        show(lambda y=y: (y.grad_fn.name(), _r(y), _r(bn.running_mean), _r(bn.running_var), bn.num_batches_tracked))
+    show(lambda: _r(torch.autograd.grad((y * torch.arange(12.).view(2, 3, 2)).sum(), z)[0]))
+    bn.eval()
+    show(lambda: (_r(bn(z)), bn.num_batches_tracked, _r(bn(z.view(2, 3, 1, 2, 1)))))
+    bn.train()
+    for f in [lambda: bn(z[0, 0]), lambda: bn(torch.ones(2, 0, 4)), lambda: bn(torch.ones(1, 3)),
+              lambda: (bn.num_batches_tracked, tuple(bn(torch.ones(2, 3, 1, 1, 2)).shape))]:
+        show(f)
+    net = nn.Sequential(nn.Conv2d(2, 3, 1), nn.BatchNorm2d(3), nn.Sequential(nn.BatchNorm1d(3, affine=False).eval()),
+                        nn.InstanceNorm2d(3))
+    conv = nn.SyncBatchNorm.convert_sync_batchnorm(net)
+    show(lambda: (repr(conv), conv is net, conv[1].weight is net[1].weight, conv[1].running_mean is net[1].running_mean,
+                  conv[2][0].training, type(conv[2][0]).__name__, conv[1].process_group))
+    show(lambda: repr(nn.SyncBatchNorm.convert_sync_batchnorm(nn.BatchNorm3d(4, eps=0.1, bias=False))))
+
+
 def _transcript(torch):
     out = []
     show = shower(out, warns=True)
-    for part in (_unpool, _rrelu, _lppool, _alpha, _amp3d, _mlm, _triplet, _asm, _fractional, _aliases):
+    for part in (_unpool, _rrelu, _lppool, _alpha, _amp3d, _mlm, _triplet, _asm, _fractional, _aliases,
+                 _legacy):
         part(torch, show)
     return out
 

@@ -96,3 +96,7 @@ from .layers.pooling import (AdaptiveMaxPool3d as AdaptiveMaxPool3d, LPPool1d as
                              MaxUnpool2d as MaxUnpool2d, MaxUnpool3d as MaxUnpool3d)
 from .layers.pooling import (FractionalMaxPool2d as FractionalMaxPool2d,  # noqa: F401,E402
                              FractionalMaxPool3d as FractionalMaxPool3d)
+from .layers.container import Container as Container  # noqa: F401,E402
+from .layers.loss import NLLLoss2d as NLLLoss2d  # noqa: F401,E402
+from .layers.normalization import (CrossMapLRN2d as CrossMapLRN2d,  # noqa: F401,E402
+                                   SyncBatchNorm as SyncBatchNorm)

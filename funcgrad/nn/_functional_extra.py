@@ -583,3 +583,74 @@ def upsample_bilinear(input: Tensor, size=None, scale_factor=None) -> Tensor:
     warnings.warn("`nn.functional.upsample_bilinear` is deprecated. Use `nn.functional.interpolate` instead.",
                   stacklevel=2)
     return _conv.interpolate(input, size, scale_factor, mode="bilinear", align_corners=True)
+
+
+# ================================ CrossMapLRN2d ===================================================
+# PyTorch's CrossMapLRN2d is a Python autograd.Function (torch/nn/modules/_functions.py) with a
+# hand-written backward that is not the derivative of its forward: the forward's running window
+# never drops channel 0, and the backward's window is shifted. Both are reproduced as they are.
+def _lrn_windows(c: int, size: int):
+    """``(F, B)``, (C, C) 0/1 matrices: ``F[i, j]`` whether channel i's scale sums channel j's
+    square (the forward's add-next / drop-previous loop run on index sets), ``B[i, j]`` whether
+    channel i's gradient sums channel j's ratio (the backward's padded window)."""
+    pre = int((size - 1) / 2 + 1)
+    fwd = np.zeros((c, c))
+    fwd[0, :min(pre, c)] = 1
+    for ch in range(1, c):
+        fwd[ch] = fwd[ch - 1]
+        if ch < c - pre + 1:
+            fwd[ch, ch + pre - 1] += 1
+        if ch > pre:
+            fwd[ch, ch - pre] -= 1
+    inv = int(size - (size - 1) / 2)
+    j = np.arange(c)
+    bwd = ((j[None] >= j[:, None] - inv) & (j[None] <= j[:, None] + size - 1 - inv)).astype(np.float64)
+    return fwd, bwd
+
+
+def _lrn_scale(x, size, alpha, k):
+    fwd = jnp.asarray(_lrn_windows(x.shape[1], size)[0], x.dtype)
+    s = jnp.einsum("cj,njhw->nchw", fwd, x * x, precision=jax.lax.Precision.HIGHEST)
+    return s * jnp.asarray(alpha / size, x.dtype) + jnp.asarray(k, x.dtype)
+
+
+def _cross_map_lrn2d_fn(x, *, size, alpha, beta, k):
+    return jnp.power(_lrn_scale(x, size, alpha, k), jnp.asarray(-beta, x.dtype)) * x
+
+
+def _cross_map_lrn2d_vjp(primals, g, *, grad_mode, size, alpha, beta, k):
+    """PyTorch's CrossMapLRN2d.backward: ``scale**-beta * grad - 2 alpha beta / size * input *
+    accum``, ``accum`` the sums of ``grad * output / scale`` over its shifted window."""
+    x, = primals
+    c, inv = x.shape[1], int(size - (size - 1) / 2)
+    if inv + c > c + size - 1:  # (its narrow of the padded ratios, for size 1)
+        raise RuntimeError(f"start ({inv}) + length ({c}) exceeds dimension size ({c + size - 1}).")
+    if grad_mode and x.shape[0]:  # its torch.mul(..., out=) of the saved output, which requires grad
+        raise RuntimeError("mul(): functions with out=... arguments don't support automatic differentiation, "
+                           "but one of the arguments requires grad.")
+    s = _lrn_scale(x, size, alpha, k)
+    p = jnp.power(s, jnp.asarray(-beta, x.dtype))
+    bwd = jnp.asarray(_lrn_windows(c, size)[1], x.dtype)
+    accum = jnp.einsum("cj,njhw->nchw", bwd, g * (p * x) / s, precision=jax.lax.Precision.HIGHEST)
+    return (p * g - jnp.asarray(2 * alpha * beta / size, x.dtype) * x * accum,)
+
+
+_cross_map_lrn2d = defop("cross_map_lrn2d", _cross_map_lrn2d_fn, "CrossMapLRN2dBackward",
+                         vjp=_cross_map_lrn2d_vjp, saves_result=True)
+
+
+def cross_map_lrn2d(input: Tensor, size: int, alpha: float = 1e-4, beta: float = 0.75,
+                    k: float = 1) -> Tensor:
+    """``nn.CrossMapLRN2d``'s computation (PyTorch has no functional form): ``input`` divided by
+    ``(k + alpha / size * sum of squares over neighbouring channels) ** beta``, with PyTorch's
+    legacy windows and its hand-written backward (``CrossMapLRN2dBackward``)."""
+    if input.dim() != 4:
+        raise ValueError(f"CrossMapLRN2d: Expected input to be 4D, got {input.dim()}D instead.")
+    if input.shape[1] == 0:
+        raise IndexError(f"select(): index 0 out of range for tensor of size {list(input.shape)} at "
+                         f"dimension 1")
+    if input.dtype._kind in "bi":  # its in-place pow / mul_ into a tensor of input's dtype
+        src = "Long" if input.dtype._kind == "b" else "Float"
+        raise RuntimeError(f"result type {src} can't be cast to the desired output type "
+                           f"{_scalar_type_name(input.dtype)}")
+    return apply(_cross_map_lrn2d, input, size=int(size), alpha=float(alpha), beta=float(beta), k=float(k))

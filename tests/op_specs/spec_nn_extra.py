@@ -1,6 +1,6 @@
 """Spec rows for the ops ``funcgrad/nn/_functional_extra.py`` declares (``max_unpool2d/3d``,
 ``rrelu_with_noise`` and its in-place form, ``adaptive_max_pool3d``, ``multilabel_margin_loss``,
-``fractional_max_pool2d/3d``)
+``fractional_max_pool2d/3d``, ``cross_map_lrn2d``)
 and ``max_pool3d_with_indices`` (``_functional_conv.py``). The references are independent:
 explicit scatters, bins and pair loops (PyTorch parity: tests/test_nn_more_modules.py)."""
 
@@ -8,9 +8,11 @@ from __future__ import annotations
 
 import math
 
+import jax
 import jax.numpy as jnp
 import numpy as np
 
+import funcgrad as fg
 import funcgrad.nn.functional as F
 
 from . import Spec
@@ -75,6 +77,30 @@ def _slope(lo, hi):
     return lambda x: jnp.where(x > 0, x, x * (lo + hi) / 2)
 
 
+def _lrn_ref(x, size=5, alpha=0.5, beta=0.75, k=1.0):
+    """CrossMapLRN2d as PyTorch's Function computes it (the running sum of squares: add the next
+    channel, drop the one ``pre`` back from the second channel after ``pre`` on), with its
+    hand-written backward as the gradient (zero-valued stop_gradient terms): channel i's input
+    gradient collects ``grad * out / scale`` over channels ``[i - inv, i + size - 1 - inv]``."""
+    c, sq, sg = x.shape[1], x * x, jax.lax.stop_gradient
+    pre, inv = int((size - 1) / 2 + 1), int(size - (size - 1) / 2)
+    scales = [sum(sq[:, j] for j in range(min(pre, c)))]
+    for ch in range(1, c):
+        s = scales[-1]
+        if ch < c - pre + 1:
+            s = s + sq[:, ch + pre - 1]
+        if ch > pre:
+            s = s - sq[:, ch - pre]
+        scales.append(s)
+    scale = jnp.stack(scales, 1) * (alpha / size) + k
+    out = x * sg(scale) ** -beta
+    r, d = sg(out / scale), sq - sg(sq)  # (d: value 0, derivative 2x)
+    extra = [-(alpha * beta / size) * r[:, ch] * sum(d[:, i] for i in range(max(0, ch + inv - size + 1),
+                                                                            min(c, ch + inv + 1)))
+             for ch in range(c)]
+    return out + jnp.stack(extra, 1)
+
+
 SPECS = [
     Spec("max_unpool2d", lambda x, i: F.max_unpool2d(x, i, 2), lambda x, i: _unpool_ref(x, i, (4, 4)),
          [(1, 2, 2, 2), _IDX2], grad_fn="MaxUnpool2DBackward0"),
@@ -92,6 +118,8 @@ SPECS = [
          lambda x, u: _frac2_ref(x), [(1, 1, 5, 5), _U2], grad=(0,), grad_fn="FractionalMaxPool2DBackward0"),
     Spec("fractional_max_pool3d", lambda x, u: F.fractional_max_pool3d(x, 2, output_size=2, _random_samples=u),
          lambda x, u: _frac3_ref(x), [(1, 1, 5, 5, 5), _U3], grad=(0,), grad_fn="FractionalMaxPool3DBackward0"),
+    Spec("cross_map_lrn2d", lambda x: fg.nn.CrossMapLRN2d(5, alpha=0.5, beta=0.75, k=1.0)(x), _lrn_ref,
+         [(2, 6, 2, 3)], grad_fn="CrossMapLRN2dBackward"),
     Spec("max_pool3d_with_indices", lambda x: F.max_pool3d(x, 2, return_indices=True),
          lambda x: (jnp.max(x.reshape(1, 2, 2, 2, 2, 2, 2, 2), axis=(3, 5, 7)),), [(1, 2, 4, 4, 4)], out=0,
          grad_fn="MaxPool3DWithIndicesBackward0"),

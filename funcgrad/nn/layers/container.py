@@ -1,4 +1,5 @@
-"""Containers: ``Sequential``, ``ModuleList``, ``ModuleDict``, ``ParameterList``, ``ParameterDict``."""
+"""Containers: ``Sequential``, ``ModuleList``, ``ModuleDict``, ``ParameterList``, ``ParameterDict``,
+and the deprecated ``Container``."""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ from itertools import islice
 from typing import Any, Iterable, Iterator
 
 from ..._tensor import Tensor
+from .._deprecated import deprecated_class
 from ..module import Module, _addindent
 from ..parameter import Parameter
 
@@ -357,3 +359,24 @@ class ParameterDict(Module):
         if not len(self):
             return "ParameterDict()"
         return "ParameterDict(\n" + "\n".join("  " + line for line in self.extra_repr().split("\n")) + "\n)"
+
+
+@deprecated_class("`nn.Container` is deprecated. All of its functionality is now implemented in `nn.Module`. "
+                  "Subclass that instead.")
+class Container(Module):
+    """Deprecated (PyTorch's ``FutureWarning``): a ``Module`` whose keyword arguments are its children.
+
+    >>> import warnings
+    >>> from funcgrad import nn
+    >>> with warnings.catch_warnings():
+    ...     warnings.simplefilter("ignore")
+    ...     nn.Container(act=nn.ReLU())
+    Container(
+      (act): ReLU()
+    )
+    """
+
+    def __init__(self, **kwargs: Any) -> None:
+        super().__init__()
+        for key, value in kwargs.items():
+            self.add_module(key, value)

@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 from .. import _functional_loss as F
+from .._deprecated import deprecated_class
 from ..module import Module
 
-__all__ = ["MSELoss", "L1Loss", "SmoothL1Loss", "HuberLoss", "CrossEntropyLoss", "NLLLoss", "BCELoss",
-           "BCEWithLogitsLoss", "KLDivLoss", "CosineEmbeddingLoss", "MarginRankingLoss",
+__all__ = ["MSELoss", "L1Loss", "SmoothL1Loss", "HuberLoss", "CrossEntropyLoss", "NLLLoss", "NLLLoss2d",
+           "BCELoss", "BCEWithLogitsLoss", "KLDivLoss", "CosineEmbeddingLoss", "MarginRankingLoss",
            "TripletMarginLoss", "SoftMarginLoss", "MultiMarginLoss", "GaussianNLLLoss",
            "PoissonNLLLoss"]
 
@@ -106,6 +107,16 @@ class NLLLoss(_WeightedLoss):
     def forward(self, input, target):
         return F.nll_loss(input, target, weight=self.weight, ignore_index=self.ignore_index,
                           reduction=self.reduction)
+
+
+@deprecated_class("`NLLLoss2d` has been deprecated. Please use `NLLLoss` instead as a drop-in replacement "
+                  "and see https://pytorch.org/docs/main/nn.html#torch.nn.NLLLoss for more details.")
+class NLLLoss2d(NLLLoss):
+    """Deprecated (PyTorch's ``FutureWarning``): ``NLLLoss``, which takes (N, C, H, W) inputs too."""
+
+    def __init__(self, weight=None, size_average=None, ignore_index: int = -100, reduce=None,
+                 reduction: str = "mean") -> None:
+        super().__init__(weight, size_average, ignore_index, reduce, reduction)
 
 
 class BCELoss(_WeightedLoss):

@@ -1,5 +1,5 @@
-"""Normalisation layers: ``BatchNorm1d/2d/3d``, ``InstanceNorm1d/2d/3d``, ``LayerNorm``,
-``GroupNorm``, ``LocalResponseNorm``.
+"""Normalisation layers: ``BatchNorm1d/2d/3d``, ``SyncBatchNorm``, ``InstanceNorm1d/2d/3d``,
+``LayerNorm``, ``GroupNorm``, ``LocalResponseNorm``, ``CrossMapLRN2d``.
 
 Running statistics are buffers updated *in place* (their storage is written, the buffer objects
 stay the same), so optimizers, ``state_dict`` views and the jit bridge see the new values.
@@ -17,6 +17,7 @@ from ..._device import put
 from ..._tensor import Tensor
 from ...autograd import grad_mode
 from .. import functional as F
+from .._functional_extra import cross_map_lrn2d
 from .. import init
 from ..module import Module
 from ..parameter import Parameter
@@ -92,6 +93,10 @@ class _NormBase(Module):
 class _BatchNorm(_NormBase):
     def forward(self, input):
         self._check_input_dim(input)
+        return self._normalize(input, self._average_factor())
+
+    def _average_factor(self):
+        """The running statistics' update factor, counting this batch first in training."""
         eaf = 0.0 if self.momentum is None else self.momentum
         if self.training and self.track_running_stats and self.num_batches_tracked is not None:
             nbt = self.num_batches_tracked
@@ -101,11 +106,17 @@ class _BatchNorm(_NormBase):
                 eaf = 1.0 / float(nbt.item()) if not _traced(nbt) else 1.0 / nbt
             else:
                 eaf = self.momentum
-        bn_training = self.training or (self.running_mean is None and self.running_var is None)
+        return eaf
+
+    def _batch_stats(self) -> bool:
+        """Whether this call normalizes with the batch's statistics (training, or none tracked)."""
+        return self.training or (self.running_mean is None and self.running_var is None)
+
+    def _normalize(self, input, eaf):
         use_stats = not self.training or self.track_running_stats
         return F.batch_norm(input, self.running_mean if use_stats else None,
                             self.running_var if use_stats else None, self.weight, self.bias,
-                            bn_training, eaf, self.eps)
+                            self._batch_stats(), eaf, self.eps)
 
 
 def _count_batch(nbt) -> None:
@@ -152,6 +163,80 @@ class BatchNorm3d(_BatchNorm):
     def _check_input_dim(self, input) -> None:
         if input.dim() != 5:
             raise ValueError(f"expected 5D input (got {input.dim()}D input)")
+
+
+def _process_group_initialized() -> bool:
+    # (an upward call, as torch.nn's SyncBatchNorm asks torch.distributed: tests/test_import_dag.py)
+    from ... import distributed
+    return distributed.is_available() and distributed.is_initialized()
+
+
+def _world_size(group) -> int:
+    from ... import distributed
+    return distributed.get_world_size(group)
+
+
+class SyncBatchNorm(_BatchNorm):
+    """Batch normalisation whose training statistics PyTorch reduces over the process group. With
+    no process group initialized (``funcgrad.distributed``), or in eval mode, it is ``_BatchNorm``'s
+    computation, as PyTorch's; with one initialized, PyTorch requires a GPU (or XPU) input in
+    training. One process per host (JAX's model, ``funcgrad.distributed``) computes the same
+    statistics as one device; across several processes the eager reduction is not implemented:
+    under ``funcgrad.jit`` with ``funcgrad.parallel`` data parallelism a ``BatchNorm``'s statistics
+    are the global batch's already.
+
+    >>> from funcgrad import nn
+    >>> nn.SyncBatchNorm(3)
+    SyncBatchNorm(3, eps=1e-05, momentum=0.1, affine=True, bias=True, track_running_stats=True)
+    """
+
+    def __init__(self, num_features: int, eps: float = 1e-5, momentum: float | None = 0.1,
+                 affine: bool = True, track_running_stats: bool = True, process_group=None, device=None,
+                 dtype=None, *, bias: bool = True) -> None:
+        super().__init__(num_features, eps, momentum, affine, track_running_stats, device, dtype, bias=bias)
+        self.process_group = process_group
+
+    def _check_input_dim(self, input) -> None:
+        if input.dim() < 2:
+            raise ValueError(f"expected at least 2D input (got {input.dim()}D input)")
+
+    def forward(self, input):
+        self._check_input_dim(input)
+        if input.size(1) == 0:
+            raise ValueError("SyncBatchNorm number of input channels should be non-zero")
+        eaf = self._average_factor()  # (counted before the checks below, as PyTorch's)
+        if self._batch_stats() and self.training and _process_group_initialized():
+            if input.device.type not in ("cuda", "hpu", "xpu", "privateuseone"):
+                raise ValueError("SyncBatchNorm expected input tensor to be on GPU or XPU or privateuseone")
+            if _world_size(self.process_group) > 1:
+                raise NotImplementedError(
+                    "SyncBatchNorm: reducing batch statistics across processes eagerly is not implemented in "
+                    "funcgrad; run the training step under funcgrad.jit with funcgrad.parallel data "
+                    "parallelism, where BatchNorm's statistics are the global batch's")
+        return self._normalize(input, eaf)
+
+    @classmethod
+    def convert_sync_batchnorm(cls, module, process_group=None):
+        """``module`` with every ``_BatchNorm`` layer (itself or a descendant) replaced by a
+        ``SyncBatchNorm`` sharing its parameters and running statistics, as PyTorch's."""
+        out = module
+        if isinstance(module, _BatchNorm):
+            out = SyncBatchNorm(module.num_features, module.eps, module.momentum, module.affine,
+                                module.track_running_stats, process_group, bias=module.bias is not None)
+            if module.affine:
+                with grad_mode.no_grad():
+                    out.weight = module.weight
+                    out.bias = module.bias
+            out.running_mean = module.running_mean
+            out.running_var = module.running_var
+            out.num_batches_tracked = module.num_batches_tracked
+            out.training = module.training
+            if hasattr(module, "qconfig"):
+                out.qconfig = module.qconfig
+        for name, child in module.named_children():
+            out.add_module(name, cls.convert_sync_batchnorm(child, process_group))
+        del module
+        return out
 
 
 class _InstanceNorm(_NormBase):
@@ -251,6 +336,27 @@ class LocalResponseNorm(Module):
 
     def forward(self, input):
         return F.local_response_norm(input, self.size, self.alpha, self.beta, self.k)
+
+    def extra_repr(self) -> str:
+        return f"{self.size}, alpha={self.alpha}, beta={self.beta}, k={self.k}"
+
+
+class CrossMapLRN2d(Module):
+    """Legacy cross-channel local response normalisation of (N, C, H, W) inputs (Lua Torch's
+    ``SpatialCrossMapLRN``), with PyTorch's windows and hand-written backward
+    (``CrossMapLRN2dBackward``; see ``nn/_functional_extra.py``).
+
+    >>> from funcgrad import nn
+    >>> nn.CrossMapLRN2d(5)
+    CrossMapLRN2d(5, alpha=0.0001, beta=0.75, k=1)
+    """
+
+    def __init__(self, size: int, alpha: float = 1e-4, beta: float = 0.75, k: float = 1) -> None:
+        super().__init__()
+        self.size, self.alpha, self.beta, self.k = size, alpha, beta, k
+
+    def forward(self, input):
+        return cross_map_lrn2d(input, self.size, self.alpha, self.beta, self.k)
 
     def extra_repr(self) -> str:
         return f"{self.size}, alpha={self.alpha}, beta={self.beta}, k={self.k}"

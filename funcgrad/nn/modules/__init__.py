@@ -155,3 +155,7 @@ from .pooling import AdaptiveMaxPool3d as AdaptiveMaxPool3d  # noqa: F401,E402
 from .pooling import MaxUnpool1d as MaxUnpool1d, MaxUnpool2d as MaxUnpool2d, MaxUnpool3d as MaxUnpool3d  # noqa: F401,E402
 from .pooling import LPPool1d as LPPool1d, LPPool2d as LPPool2d, LPPool3d as LPPool3d  # noqa: F401,E402
 from .pooling import FractionalMaxPool2d as FractionalMaxPool2d, FractionalMaxPool3d as FractionalMaxPool3d  # noqa: F401,E402
+from .container import Container as Container  # noqa: F401,E402
+from .loss import NLLLoss2d as NLLLoss2d  # noqa: F401,E402
+from .normalization import CrossMapLRN2d as CrossMapLRN2d  # noqa: F401,E402
+from .batchnorm import SyncBatchNorm as SyncBatchNorm  # noqa: F401,E402

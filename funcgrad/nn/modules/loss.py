@@ -19,8 +19,10 @@ from ..layers.loss import MarginRankingLoss as MarginRankingLoss  # noqa: F401
 from ..layers.loss import MultiMarginLoss as MultiMarginLoss  # noqa: F401
 from ..layers.loss import TripletMarginLoss as TripletMarginLoss  # noqa: F401
 from ..layers.ctc import CTCLoss as CTCLoss  # noqa: F401,E402
+from ..layers.loss import NLLLoss2d as NLLLoss2d  # noqa: F401
 
-__all__ = ['L1Loss', 'NLLLoss', 'PoissonNLLLoss', 'GaussianNLLLoss', 'KLDivLoss', 'MSELoss', 'BCELoss', 'BCEWithLogitsLoss', 'SmoothL1Loss', 'HuberLoss', 'SoftMarginLoss', 'CrossEntropyLoss', 'CosineEmbeddingLoss', 'MarginRankingLoss', 'MultiMarginLoss', 'TripletMarginLoss', 'CTCLoss']
+
+__all__ = ['NLLLoss2d', 'L1Loss', 'NLLLoss', 'PoissonNLLLoss', 'GaussianNLLLoss', 'KLDivLoss', 'MSELoss', 'BCELoss', 'BCEWithLogitsLoss', 'SmoothL1Loss', 'HuberLoss', 'SoftMarginLoss', 'CrossEntropyLoss', 'CosineEmbeddingLoss', 'MarginRankingLoss', 'MultiMarginLoss', 'TripletMarginLoss', 'CTCLoss']
 from ..layers.extra import HingeEmbeddingLoss as HingeEmbeddingLoss  # noqa: F401,E402
 from ..layers.extra import MultiLabelMarginLoss as MultiLabelMarginLoss  # noqa: F401,E402
 from ..layers.extra import MultiLabelSoftMarginLoss as MultiLabelSoftMarginLoss  # noqa: F401,E402

@@ -4,5 +4,7 @@ from ..layers.normalization import LocalResponseNorm as LocalResponseNorm  # noq
 from ..layers.normalization import LayerNorm as LayerNorm  # noqa: F401
 from ..layers.normalization import GroupNorm as GroupNorm  # noqa: F401
 from ..layers.normalization import RMSNorm as RMSNorm  # noqa: F401
+from ..layers.normalization import CrossMapLRN2d as CrossMapLRN2d  # noqa: F401
 
-__all__ = ['LocalResponseNorm', 'LayerNorm', 'GroupNorm', 'RMSNorm']
+
+__all__ = ['CrossMapLRN2d', 'LocalResponseNorm', 'LayerNorm', 'GroupNorm', 'RMSNorm']
