@@ -74,6 +74,13 @@ Design note — the phases of a call:
    array of a call costs more than copying a few kilobytes; its cells become pieces of the
    buffer (``_tensor._PackedCell``), unpacked when read and plain again when written.
 
+Nesting: a compiled function or module called while a trace runs on its thread (another compiled
+step's, or a compiled module's forward: ``common.NESTING``) is inlined, as ``torch.compile``
+inside ``torch.compile``: its Python function runs in the outer trace, so the outer program
+reads and writes its state (discovery walks the wrapped function or module) and its own layout
+and programs are neither used nor changed. Outside a trace the test costs one list index
+(``_storage.ACTIVE``, the frames entered on any thread).
+
 Differences from eager (documented in ``jit``'s docstring): Python side effects happen at
 trace time only; tensors returned from the step are detached (no ``grad_fn``); a ``.grad``
 rebound inside the step reuses the previous ``.grad`` object when there was one.

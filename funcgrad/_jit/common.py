@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import itertools
 import operator
+import threading
 
 import jax
 import numpy as np
@@ -23,6 +24,25 @@ _SCALARS = (bool, int, float, complex, str, bytes, type(None))
 # _STRUCTURE: bumped by Module.__setattr__/__delattr__ (funcgrad/_structure.py, below nn and here)
 
 
+class _Nesting(threading.local):
+    """How many funcgrad traces (a compiled step's, a compiled module's forward) run on this
+    thread; a context manager counting one more. A compiled function or module called while one
+    runs is inlined: its Python function runs in the outer trace, as ``torch.compile`` inside
+    ``torch.compile`` does: ``if _storage.ACTIVE[0] and NESTING.depth`` (each trace runs inside a
+    binding frame, so ``ACTIVE[0]``, one list index, is the cheap test that no trace runs on any
+    thread, before this thread's counter is read)."""
+
+    depth = 0  # (a class default: every thread starts at 0)
+
+    def __enter__(self):
+        self.depth += 1
+        return self
+
+    def __exit__(self, *exc):
+        self.depth -= 1
+
+
+NESTING = _Nesting()
 
 
 def _scalar_key(v):

@@ -20,9 +20,10 @@ import numpy as np
 from .. import _cache, _random
 from ..amp.autocast_mode import state_key as _autocast_key
 from .._device import put_like
+from .._storage import ACTIVE as _FRAMES  # binding frames entered (all threads)
 from .._tensor import Tensor
 from . import trace as _trace_mod
-from .common import (_GEN, _flatten_args, _get_cell_value, _is_fast_leaf,
+from .common import (_GEN, NESTING, _flatten_args, _get_cell_value, _is_fast_leaf,
                      _leaf_key, _objects, structure_changed)
 from .discover import _WRAPPERS, _Layout, _walk
 from .trace import _Entry
@@ -99,6 +100,12 @@ class CompiledFunction:
 
     # -- the call ---------------------------------------------------------------------------
     def __call__(self, *args, **kwargs):
+        if _FRAMES[0] and NESTING.depth:
+            # called while another compiled step (or module) is traced on this thread: inlined,
+            # as torch.compile inside torch.compile. The function runs in the outer trace, whose
+            # program then reads and writes its state (the outer's discovery walks ``_fn``), and
+            # this step's own layout and programs are neither used nor changed
+            return self._fn(*args, **kwargs)
         # one call of this step at a time (its caches and layout are per step); other steps
         # run concurrently on other threads: a trace binds its tracers in this thread's frame
         # (funcgrad._storage.Frame), so no other thread ever sees them
@@ -161,8 +168,9 @@ class CompiledFunction:
                 undo()
                 raise
         if _cache._sweep["due"]:
-            # a safe point (the program has compiled, no trace is running here unless this
-            # step is nested): the eager sweep's safe point, backward(), runs inside the trace
+            # a safe point (the program has compiled, no funcgrad trace is running here: a step
+            # called inside one is inlined): the eager sweep's safe point, backward(), runs
+            # inside the trace
             _cache.maybe_sweep()
         return out
 
@@ -223,7 +231,10 @@ class CompiledFunction:
         A Python float argument is copied to the device on every call (a host-to-device
         transfer: about a microsecond on the CPU, ~60 µs each on an H200 machine, the bulk of
         a small step's overhead there). A program on several devices takes the floats."""
-        if not hyp or not state or isinstance(state[0], jax.core.Tracer):  # (a step nested in a trace)
+        if not hyp or not state or isinstance(state[0], jax.core.Tracer):
+            # (state bound to tracers: the step runs under a binding frame that is no funcgrad
+            # trace, functional_call or export inside a JAX transformation; a tracer has no
+            # device to put the floats on. Inside another step's trace a step is inlined)
             return hyp
         sh = getattr(state[0], "sharding", None)
         last = self._hyp_last
@@ -389,7 +400,9 @@ def jit(fn: Callable | None = None, *, warn_after: int = 8):
     ``tensor(<traced float32[3]>)``; Python side effects run once per trace; returned tensors
     are detached from the step's graph. Host data that decides shapes (the ``lengths`` of
     ``nn.utils.rnn.pack_padded_sequence``, a tensor argument or a list) is static: one program
-    per distinct value (``retrace_reasons`` names it).
+    per distinct value (``retrace_reasons`` names it). A compiled function or module called
+    inside a compiled step is inlined (its function becomes part of the step's one program, as
+    ``torch.compile`` nested in ``torch.compile``); it compiles nothing of its own there.
 
     Args:
         fn: the step. Tensor arguments are inputs (traced per shape/dtype); Python scalars

@@ -15,12 +15,13 @@ import jax
 
 from .. import _dispatch
 from .. import _random
+from .._storage import ACTIVE as _FRAMES  # binding frames entered (all threads)
 from .._tensor import Tensor
 from .. import _storage
 from ..autograd import grad_mode
 from ..autograd.grad_mode import no_grad
 from ..nn.module import Module
-from .common import _GEN, _flatten_args, _leaf_key
+from .common import _GEN, NESTING, _flatten_args, _leaf_key
 from .compiled import jit
 from .discover import _WRAPPERS, _is_module, _walk
 
@@ -112,6 +113,8 @@ class OptimizedModule(Module):
         return (OptimizedModule, (self._modules["_orig_mod"],))
 
     def forward(self, *args, **kwargs):
+        if _FRAMES[0] and NESTING.depth:  # inside a funcgrad trace: inlined (CompiledFunction.__call__)
+            return self._call(*args, **kwargs)
         if not (grad_mode._state.enabled and any(p._requires_grad for p in self._module.parameters())):
             return self._fwd(*args, **kwargs)
         with self._lock:  # one call of this module at a time (its program cache)
@@ -171,7 +174,7 @@ def _forward_op(cm, leaves, tree):
             # the module's cells read the traced arrays on this thread only, for this trace
             # (a write to another tensor stays in the frame: no tracer left behind)
             probe = info.pop("probe", False)  # the first trace: its reads are checked below
-            with _storage.Frame(mark_new=False, record=probe) as frame:
+            with _storage.Frame(mark_new=False, record=probe) as frame, NESTING:
                 if probe:
                     info["frame"] = frame
                 for c, v in zip(cells, arrays[:n_disc] + arrays[n_p:n_p + n_o]):

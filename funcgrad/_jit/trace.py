@@ -28,7 +28,7 @@ from .._storage import _TracedCell
 from .._tensor import Tensor
 from .._ops.pointwise import where
 from . import pack as _pack
-from .common import (_GEN, _SCALARS, _Tracer, _get_cell_value, _leaf_key, _objects,
+from .common import (_GEN, _SCALARS, NESTING, _Tracer, _get_cell_value, _leaf_key, _objects,
                      _scalar_key, structure_changed)
 from .discover import _walk
 
@@ -197,7 +197,7 @@ def trace(self, layout, args, kwargs, leaves, tree, in_tensors, hyp, _attempt=0)
     state_vals = list(map(_get_cell_value, layout.cells))
     py = self._py_last = _py_snapshot(self._walk_roots(leaves))  # Python attributes the step may change
     try:
-        with frame:
+        with frame, NESTING:  # (a compiled function the step calls is inlined: NESTING)
             closed = jax.make_jaxpr(pure)(state_vals, hyp, in_vals)
     except _lift.Relift as r:
         _py_restore(py)  # the aborted attempt's side effects are undone: they run once
