@@ -79,7 +79,7 @@ class Op:
     __slots__ = ("name", "fn", "grad_name", "promote", "diff", "linear", "diff_outputs",
                  "view", "saves_result", "jvp", "vjp", "reject", "_fwd", "_bwd", "_bwd_ops",
                  "_node_cls", "doc", "_same_ok", "host", "_host_seen", "_fast", "_call1", "_call2",
-                 "_static_calls")
+                 "_static_calls", "multi_view")
 
     def __init__(self, name, fn, grad_name=None, promote="none", diff=None, linear=False,
                  diff_outputs=None, view=False, doc=None, saves_result=False, jvp=None,
@@ -90,6 +90,10 @@ class Op:
         self.diff, self.linear, self.diff_outputs, self.view = diff, linear, diff_outputs, view
         self.saves_result = saves_result
         self.doc, self.jvp, self.vjp = doc, jvp, vjp
+        # its results are views PyTorch makes as outputs of one multi-output node (CreationMeta
+        # MULTI_OUTPUT_NODE: not to be written in place): a tuple-valued view op's, and unbind's
+        # (one call per output here, funcgrad/_ops/shape_more.py)
+        self.multi_view = callable(view) or (view is True and name == "unbind")
         self._fwd, self._bwd, self._bwd_ops = {}, {}, {}
         self._node_cls = node_class(grad_name, OpNode) if grad_name else None
         # two operands of one dtype compute as they are (apply checks it inline)
@@ -489,6 +493,9 @@ def _apply(op: Op, args: tuple, static: dict, dual: bool = True):
         if op._fast is not None and direct and (nargs == 1 or not static):
             _remember(op, args, vals, cast, k, out, skey)
     if op.grad_name is not None and _state.enabled:
+        for a in args:  # a view's node made anew where its storage changed since (Tensor._fresh)
+            if isinstance(a, T) and a._viewinfo is not None:
+                a._fresh()
         for a in args:  # cheap scan first: most calls have no input that requires grad
             if isinstance(a, T) and a._requires_grad:
                 diff = op.diff
@@ -512,8 +519,8 @@ def _apply(op: Op, args: tuple, static: dict, dual: bool = True):
         return _inference_result(op, args, out, skey)
     if op.view and isinstance(args[0], T):
         if type(out) is tuple:
-            return tuple(T._make_view(args[0], o, *op.view(j, skey)) for j, o in enumerate(out))
-        return T._make_view(args[0], out, op, skey, args[1:])
+            return tuple(T._make_view(args[0], o, *op.view(j, skey), multi=True) for j, o in enumerate(out))
+        return T._make_view(args[0], out, op, skey, args[1:], op.multi_view)
     if type(out) is tuple:
         return tuple(T._wrap(o) for o in out)
     if direct:  # Tensor._wrap(out), inlined
@@ -579,9 +586,9 @@ def _inference_result(op, args, out, skey):
     """Results computed under ``inference_mode`` are inference tensors: no version counter."""
     T = _Tensor
     if op.view and isinstance(args[0], T) and type(out) is tuple:
-        res = tuple(T._make_view(args[0], o, *op.view(j, skey)) for j, o in enumerate(out))
+        res = tuple(T._make_view(args[0], o, *op.view(j, skey), multi=True) for j, o in enumerate(out))
     elif op.view and isinstance(args[0], T):
-        res = (T._make_view(args[0], out, op, skey, args[1:]),)
+        res = (T._make_view(args[0], out, op, skey, args[1:], op.multi_view),)
     else:
         res = tuple(T._wrap(o) for o in out) if type(out) is tuple else (T._wrap(out),)
     for t in res:
@@ -626,6 +633,10 @@ def _record(op, args, out, skey, cast, mask, vals=None, direct=False):
     nargs = len(args)
     diff = op.diff
     T = _Tensor
+    if not direct:  # (apply's paths pass direct: their operands are no views, or were refreshed)
+        for a in args:
+            if isinstance(a, T) and a._viewinfo is not None:
+                a._fresh()
     if diff is None and not op.linear:  # the common case: every input saved as it is
         saved, avals, versions = args, (), []  # (never changed in place: the tuple itself)
         for a in args:
@@ -696,14 +707,14 @@ def _record(op, args, out, skey, cast, mask, vals=None, direct=False):
     if type(out) is tuple:
         douts = op.diff_outputs if op.diff_outputs is not None else range(len(out))
         node._out_avals = tuple((out[j].shape, out[j].dtype) for j in douts)
-        res = [T._make_view(args[0], o, *op.view(j, skey)) if op.view else T._wrap(o)
+        res = [T._make_view(args[0], o, *op.view(j, skey), multi=True) if op.view else T._wrap(o)
                for j, o in enumerate(out)]
         for nr, j in enumerate(douts):
             res[j]._set_grad_fn(node, nr)
         return tuple(res)
     node._out_avals = None
     if op.view:
-        t = T._make_view(args[0], out, op, skey, args[1:])
+        t = T._make_view(args[0], out, op, skey, args[1:], op.multi_view)
         t._grad_fn, t._requires_grad = node, True
     elif direct:  # Tensor._wrap(out) inlined, with _set_grad_fn(node, 0) of a fresh tensor
         t = _new(T)
@@ -719,6 +730,7 @@ def _record(op, args, out, skey, cast, mask, vals=None, direct=False):
 
 
 _RANGES = [tuple(range(n)) for n in range(8)]  # shared _mask_pos tuples
+
 
 
 class SavedOutput:
@@ -829,6 +841,7 @@ def _short_name(name):
     if sep and nr.isdigit():
         return head + ("" if nr == "0" else nr)
     return name
+
 
 
 _tensor.register_above(apply=apply)

@@ -41,7 +41,8 @@ _state = grad_mode._state
 class _Above:
     """What the Tensor delegates to the layers above it (they build on the Tensor, so the import
     DAG points up to here, never down): each is registered once, at import time, by the module
-    that defines it, through ``register_above``: ``apply`` (funcgrad/_dispatch.py); ``to_device``,
+    that defines it, through ``register_above``: ``apply`` (funcgrad/_dispatch.py);
+    ``rebase_view``, ``refuse_rebase`` (funcgrad/autograd/view_rebase.py); ``to_device``,
     ``_to_copy``, ``expand``, ``COPY_SLICES`` (funcgrad/_ops/shape.py); ``inverse_chain``
     (funcgrad/_ops/inplace_shape.py); ``backward``
     (funcgrad/autograd/__init__.py); ``legacy`` (funcgrad/_legacy.py); ``numpy_of``
@@ -49,7 +50,8 @@ class _Above:
     (funcgrad/storage.py)."""
 
     __slots__ = ("apply", "to_device", "_to_copy", "expand", "COPY_SLICES", "backward", "legacy",
-                 "numpy_of", "from_numpy", "storage_of", "inverse_chain")
+                 "numpy_of", "from_numpy", "storage_of", "inverse_chain", "rebase_view",
+                 "refuse_rebase")
 
 
 _above = _Above()
@@ -116,12 +118,22 @@ class _View:
     view of the root; False for a tensor PyTorch does not count as a view though it reads the
     storage through a chain (``detach()``/``.data`` of a view; a tensor whose own shape changed
     in place, ``t_``/``unsqueeze_``/``as_strided_``/``resize_``, whose ``base`` then holds the
-    storage); else that tensor (a view of such a tensor: its ``_base``, and its autograd base)."""
+    storage); else that tensor (a view of such a tensor: its ``_base``, and its autograd base).
 
-    __slots__ = ("base", "chain", "cg", "layout", "owner")
+    ``ver``: the version counter's value when the view's ``grad_fn`` was last set (PyTorch's
+    ``attr_version``; by default the storage's version now). Once the version moved on (a write
+    through the base or another view), the node is stale and is made anew from the base's
+    current one when next read (``Tensor._fresh``). ``meta``: PyTorch's ``CreationMeta`` where
+    it is not DEFAULT: ``NO_GRAD_VIEW`` (made under ``no_grad``, or a view of such a view) or
+    ``MULTI_VIEW`` (an output of ``unbind``/``split``/``chunk``…), whose rebase PyTorch refuses."""
 
-    def __init__(self, base, chain, cache, gen, owner=None):
+    __slots__ = ("base", "chain", "cg", "layout", "owner", "ver", "meta")
+
+    def __init__(self, base, chain, cache, gen, owner=None, ver=None, meta=None):
         self.base, self.chain, self.cg, self.owner = base, chain, (cache, gen), owner
+        if ver is None and base._ver is not None:  # (made by a caller that names no version:
+            ver = base._ver[0]  # the storage's, shared by the views that read it)
+        self.ver, self.meta = ver, meta
         self.layout = None  # (sizes, strides, offset), computed when first asked (_strides.py)
 
     # (what this thread reads: under a binding frame, the frame's binding of this view if any:
@@ -138,13 +150,15 @@ class _View:
 
     def copy(self) -> "_View":
         """Another view info of the same view (``detach()``…), reading what this one reads."""
-        new = _View(self.base, self.chain, *self.cg, self.owner)
+        new = _View(self.base, self.chain, *self.cg, self.owner, self.ver, self.meta)
         if _storage_active[0]:
             f = _storage_local.frame
             if f is not None:
                 f.share_view(self, new)
         return new
 
+
+NO_GRAD_VIEW, MULTI_VIEW = "no_grad", "multi"  # (_View.meta)
 
 _view_kernels: dict = {}
 _scatter_kernels: dict = {}
@@ -255,18 +269,26 @@ class Tensor:
         return t
 
     @staticmethod
-    def _make_view(base: "Tensor", value, op, skey, dyn=()) -> "Tensor":
+    def _make_view(base: "Tensor", value, op, skey, dyn=(), multi=False) -> "Tensor":
+        """A view of ``base`` (``multi``: one of several outputs of one op, as ``unbind``'s)."""
         t = object.__new__(Tensor)  # (_init's cell and counter would be replaced: the base's)
         t._requires_grad, t._grad_fn = False, None
         vi = base._viewinfo
         step = (op, skey, tuple(dyn))
-        t._cell, t._ver = base._cell, base._ver
+        t._cell, ver = base._cell, base._ver
+        t._ver = ver
+        # PyTorch's CreationMeta, propagated from a view's view where this one's is DEFAULT
+        meta = (MULTI_VIEW if multi else None) if _state.enabled else NO_GRAD_VIEW
         if vi is None:
-            t._viewinfo = _View(base, (step,), value, base._cell.gen)
+            t._viewinfo = _View(base, (step,), value, base._cell.gen, None,
+                                None if ver is None else ver[0], meta)
         else:
             owner = vi.owner
+            if meta is None and owner is not False:
+                meta = vi.meta
             t._viewinfo = _View(vi.base, vi.chain + (step,), value, base._cell.gen,
-                                base if owner is False else owner)
+                                base if owner is False else owner, None if ver is None else ver[0],
+                                meta)
         return t
 
     def _view_owner(self):
@@ -391,8 +413,13 @@ class Tensor:
         return self.device.type == "cuda"
 
     is_cpu = property(lambda self: self.device.type == "cpu")
-    is_leaf = property(lambda self: self._grad_fn is None,
-                       doc="True for tensors not produced by a recorded op (users' tensors, parameters).")
+    @property
+    def is_leaf(self) -> bool:
+        """True for tensors not produced by a recorded op (users' tensors, parameters)."""
+        if self._viewinfo is not None:
+            self._fresh()
+        return self._grad_fn is None
+
     output_nr = property(lambda self: self._output_nr,
                          doc="This tensor's index among its ``grad_fn``'s outputs (0 for a leaf).")
     is_sparse = False
@@ -525,7 +552,12 @@ class Tensor:
     # ---- autograd metadata --------------------------------------------------------------
     @property
     def requires_grad(self) -> bool:
-        return self._requires_grad
+        # a view's, as PyTorch's DifferentiableViewMeta: also where its base requires grad (a
+        # view made under no_grad; a base that came to require grad by a write through it)
+        vi = self._viewinfo
+        if self._requires_grad or vi is None or vi.owner is False:
+            return self._requires_grad
+        return (vi.base if vi.owner is None else vi.owner).requires_grad
 
     @requires_grad.setter
     def requires_grad(self, flag: bool) -> None:
@@ -548,10 +580,14 @@ class Tensor:
 
     @property
     def grad_fn(self):
+        if self._viewinfo is not None:
+            self._fresh()
         return self._grad_fn
 
     @property
     def grad(self):
+        if self._viewinfo is not None:
+            self._fresh()
         if self._grad_fn is not None and not self._retains_grad:
             warnings.warn(NON_LEAF_GRAD_MSG, UserWarning, stacklevel=2)
         return self._grad
@@ -589,6 +625,8 @@ class Tensor:
         """Keep this non-leaf's gradient in ``.grad`` after backward."""
         if not self._requires_grad:
             raise RuntimeError("can't retain_grad on Tensor that has requires_grad=False")
+        if self._viewinfo is not None:
+            self._fresh()
         if self._grad_fn is None or self._retains_grad:
             return
         self._retains_grad = True
@@ -606,6 +644,8 @@ class Tensor:
         >>> x.sum().backward(); x.grad
         tensor([2., 2.])
         """
+        if self._viewinfo is not None:
+            self._fresh()
         if not self._requires_grad:
             raise RuntimeError("cannot register a hook on a tensor that doesn't require gradient")
         if self._grad_fn is not None:
@@ -630,8 +670,24 @@ class Tensor:
         self._grad_fn, self._requires_grad = node, True
         if nr != self._output_nr:
             self._output_nr = nr
+        vi = self._viewinfo
+        if vi is not None and self._ver is not None:  # (PyTorch's set_gradient_edge)
+            vi.ver = self._ver[0]
+
+    def _fresh(self) -> None:
+        """PyTorch's ``VariableHooks::grad_fn`` for a view: where the storage's version moved on
+        since its node was set (a write through its base or another view of it), the node is
+        stale (it reads the base's old node) and is made anew, an ``AsStridedBackward0`` from
+        the base's current node (funcgrad/autograd/view_rebase.py; a view made under ``no_grad`` or by
+        a multi-output op raises there, as PyTorch's). Whatever reads a view's node for
+        autograd calls this first: ``grad_fn``, ``is_leaf``, ``_edge``, dispatch's recording."""
+        vi, ver = self._viewinfo, self._ver
+        if ver is not None and vi.ver != ver[0] and vi.owner is not False:
+            _above.rebase_view(self)
 
     def _edge(self):
+        if self._viewinfo is not None:
+            self._fresh()
         if self._grad_fn is not None:
             return (self._grad_fn, self._output_nr)
         node = self._accum
@@ -856,9 +912,17 @@ class Tensor:
     # ---- printing -----------------------------------------------------------------------------
     def __repr__(self) -> str:
         suffix = []
-        if self._grad_fn is not None:
-            suffix.append(f"grad_fn=<{self._grad_fn.name()}>")
-        elif self._requires_grad:
+        name = None
+        if self._viewinfo is not None:
+            try:
+                self._fresh()
+            except RuntimeError:  # (PyTorch's repr, where reading the view's grad_fn raises)
+                name = "Invalid"
+        if name is None and self._grad_fn is not None:
+            name = self._grad_fn.name()
+        if name is not None:
+            suffix.append(f"grad_fn=<{name}>")
+        elif self.requires_grad:
             suffix.append("requires_grad=True")
         if DUAL[0] is not None and (tangent := DUAL[0].tangent(self)) is not None:
             suffix.append(f"tangent={tangent}")
@@ -881,6 +945,10 @@ class Tensor:
     def _check_inplace(self) -> None:
         if self._ver is None and not _state.inference:
             raise RuntimeError(INFERENCE_INPLACE_MSG)
+        vi = self._viewinfo
+        if vi is not None and vi.meta is not None and _state.enabled and vi.owner is not False \
+                and self.requires_grad:  # (PyTorch's check_inplace: handle_view_on_rebase)
+            _above.refuse_rebase(self, False)
         if _state.enabled and self._requires_grad:
             base = self._base
             if self._grad_fn is None and base is None:
@@ -931,6 +999,9 @@ class Tensor:
             out = _above.expand(out, self.shape)
         rebase = out._requires_grad and _state.enabled
         if rebase:  # (before the write: a view whose steps cannot be replayed refuses)
+            vi = self._viewinfo
+            if vi is not None and vi.meta is not None and vi.owner is not False:
+                _above.refuse_rebase(self, False)  # (a view made by no_grad/unbind, as PyTorch)
             base, chain = self._rebase_chain()
         if DUAL[0] is not None:  # self's tangent becomes out's (before the write: it may refuse)
             DUAL[0].commit(self, out)
@@ -938,13 +1009,11 @@ class Tensor:
         if self._ver is not None:  # inference tensors have no version counter
             self._ver[0] += 1
         if rebase:
-            if base is not None:  # rebased: CopySlices on its base, the view's steps from there
+            if base is not None:  # rebased: CopySlices on its base, then (PyTorch's rebase_history)
+                # the view's node made anew from there: AsStridedBackward0 (see _fresh)
                 new_base = _above.apply(_above.COPY_SLICES, base._snapshot(), out, chain=chain)
                 base._grad_fn, base._output_nr, base._requires_grad = new_base._grad_fn, 0, True
-                view = new_base
-                for op, skey, dyn in chain:
-                    view = _above.apply(op, view, *dyn, **dict(skey))
-                self._set_grad_fn(view._grad_fn, 0)
+                _above.rebase_view(self, base, chain)
             else:
                 self._set_grad_fn(out._grad_fn, out._output_nr)
         return self

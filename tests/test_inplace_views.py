@@ -12,9 +12,9 @@ Where funcgrad differs on purpose: ``resize_`` fills the elements it adds with z
 leaves them uninitialised: the script shows only the kept elements there), and a ``resize_``
 that grows the storage gives the tensor a storage of its own (a view is then no view; other views
 of the old storage keep it). Not shown (funcgrad differs): ``real``/``imag``/``view_as_real`` of
-a complex tensor are copies, not views; a view made under ``no_grad`` of a tensor requiring grad
-does not require grad; a view's ``grad_fn`` after an in-place write through it is not PyTorch's
-regenerated ``AsStridedBackward0``.
+a complex tensor are copies, not views. A view's ``grad_fn`` after a write through it, its base or
+another view (PyTorch's regenerated ``AsStridedBackward0``), and views made under ``no_grad`` or by
+multi-output ops: tests/test_inplace_views_rebase.py.
 """
 
 import json

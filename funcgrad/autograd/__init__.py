@@ -14,6 +14,7 @@ _sys.modules[__name__ + ".graph"] = graph
 
 from . import engine  # noqa: E402
 from . import fused as _fused  # noqa: E402  (registers the fused backward with the engine)
+from . import view_rebase as _view_rebase  # noqa: E402, F401  (registers a view's rebase)
 from .. import _ahead, _cache, _dtype, _tensor  # noqa: E402
 from .._factories import tensor as _tensor_of, zeros_like as _zeros_like  # noqa: E402
 from .._tensor import Tensor as _Tensor, _Array  # noqa: E402
@@ -102,6 +103,8 @@ def backward(tensors, grad_tensors=None, retain_graph=None, create_graph=False, 
     if _ahead_active[0]:  # an optimizer's first update, compiled ahead (_ahead.py)
         _ahead.at_backward()
     if grad_tensors is None and grad_variables is None and inputs is None and not create_graph:
+        if isinstance(tensors, _Tensor) and tensors._viewinfo is not None:
+            tensors._fresh()  # (a view whose storage was written since: its node made anew)
         node = getattr(tensors, "_grad_fn", None)
         if node is not None:
             # the common `loss.backward()`: a scalar non-leaf root, implicit gradient 1

@@ -255,6 +255,10 @@ class Function(metaclass=_FunctionMeta):
             args, kwargs = bound.args, bound.kwargs
         ctx = cls._backward_cls()
         is_t = [isinstance(a, T) for a in args]
+        if _state.enabled:  # (a view whose storage was written since: its node made anew)
+            for t, a in zip(is_t, args):
+                if t and a._viewinfo is not None:
+                    a._fresh()
         ctx.needs_input_grad = tuple(t and a._requires_grad for t, a in zip(is_t, args))
         executable = _state.enabled and any(ctx.needs_input_grad)
         with grad_mode.no_grad():
