@@ -336,7 +336,14 @@ def _legacy(torch, show):
     t = torch.tensor([[[0, 1], [2, 2]], [[1, 0], [0, 2]]])
     for lo in (loss, nn.NLLLoss(reduction="none")):
         out = lo(lp, t)
-        show(lambda out=out: (_r(out), _r(torch.autograd.grad(out.sum(), lp)[0])))
+        show(lambda out=out: (out.grad_fn.name(), _r(out), _r(torch.autograd.grad(out.sum(), lp)[0])))
+    # spatial inputs are PyTorch's nll_loss2d (any other than 4D viewed as 4D), its errors
+    for f in [lambda: loss(lp, t[:, :1]), lambda: loss(lp, t[0]), lambda: nn.NLLLoss()(lp, t.flatten(1)),
+              lambda: nn.NLLLoss(weight=torch.ones(2))(lp, t), lambda: nn.NLLLoss(weight=torch.ones(3).double())(lp, t),
+              lambda: nn.NLLLoss()(lp, t.to(torch.uint8)), lambda: nn.CrossEntropyLoss(reduction="none")(lp.flatten(2), t.flatten(1)),
+              lambda: nn.NLLLoss(weight=torch.ones(3, requires_grad=True))(lp.flatten(2), t.flatten(1)),
+              lambda: nn.CrossEntropyLoss()(lp.flatten(2), t[:, :1].flatten(1))]:
+        show(lambda f=f: (lambda o: (o.grad_fn.name(), _r(o)))(f()))
     # SyncBatchNorm: BatchNorm's computation with no process group, in training and in eval
     bn = nn.SyncBatchNorm(3, momentum=None)
     show(lambda: (repr(bn), repr(nn.SyncBatchNorm(2, affine=False, track_running_stats=False, bias=False)),
@@ -408,3 +415,39 @@ def test_compiled_steps_draw_as_eager():
     assert outs[0] == outs[1]
     with pytest.raises(TracedValueError, match="rrelu in training"):
         funcgrad.jit(lambda x: F.rrelu(x, training=True).sum())(x)
+
+
+def _sync_bn_with_group(torch, init, destroy):
+    init()
+    try:
+        bn = torch.nn.SyncBatchNorm(3)
+        x = torch.arange(6.).view(2, 3)
+        out = []
+        try:
+            bn(x)
+        except ValueError as e:
+            out.append(str(e))
+        out.append(int(bn.num_batches_tracked))  # (counted before the device check)
+        out.append(_r(bn.eval()(x)))
+        bn.train()
+        bn.running_mean = bn.running_var = None
+        bn.track_running_stats = False
+        out.append(_r(bn.eval()(x)))  # eval without running stats: batch statistics, no device check
+        return out
+    finally:
+        destroy()
+
+
+def test_sync_batchnorm_with_a_process_group():
+    """With a process group initialized (one process), PyTorch's SyncBatchNorm refuses a CPU input
+    in training, after counting the batch; in eval it normalizes with the running statistics."""
+    dist = funcgrad.distributed
+    got = _sync_bn_with_group(funcgrad, lambda: dist.init_process_group(world_size=1), dist.destroy_process_group)
+    assert got == ["SyncBatchNorm expected input tensor to be on GPU or XPU or privateuseone", 1,
+                   [0.0, 1.0, 2.0, 3.0, 4.0, 5.0], [-1.0, -1.0, -1.0, 1.0, 1.0, 1.0]]
+    assert not dist.is_initialized()
+    torch = pytest.importorskip("torch")
+    tdist = torch.distributed
+    assert got == _sync_bn_with_group(
+        torch, lambda: tdist.init_process_group("gloo", store=tdist.HashStore(), world_size=1, rank=0),
+        tdist.destroy_process_group)

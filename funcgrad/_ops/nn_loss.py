@@ -144,6 +144,8 @@ def _cross_entropy_prob(x, p, w, *, reduction, label_smoothing):
 
 
 nll_loss = defop("nll_loss", _nll, "NllLossBackward0", diff=(0,), linear=True)  # linear in logp
+# PyTorch's nll_loss2d: (N, C, H, W) inputs, and every other spatial input viewed as (N, C, 1, -1)
+nll_loss2d = defop("nll_loss2d", _nll, "NllLoss2DBackward0", diff=(0,), linear=True)
 # cross_entropy on class indices is log_softmax then nll_loss (PyTorch's two nodes); with label
 # smoothing one kernel, named like PyTorch's root node.
 cross_entropy_smooth = defop("cross_entropy_smooth", _cross_entropy, "AddBackward0", diff=(0,))
@@ -243,7 +245,7 @@ poisson_nll_loss = defop("poisson_nll_loss", _poisson_nll, "SubBackward0", promo
 _ce_kernels: dict = {}
 
 
-def cross_entropy_indices(x, t, w, reduction, ignore_index):
+def cross_entropy_indices(x, t, w, reduction, ignore_index, nll=None):
     """``nll_loss(log_softmax(x, 1), t, w)`` with PyTorch's two nodes (``NllLossBackward0`` over
     ``LogSoftmaxBackward0``) from ONE forward kernel that returns only the loss.
 
@@ -251,7 +253,9 @@ def cross_entropy_indices(x, t, w, reduction, ignore_index):
     nothing ever needs their value: the intermediate tensor is a lazy view of ``x`` through
     ``log_softmax`` (computed only if something reads it, as ``linear_2d``'s ``weight.t()``),
     which spares the forward a second output array. The fused backward replays both vjps.
+    ``nll``: the loss's op (``nll_loss``, or ``nll_loss2d`` for (N, C, H, W) inputs).
     """
+    nll = nll_loss if nll is None else nll
     args = (x, t, w)
     vals = [a._value if isinstance(a, Tensor) else a for a in args]
     cast = _dispatch.result_dtype(_log_softmax, (x,), vals[:1])
@@ -272,7 +276,7 @@ def cross_entropy_indices(x, t, w, reduction, ignore_index):
     lp = _dispatch._record(_log_softmax, (x,), aval, _DIM1, cast, (True,))
     lazy = Tensor._make_view(x, aval, _log_softmax, _DIM1)
     lp._cell, lp._viewinfo = lazy._cell, lazy._viewinfo  # the shape is all nll_loss's node reads
-    out = _dispatch._record(nll_loss, (lp, t, w), loss, (("reduction", reduction),
+    out = _dispatch._record(nll, (lp, t, w), loss, (("reduction", reduction),
                             ("ignore_index", ignore_index)), None, (True, False, False))
     lp._viewinfo.cg = (None, -1)  # the value: from x, if ever read
     return out

@@ -35,7 +35,7 @@ _LOWER = {
 _FP32_COMMON = frozenset({
     "binary_cross_entropy_with_logits", "cosine_embedding_loss", "cross_entropy", "cross_entropy_prob",
     "cross_entropy_prob_mean", "cross_entropy_smooth", "huber_loss", "kl_div", "kl_div_log_target",
-    "margin_ranking_loss", "mse_loss", "multi_margin_loss", "nll_loss", "poisson_nll_loss",
+    "margin_ranking_loss", "mse_loss", "multi_margin_loss", "nll_loss", "nll_loss2d", "poisson_nll_loss",
     "smooth_l1_loss", "soft_margin_loss", "triplet_margin_loss"})
 _FP32 = {
     "cpu": _FP32_COMMON | {"avg_pool3d", "binary_cross_entropy", "prod", "prod_dim", "trace", "cholesky",

@@ -227,6 +227,9 @@ def _check_class_target(input, target, weight, ignore_index, fname):
     ish, tsh = tuple(input.shape), tuple(tv.shape)
     if len(ish) < 1:
         raise ValueError(f"Expected 1 or more dimensions (got {len(ish)})")
+    nll = fname == "nll_loss_forward"
+    if nll and len(ish) >= 3:
+        return _check_spatial_target(input, target, weight, ignore_index, ish, tsh)
     if len(ish) == 1:
         if len(tsh) > 1:
             raise RuntimeError("0D or 1D target tensor expected, multi-target not supported")
@@ -253,12 +256,68 @@ def _check_class_target(input, target, weight, ignore_index, fname):
     if weight is not None and weight.requires_grad:
         raise RuntimeError(f"The function '{fname}' is not differentiable with respect to argument "
                            f"'weight'. This input cannot have requires_grad True.")
+    if nll:
+        _check_weight_dtype(input, weight)
+    _check_bounds(target, tv, tsh, n_classes, ignore_index)
+
+
+def _check_bounds(target, tv, tsh, n_classes, ignore_index):
     if _concrete(target) and math.prod(tsh):
         t = np.asarray(tv)
         if t.min() < 0 or t.max() >= n_classes:  # (all in range: nothing more to look at)
             bad = (t != ignore_index) & ((t < 0) | (t >= n_classes))
             if bad.any():
                 raise IndexError(f"Target {int(t[bad].flat[0])} is out of bounds.")
+
+
+def _check_weight_dtype(input, weight):
+    """nll_loss's kernels read the weight in the input's dtype (autocast casts both first)."""
+    if weight is not None and weight.dtype is not input.dtype and _amp_hook[0] is None:
+        raise RuntimeError(f"expected scalar type {_scalar_type_name(input.dtype)} but found "
+                           f"{_scalar_type_name(weight.dtype)}")
+
+
+def _dims(shape) -> str:
+    return f"[{', '.join(map(str, shape))}]"
+
+
+def _check_spatial_target(input, target, weight, ignore_index, ish, tsh):
+    """PyTorch's nll_loss_nd and nll_loss2d checks, in their order, for an (N, C, d1, ...) input."""
+    if len(tsh) == 0 or ish[0] != tsh[0]:
+        raise ValueError(f"Expected input batch_size ({ish[0]}) to match target batch_size "
+                         f"({tsh[0] if tsh else 1}).")
+    if len(ish) != 4 and tsh[1:] != ish[2:]:
+        raise RuntimeError(f"Expected target size {_dims((ish[0],) + ish[2:])}, got {_dims(tsh)}")
+    if weight is not None and weight.requires_grad:
+        raise RuntimeError("The function 'nll_loss2d_forward' is not differentiable with respect to argument "
+                           "'weight'. This input cannot have requires_grad True.")
+    if len(ish) == 4 and len(tsh) != 3:
+        raise RuntimeError(f"only batches of spatial targets supported (3D tensors) but got targets of "
+                           f"dimension: {len(tsh)}")
+    if weight is not None and weight.numel() != ish[1]:
+        raise RuntimeError("weight tensor should be defined either for all or no classes")
+    if len(ish) == 4 and (ish[0], ish[2], ish[3]) != tsh:
+        raise RuntimeError(f"size mismatch (got input: {_dims(ish)} , target: {_dims(tsh)}")
+    _check_weight_dtype(input, weight)
+    if target._value.dtype == np.uint8:
+        raise RuntimeError("expected scalar type Long but found Byte")
+    _check_bounds(target, target._value, tsh, ish[1], ignore_index)
+
+
+def _nll_nd(logp, target, weight, reduction, ignore_index):
+    """PyTorch's nll_loss_nd on an (N, C, d1, ...) input: ``nll_loss2d`` (``NllLoss2DBackward0``)
+    of an (N, C, H, W) input, of any other one viewed as (N, C, 1, -1), the unreduced loss then
+    viewed back (``ViewBackward0``)."""
+    if weight is not None and weight.ndim != 1:  # (any shape of C elements: it is read flat)
+        weight = weight.reshape(-1)
+    if logp.ndim == 4:
+        return apply(_k.nll_loss2d, logp, target, weight, reduction=reduction, ignore_index=ignore_index)
+    n, c = logp.shape[:2]
+    out_size = (n,) + tuple(logp.shape[2:])
+    x = logp.reshape(n, c, 1, -1) if logp.numel() else logp.reshape(n, c, 0, 0)
+    t = target.reshape(n, 1, -1) if target.numel() else target.reshape(n, 0, 0)
+    out = apply(_k.nll_loss2d, x, t, weight, reduction=reduction, ignore_index=ignore_index)
+    return out if reduction != "none" else out.view(out_size)
 
 
 def _batched(input, target):
@@ -274,6 +333,8 @@ def nll_loss(input: Tensor, target: Tensor, weight: Tensor | None = None, size_a
     (``NllLossBackward0``); the weighted mean divides by the summed weights of non-ignored targets."""
     reduction = _reduction(size_average, reduce, reduction)
     _check_class_target(input, target, weight, ignore_index, "nll_loss_forward")
+    if input.ndim >= 3:
+        return _nll_nd(input, target, weight, reduction, int(ignore_index))
     x, t, unb = _batched(input, target)
     out = apply(_k.nll_loss, x, t, weight, reduction=reduction, ignore_index=int(ignore_index))
     return out.squeeze(0) if unb and reduction == "none" else out
@@ -315,12 +376,19 @@ def cross_entropy(input: Tensor, target: Tensor, weight: Tensor | None = None, s
     if ls > 0:
         out = apply(_k.cross_entropy_smooth, x, t, weight, reduction=reduction,
                     ignore_index=int(ignore_index), label_smoothing=ls)
+    elif input.ndim >= 3 and (input.ndim != 4 or weight is not None and weight.ndim != 1):
+        # PyTorch's graph: nll_loss2d of log_softmax viewed as (N, C, 1, -1) (see _nll_nd)
+        return _nll_nd(_nn.log_softmax(x, 1), t, weight, reduction, int(ignore_index))
     elif _amp_hook[0] is not None or _dual[0] is not None:  # autocast: both ops through dispatch,
         # each cast by its policy; a forward-AD level: each gives its result a tangent
-        out = apply(_k.nll_loss, _nn.log_softmax(x, 1), t, weight, reduction=reduction,
-                    ignore_index=int(ignore_index))
-    else:  # PyTorch's graph: NllLossBackward0 -> LogSoftmaxBackward0, from one forward kernel
-        out = _k.cross_entropy_indices(x, t, weight, reduction, int(ignore_index))
+        lp = _nn.log_softmax(x, 1)
+        if input.ndim >= 3:
+            return _nll_nd(lp, t, weight, reduction, int(ignore_index))
+        out = apply(_k.nll_loss, lp, t, weight, reduction=reduction, ignore_index=int(ignore_index))
+    else:  # PyTorch's graph: NllLossBackward0 (NllLoss2DBackward0 for (N, C, H, W)) ->
+        # LogSoftmaxBackward0, from one forward kernel
+        out = _k.cross_entropy_indices(x, t, weight, reduction, int(ignore_index),
+                                       _k.nll_loss2d if input.ndim == 4 else _k.nll_loss)
     return out.squeeze(0) if unb and reduction == "none" else out
 
 

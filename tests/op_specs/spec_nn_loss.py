@@ -95,6 +95,25 @@ for r in ("mean", "sum", "none"):
              [S, ints(4)], grad=(0,), grad_fn="MultiMarginLossBackward0", id=f"multi_margin_{r}"),
     ]
 
+
+def _spatial_ref(x, t, w, r, logits=True):
+    """``_ce_ref`` of an (N, C, d...) input: each position a row."""
+    rows = jnp.moveaxis(x, 1, -1).reshape(-1, x.shape[1])
+    out = _ce_ref(rows, jnp.asarray(t).reshape(-1), w, r, logits=logits)
+    return out if r != "none" else out.reshape(t.shape)
+
+
+_T4 = np.array([[[0, 2], [-100, 1]], [[1, 1], [2, 0]]])
+_T3 = np.array([[0, 2, -100, 1], [2, 2, 1, 0]])
+SPECS += [
+    # spatial inputs: PyTorch's nll_loss2d (an (N, C, H, W) input; any other viewed as (N, C, 1, -1))
+    Spec("nll_loss2d", lambda x, t, w: F.nll_loss(x, t, w), lambda x, t, w: _spatial_ref(x, t, w, "mean", False),
+         [(2, 3, 2, 2), _T4, _W], grad=(0,), grad_fn="NllLoss2DBackward0", id="nll2d_mean"),
+    Spec("nll_loss2d", lambda x, t, w: F.cross_entropy(x, t, w, reduction="none"),
+         lambda x, t, w: _spatial_ref(x, t, w, "none"), [(2, 3, 4), _T3, _W], grad=(0,), grad_fn="ViewBackward0",
+         id="ce_3d_none"),
+]
+
 SPECS += [
     Spec("kl_div", lambda x, y: F.kl_div(x, y, reduction="none"), lambda x, y: y * (jnp.log(y) - x),
          [S, prob(*S)], grad_fn="SubBackward0"),
