@@ -309,6 +309,19 @@ def outcomes(torch):
         show(nograd_view(write, inside=True))
         show(nograd_grad_fn(write, inside=True))
 
+    def nograd_backward():  # it requires grad, but has no node nor gradient accumulator
+        x = leaf()
+        r = x * 1
+        with torch.no_grad():
+            n = r[1]
+        for f in (lambda: torch.autograd.grad(n, x, torch.ones(4)), lambda: n.backward(torch.ones(4))):
+            try:
+                f()
+            except RuntimeError as e:
+                yield str(e), n.requires_grad, n.grad, x.grad
+
+    show(lambda: list(nograd_backward()))
+
     def nograd_plain():  # no_grad view of a base that requires no grad: nothing refused
         r = torch.arange(6.0)
         with torch.no_grad():

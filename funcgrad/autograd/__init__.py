@@ -50,7 +50,9 @@ def _as_list(x):
 def _root_grads(outputs, grad_outputs, create_graph):
     roots, grads = [], []
     for i, (out, g) in enumerate(zip(outputs, grad_outputs)):
-        if not out.requires_grad:
+        if out._viewinfo is not None:
+            out._fresh()  # (a view: its node made anew if stale; one made under no_grad has none)
+        if not out._requires_grad:
             raise RuntimeError(f"element {i} of tensors does not require grad and does not have a grad_fn")
         if g is None:
             if out.numel() != 1:
