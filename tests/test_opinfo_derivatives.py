@@ -90,6 +90,12 @@ ROWS = {
     # other's formula at a's special cases (self a constant: its derivative raises in PyTorch)
     "igamma": (lambda L, x: L.igamma(L.tensor(_IGA, dtype=L.float64), x), [_IGX]),
     "igammac": (lambda L, x: L.special.gammaincc(L.tensor(_IGA, dtype=L.float64), x), [_IGX]),
+    # q's formula (x's derivative raises in PyTorch: x a constant here); with q a number nothing is
+    # differentiable: its slot raises PyTorch's error (tests/test_special_igamma.py)
+    "special_zeta": (lambda L, q: L.special.zeta(L.tensor([2.0, 3.0, 4.5, 1.0, 0.5, 1.25, NAN, 2.0],
+                                                          dtype=L.float64), q),
+                     [[1.5, 0.5, 2.0, 3.0, 1.0, 2.5, 1.0, -1.5]]),
+    "special_zeta_other_scalar": None,
     "maximum": _two(lambda L, x, y: L.maximum(x, y)),
     "minimum": _two(lambda L, x, y: L.minimum(x, y)),
     "clamp": (lambda L, x: x.clamp(-1.0, 1.0), [_E]),

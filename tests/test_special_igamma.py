@@ -1,7 +1,8 @@
 """``igamma`` / ``igammac`` (``special.gammainc`` / ``gammaincc``, ``Tensor.igamma[_]``...) against
 PyTorch 2.13: values at PyTorch's special cases (a or x zero, infinite, negative, nan), dtype
 promotion, argument and dtype errors, ``out=``, in-place forms, and the derivative derivatives.yaml
-states (``other`` only; ``self``'s raises NotImplementedError when the backward needs it).
+states (``other`` only; ``self``'s raises NotImplementedError when the backward needs it, as
+``special.zeta``'s, also checked here).
 ``tests/fixtures/special_igamma/expected.json`` holds PyTorch's transcript, recorded by
 ``make_fixtures.py`` there and re-checked live where torch is installed."""
 
@@ -85,6 +86,15 @@ def _transcript(torch):
         y = q * 1
         getattr(y, f.__name__ + "_")(p)
         show(lambda y=y: y.sum().backward())
+    # zeta's derivative is not implemented for self either (q's is), also with q a number
+    p = torch.tensor([3.0, 2.5], dtype=torch.float64, requires_grad=True)
+    q = torch.tensor([2.0, 1.5], dtype=torch.float64, requires_grad=True)
+    for y in (torch.special.zeta(p, q), torch.special.zeta(p, 2.0)):
+        show(lambda y=y: (y.grad_fn.name(), _r(y)))
+        show(lambda y=y: y.sum().backward())
+        show(lambda: (p.grad, q.grad))
+    for y in (torch.special.zeta(p.detach(), q), torch.special.zeta(3.0, q)):
+        show(lambda y=y: (y.grad_fn.name(), _r(torch.autograd.grad(y.sum(), q)[0])))
     return out
 
 

@@ -5,7 +5,9 @@ ldexp.
 
 Where PyTorch's derivative differs from what ``jax.vjp`` of the forward would give (logit outside
 [0, 1], i0 at 0, xlog1py at ``self == 0, other <= -1``) the op states PyTorch's formula in
-the op table's ``jvp`` slot, so the backward kernel is still the cached jitted vjp of the op.
+the op table's ``jvp`` slot, so the backward kernel is still the cached jitted vjp of the op. Where
+``derivatives.yaml`` marks an input's derivative ``not_implemented`` (zeta's and igamma's ``self``)
+the ``vjp`` slot raises PyTorch's NotImplementedError when the backward needs it.
 """
 
 from __future__ import annotations
@@ -128,12 +130,34 @@ _xlog1py_self = defop("special_xlog1py_self_scalar", jsp.xlog1py, "SpecialXlog1P
                       promote="binary_float", jvp=_xlog1py_jvp)
 _xlog1py_other = defop("special_xlog1py_other_scalar", jsp.xlog1py, "SpecialXlog1PyBackward2",
                        promote="binary_float", jvp=_xlog1py_jvp)
+
+
+class _NotImplementedGrad:
+    """A gradient ``derivatives.yaml`` states as ``not_implemented``: the backward kernel raises
+    PyTorch's error when it is asked for it (only for an input that needs a gradient)."""
+
+    def __init__(self, what: str):
+        self.what = what
+
+    def astype(self, dtype):
+        raise NotImplementedError(f"the derivative for '{self.what}' is not implemented.")
+
+
+def _zeta_vjp(primals, cot, *, grad_mode):
+    # derivatives.yaml: self: not_implemented("zeta"); other: grad * -self * special_zeta(self + 1., other)
+    x, q = primals
+    return _NotImplementedGrad("zeta"), cot * -x * jsp.zeta(x + 1, q)
+
+
 # PyTorch has no derivative of zeta wrt x ("the derivative for 'zeta' is not implemented"): only q
-_zeta_t = defop("special_zeta", jsp.zeta, "SpecialZetaBackward0", promote="binary_float", diff=(1,))
+_zeta_t = defop("special_zeta", jsp.zeta, "SpecialZetaBackward0", promote="binary_float", vjp=_zeta_vjp)
 _zeta_self = defop("special_zeta_self_scalar", jsp.zeta, "SpecialZetaBackward1",
                    promote="binary_float", diff=(1,))
-# q a scalar: nothing differentiable is left (PyTorch records a node whose backward raises)
-_zeta_other = defop("special_zeta_other_scalar", jsp.zeta, None, promote="binary_float")
+# q a scalar: PyTorch records a node whose backward raises
+_zeta_other = defop("special_zeta_other_scalar", jsp.zeta, "SpecialZetaBackward2", promote="binary_float",
+                    vjp=lambda primals, cot, *, grad_mode: (_NotImplementedGrad("zeta"), None))
+
+
 def _igamma_fn(lower: bool):
     """jax's regularized incomplete gamma function, lower (``P``) or upper (``Q``), with PyTorch's
     special cases in its order (calc_igamma / calc_igammac): jax gives nan at ``a == 0 < x``, at an
@@ -148,17 +172,6 @@ def _igamma_fn(lower: bool):
         r = jnp.where(a == 0, jnp.where(x > 0, at_inf, jnp.nan), r)
         return jnp.where((x < 0) | (a < 0), jnp.nan, r).astype(r.dtype)
     return f
-
-
-class _NotImplementedGrad:
-    """A gradient ``derivatives.yaml`` states as ``not_implemented``: the backward kernel raises
-    PyTorch's error when it is asked for it (only for an input that needs a gradient)."""
-
-    def __init__(self, what: str):
-        self.what = what
-
-    def astype(self, dtype):
-        raise NotImplementedError(f"the derivative for '{self.what}' is not implemented.")
 
 
 def _igamma_vjp(lower: bool):
