@@ -7,6 +7,12 @@ import functools
 import jax
 
 
+# PyTorch's device types, in the order its error lists them (funcgrad runs on cpu and cuda, and
+# JAX's tpu; a device of another type can be named, not used: jax_device refuses it)
+_TYPES = ("cpu", "cuda", "ipu", "xpu", "mkldnn", "opengl", "opencl", "ideep", "hip", "ve", "fpga", "maia",
+          "xla", "lazy", "vulkan", "mps", "meta", "hpu", "mtia", "privateuseone")
+
+
 class device:
     """``funcgrad.device('cpu')``, ``device('cuda', 0)``, ``device('cuda:1')``."""
 
@@ -18,9 +24,9 @@ class device:
         if ":" in type:
             type, idx = type.split(":")
             index = int(idx)
-        if type not in ("cpu", "cuda", "tpu", "meta", "mps"):
-            raise RuntimeError(
-                "Expected one of cpu, cuda, tpu device type at start of device string: " + type)
+        if type not in _TYPES and type != "tpu":
+            raise RuntimeError(f"Expected one of {', '.join(_TYPES)} device type at start of device "
+                               f"string: {type}")
         self.type = type
         self.index = index
 
@@ -54,7 +60,7 @@ def _devices(platform: str):
 def jax_device(d) -> "jax.Device":
     """The JAX device for a funcgrad device spec; PyTorch-like error if absent."""
     d = device(d) if not isinstance(d, device) else d
-    if d.type == "meta" or d.type == "mps":
+    if d.type not in _PLATFORM:
         raise RuntimeError(f"funcgrad does not support the '{d.type}' device")
     devs = _devices(_PLATFORM[d.type])
     if not devs:

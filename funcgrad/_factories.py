@@ -11,8 +11,16 @@ import numpy as np
 from . import _cache, _dtype, _numpy_share, _strides, _tensor
 from ._random import _multinomial, _sample
 from ._device import jax_device, put
-from ._tensor import Size, Tensor
+from ._errors import warn_at_user
+from ._tensor import Size, Tensor, _scalar_type_name
 from ._grad_mode import _state as _inference_mode
+
+
+def _device_first(device) -> None:
+    """A sampler's ``device`` checked before it draws: a bad one (PyTorch's error) leaves the
+    generator where it was, as PyTorch's parser refuses it before any kernel runs."""
+    if device is not None:
+        jax_device(device)
 
 
 def _finish(value, requires_grad=False, device=None) -> Tensor:
@@ -177,8 +185,40 @@ def _size(dims, **kw):
     return tuple(int(s) for s in size)
 
 
-def _dt(dtype, default=None):
+def _dt(dtype, default=None, out=None):
+    """The dtype a factory makes: ``dtype``, else ``default`` or the default float; with ``out=``,
+    out's own (a ``dtype`` other than out's is PyTorch's error)."""
+    if out is not None:
+        if dtype is not None and _dtype.to_dtype(dtype) is not out.dtype:
+            raise RuntimeError(f"dtype {_scalar_type_name(_dtype.to_dtype(dtype))} does not match dtype of "
+                               f"out parameter ({_scalar_type_name(out.dtype)})")
+        return out.dtype
     return _dtype.to_dtype(dtype) if dtype is not None else (default or _dtype.get_default_dtype())
+
+
+def _kernel_dtypes(kernel: str, d, kinds: str):
+    """PyTorch's NotImplementedError for a sampling kernel not made for ``d``'s kind (``kinds``:
+    those it takes, of "bifc" plus "b" for bool: e.g. uniform and normal floats only)."""
+    if d._kind not in kinds:
+        raise NotImplementedError(f'"{kernel}" not implemented for \'{_scalar_type_name(d)}\'')
+
+
+def factory_out(r: Tensor, out, keep_numel: bool = False) -> Tensor:
+    """``r`` written into ``out`` as PyTorch's factory ``out=`` variants write it: ``out`` takes
+    r's shape (resized in place, with no warning: ``resize_``), then r's values, and requires
+    grad if ``r`` was made to (``requires_grad=True``); ``out`` is returned. With ``keep_numel``
+    (``arange``, ``linspace``, ``logspace``, ``range``), an ``out`` of as many elements keeps
+    its shape. ``r`` itself without ``out``."""
+    if out is None:
+        return r
+    rg, r = r._requires_grad, r.detach()
+    if out.shape != r.shape:
+        if keep_numel and out.numel() == r.numel():
+            r = r.reshape(out.shape)
+        else:
+            out.resize_(r.shape)
+    out.copy_(r)
+    return out.requires_grad_() if rg else out
 
 
 # eager jnp.full costs ~300 µs a call; a jitted one specialised on shape/dtype ~5 µs
@@ -275,9 +315,9 @@ def fill_array(shape, fill, np_dtype):
 def _constant(fill):
     def f(*size, dtype=None, device=None, requires_grad=False, out=None, layout=None, pin_memory=False,
           **kw):
-        d = _dt(dtype, _dtype.scalar_dtype(fill) if isinstance(fill, bool) else None)
+        d = _dt(dtype, _dtype.scalar_dtype(fill) if isinstance(fill, bool) else None, out)
         r = _finish(fill_array(_size(size, **kw), fill, d.np), requires_grad, device)
-        return r if out is None else out.copy_(r)
+        return factory_out(r, out)
     return f
 
 
@@ -292,10 +332,13 @@ empty.__name__ = "empty"
 empty.__doc__ = "An 'uninitialised' tensor: zeros (XLA has no uninitialised memory)."
 
 
-def full(size, fill_value, *, dtype=None, device=None, requires_grad=False) -> Tensor:
-    d = _dt(dtype, _dtype.scalar_dtype(fill_value) if not isinstance(fill_value, Tensor) else fill_value.dtype)
-    return _finish(fill_array(_size((size,) if isinstance(size, int) else size), fill_value, d.np),
-                   requires_grad, device)
+def full(size, fill_value, *, out=None, dtype=None, device=None, requires_grad=False) -> Tensor:
+    kind = fill_value.dtype if isinstance(fill_value, Tensor) else _dtype.scalar_dtype(fill_value)
+    d = _dt(dtype, kind, out)
+    if out is not None and d._kind in "bi" and type(fill_value) is float:  # (out's fill_: truncated)
+        fill_value = int(fill_value) if d._kind == "i" else bool(fill_value)
+    shape = _size((size,) if isinstance(size, int) else size)
+    return factory_out(_finish(fill_array(shape, fill_value, d.np), requires_grad, device), out)
 
 
 def _like(fn):
@@ -312,15 +355,25 @@ empty_like = _like(empty)
 full_like = _like(lambda shape, v, **k: full(shape, v, **k))
 for _f, _n in [(zeros_like, "zeros_like"), (ones_like, "ones_like"), (empty_like, "empty_like"),
                (full_like, "full_like")]:
-    _f.__name__ = _n
+    _f.__name__ = _f.__qualname__ = _n
 
 
-def eye(n, m=None, *, dtype=None, device=None, requires_grad=False) -> Tensor:
-    return _finish(jnp.eye(n, n if m is None else m, dtype=_dt(dtype).np), requires_grad, device)
+def eye(n, m=None, *, out=None, dtype=None, device=None, requires_grad=False) -> Tensor:
+    return factory_out(_finish(jnp.eye(n, n if m is None else m, dtype=_dt(dtype, None, out).np),
+                         requires_grad, device), out)
 
 
-def arange(start, end=None, step=1, *, dtype=None, device=None, requires_grad=False) -> Tensor:
-    """``arange(end)``, ``arange(start, end, step)``: int64 for integer args, else default float."""
+def arange(start, end=None, step=1, *, out=None, dtype=None, device=None, requires_grad=False) -> Tensor:
+    """``arange(end)``, ``arange(start, end, step)``: int64 for integer args, else default float
+    (with ``out=``, out's dtype; an ``out`` of as many elements keeps its shape, as PyTorch's)."""
+    if out is not None:
+        r = arange(start, end, step, dtype=_dt(dtype, None, out), device=device, requires_grad=requires_grad)
+        if out.numel() != r.numel():
+            warn_at_user(f"The number of elements in the out tensor of shape {list(out.shape)} is "
+                         f"{out.numel()} which does not match the computed number of elements {r.numel()}. "
+                         "Note that this may occur as a result of rounding error. The out tensor will be "
+                         f"resized to a tensor of shape ({r.numel()},).", UserWarning)
+        return factory_out(r, out, True)
     if end is None:
         start, end = 0, start
     vals = [v.item() if isinstance(v, Tensor) else v for v in (start, end, step)]
@@ -368,16 +421,21 @@ def _host_arange(vals, n, ints, np_dtype):
     return put(a)
 
 
-def linspace(start, end, steps, *, dtype=None, device=None, requires_grad=False) -> Tensor:
-    return _finish(jnp.linspace(start, end, int(steps), dtype=_dt(dtype).np), requires_grad, device)
+def linspace(start, end, steps, *, out=None, dtype=None, device=None, requires_grad=False) -> Tensor:
+    d = _dt(dtype, None, out)
+    return factory_out(_finish(jnp.linspace(start, end, int(steps), dtype=d.np),
+                         requires_grad, device), out, True)
 
 
-def logspace(start, end, steps, base=10.0, *, dtype=None, device=None, requires_grad=False) -> Tensor:
-    return _finish(jnp.logspace(start, end, int(steps), base=base, dtype=_dt(dtype).np), requires_grad, device)
+def logspace(start, end, steps, base=10.0, *, out=None, dtype=None, device=None,
+             requires_grad=False) -> Tensor:
+    d = _dt(dtype, None, out)
+    return factory_out(_finish(jnp.logspace(start, end, int(steps), base=base, dtype=d.np),
+                         requires_grad, device), out, True)
 
 
 # ---- random: PyTorch's CPU generator, bit for bit (see funcgrad._random._sample) ----------------
-def rand(*size, generator=None, dtype=None, device=None, requires_grad=False, **kw) -> Tensor:
+def rand(*size, generator=None, out=None, dtype=None, device=None, requires_grad=False, **kw) -> Tensor:
     """Uniform on [0, 1): PyTorch's values for the same seed.
 
     >>> import funcgrad
@@ -386,11 +444,14 @@ def rand(*size, generator=None, dtype=None, device=None, requires_grad=False, **
     tensor([[0.4963, 0.7682],
             [0.0885, 0.1320]])
     """
-    d = _dt(dtype)
-    return _finish(_sample.uniform(generator, _size(size, **kw), d.np), requires_grad, device)
+    d = _dt(dtype, None, out)
+    _kernel_dtypes("check_uniform_bounds", d, "fc")
+    _device_first(device)
+    return factory_out(_finish(_sample.uniform(generator, _size(size, **kw), d.np), requires_grad,
+                         device), out)
 
 
-def randn(*size, generator=None, dtype=None, device=None, requires_grad=False, **kw) -> Tensor:
+def randn(*size, generator=None, out=None, dtype=None, device=None, requires_grad=False, **kw) -> Tensor:
     """Standard normal samples (from the global generator unless ``generator``): PyTorch's values.
 
     >>> import funcgrad
@@ -399,11 +460,14 @@ def randn(*size, generator=None, dtype=None, device=None, requires_grad=False, *
     tensor([[ 1.5410, -0.2934, -2.1788],
             [ 0.5684, -1.0845, -1.3986]])
     """
-    d = _dt(dtype)
-    return _finish(_sample.normal(generator, _size(size, **kw), d.np), requires_grad, device)
+    d = _dt(dtype, None, out)
+    _kernel_dtypes("normal_kernel_cpu", d, "fc")
+    _device_first(device)
+    return factory_out(_finish(_sample.normal(generator, _size(size, **kw), d.np), requires_grad,
+                         device), out)
 
 
-def randint(low, high=None, size=None, *, generator=None, dtype=None, device=None,
+def randint(low, high=None, size=None, *, generator=None, out=None, dtype=None, device=None,
             requires_grad=False) -> Tensor:
     """Integers in [low, high) (``randint(high, size)`` too); int64 by default.
 
@@ -416,32 +480,37 @@ def randint(low, high=None, size=None, *, generator=None, dtype=None, device=Non
         low, high, size = 0, low, high
     if high is None:
         low, high = 0, low
-    d = _dtype.to_dtype(dtype) if dtype is not None else _dtype.int64
+    d = _dt(dtype, _dtype.int64, out)
     low, high = int(low), int(high)
     if low >= high:
         raise RuntimeError(f"random_ expects 'from' to be less than 'to', but got from={low} >= to={high}")
     shape = _size((size,) if isinstance(size, int) else size)
-    return _finish(_sample.random_int(generator, shape, d.np, low, high), requires_grad, device)
+    _device_first(device)
+    return factory_out(_finish(_sample.random_int(generator, shape, d.np, low, high), requires_grad,
+                         device), out)
 
 
 def rand_like(input, *, dtype=None, device=None, requires_grad=False, memory_format=None) -> Tensor:
     _strides.check_memory_format(memory_format, "rand_like", input.ndim)
-    return rand(input.shape, dtype=dtype or input.dtype, requires_grad=requires_grad)
+    return rand(input.shape, dtype=dtype or input.dtype, device=input.device if device is None else device,
+                requires_grad=requires_grad)
 
 
 def randn_like(input, *, dtype=None, device=None, requires_grad=False, memory_format=None) -> Tensor:
     _strides.check_memory_format(memory_format, "randn_like", input.ndim)
-    return randn(input.shape, dtype=dtype or input.dtype, requires_grad=requires_grad)
+    return randn(input.shape, dtype=dtype or input.dtype, device=input.device if device is None else device,
+                 requires_grad=requires_grad)
 
 
 def randint_like(input, low=0, high=None, *, dtype=None, device=None, memory_format=None) -> Tensor:
     _strides.check_memory_format(memory_format, "randint_like", input.ndim)
     if high is None:
         low, high = 0, low
-    return randint(low, high, input.shape, dtype=dtype or input.dtype)
+    return randint(low, high, input.shape, dtype=dtype or input.dtype,
+                   device=input.device if device is None else device)
 
 
-def randperm(n, *, generator=None, dtype=None, device=None, requires_grad=False) -> Tensor:
+def randperm(n, *, generator=None, out=None, dtype=None, device=None, requires_grad=False) -> Tensor:
     """A random permutation of ``0..n-1`` (PyTorch's Fisher-Yates over its stream).
 
     >>> import funcgrad
@@ -449,11 +518,14 @@ def randperm(n, *, generator=None, dtype=None, device=None, requires_grad=False)
     >>> funcgrad.randperm(6)
     tensor([2, 5, 3, 0, 1, 4])
     """
-    d = _dtype.to_dtype(dtype) if dtype is not None else _dtype.int64
+    d = _dt(dtype, _dtype.int64, out)
+    _kernel_dtypes("randperm", d, "if")
+    _device_first(device)
     n = int(n)
     if n < 0:
         raise RuntimeError(f"n must be non-negative, got{n}")
-    return _finish(jnp.asarray(_sample.randperm(generator, n).astype(d.np)), requires_grad, device)
+    return factory_out(_finish(jnp.asarray(_sample.randperm(generator, n).astype(d.np)), requires_grad,
+                         device), out)
 
 
 def normal(mean=0.0, std=1.0, size=None, *, generator=None, dtype=None, device=None,
@@ -465,17 +537,44 @@ def normal(mean=0.0, std=1.0, size=None, *, generator=None, dtype=None, device=N
     if isinstance(mean, Tensor) or isinstance(std, Tensor):
         ref = mean if isinstance(mean, Tensor) else std
         shape = np.broadcast_shapes(tuple(getattr(mean, "shape", ())), tuple(getattr(std, "shape", ())))
+        both = isinstance(mean, Tensor) and isinstance(std, Tensor)
+        if out is not None and not both and tuple(out.shape) != shape:  # (PyTorch: no resize here, and
+            raise RuntimeError(_size_mismatch(shape, tuple(out.shape)))   # its check comes before the draw)
         z = _sample.normal(generator, shape, ref.dtype.np)
         m = mean._value if isinstance(mean, Tensor) else mean
         s = std._value if isinstance(std, Tensor) else std
-        return _finish((z * s + m).astype(ref.dtype.np), requires_grad, device)
+        r = _finish((z * s + m).astype(ref.dtype.np), requires_grad, device)
+        if out is None:
+            return r
+        if both:  # (PyTorch: resize_output, with its warning)
+            return _registry_write_out(r, out, "normal")
+        return out.copy_(r)
     shape = _size((size,) if isinstance(size, int) else size or ())
-    return _finish(_sample.normal(generator, shape, _dt(dtype).np, float(mean), float(std)), requires_grad,
-                   device)
+    _kernel_dtypes("normal_kernel_cpu", d := _dt(dtype, None, out), "fc")
+    _device_first(device)
+    return factory_out(_finish(_sample.normal(generator, shape, d.np, float(mean), float(std)),
+                         requires_grad, device), out)
 
 
-def bernoulli(input, p=None, *, generator=None) -> Tensor:
+def _size_mismatch(a: tuple, b: tuple) -> str:
+    """PyTorch's broadcast error for shapes ``a`` and ``b`` (their first mismatch from the right)."""
+    for i in range(1, max(len(a), len(b)) + 1):
+        x, y = (a[-i] if i <= len(a) else 1), (b[-i] if i <= len(b) else 1)
+        if x != y and x != 1 and y != 1:
+            return (f"The size of tensor a ({x}) must match the size of tensor b ({y}) at non-singleton "
+                    f"dimension {max(len(a), len(b)) - i}")
+    return "shape mismatch"
+
+
+def _registry_write_out(r, out, name):
+    from ._ops._registry import write_out  # (above this module: the op table's out= writer)
+    return write_out(r, out, name, check=lambda *_: None)
+
+
+def bernoulli(input, p=None, *, generator=None, out=None) -> Tensor:
     """0/1 samples with probabilities ``input`` (or a scalar ``p``), of ``input``'s dtype."""
+    if out is not None:
+        return factory_out(bernoulli(input, p, generator=generator), out)
     if p is None:
         keep = _sample.bernoulli_tensor(generator, input._value)
     else:
@@ -483,6 +582,8 @@ def bernoulli(input, p=None, *, generator=None) -> Tensor:
     return Tensor._wrap(keep if keep.dtype == input.dtype.np else keep.astype(input.dtype.np))
 
 
-def multinomial(input, num_samples, replacement=False, *, generator=None) -> Tensor:
+def multinomial(input, num_samples, replacement=False, *, generator=None, out=None) -> Tensor:
     """Sample category indices from (unnormalised) probabilities; rows for 2-D input."""
+    if out is not None:
+        return factory_out(multinomial(input, num_samples, replacement, generator=generator), out)
     return _multinomial.multinomial(input, int(num_samples), bool(replacement), generator)

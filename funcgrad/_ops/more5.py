@@ -19,9 +19,9 @@ import numpy as np
 from .. import _dtype, _legacy
 from .._device import put
 from .._errors import warn_at_user
-from .._factories import _finish, full
+from .._factories import _finish, factory_out, full
 from .._tensor import _scalar_type_name
-from ._registry import FUNCTIONS, METHODS, REQUIRED, Tensor, _require_tensors, export, write_out
+from ._registry import FUNCTIONS, METHODS, REQUIRED, Tensor, _require_tensors, export
 
 # PyTorch 2.13's torch.<name>_ functions whose method funcgrad has (the rest of its in-place
 # functions are declared with their ops: gcd_, lcm_, relu_, ...)
@@ -80,7 +80,8 @@ def range(start, end=REQUIRED, step=1, *, out=None, dtype=None, layout=None, dev
     if end is REQUIRED:
         raise TypeError('range() missing 1 required positional arguments: "end"')
     warn_at_user(_RANGE_WARNING, UserWarning)
-    d = _dtype.get_default_dtype() if dtype is None else _dtype.to_dtype(dtype)
+    d = _dtype.to_dtype(dtype) if dtype is not None else out.dtype if out is not None else \
+        _dtype.get_default_dtype()
     if d._kind in "bc":
         raise NotImplementedError(f'"range_cpu" not implemented for \'{_scalar_type_name(d)}\'')
     vals = [v.item() if isinstance(v, Tensor) else v for v in (start, end, step)]
@@ -95,7 +96,7 @@ def range(start, end=REQUIRED, step=1, *, out=None, dtype=None, layout=None, dev
     with np.errstate(over="ignore"):
         size = int((xend - xstart) / xstep + 1) if acc is not np.int64 else int((xend - xstart) // xstep + 1)
         host = (xstart + np.arange(size).astype(acc) * xstep).astype(d.np)
-    return write_out(_finish(put(host), requires_grad, device), out)
+    return factory_out(_finish(put(host), requires_grad, device), out, True)
 
 
 @export("scalar_tensor", method=False)
