@@ -146,6 +146,33 @@ def set_default_device(device) -> None:
     jax.config.update("jax_default_device", jd)
 
 
+# the defaults saved by each ``with device(...)`` still open, innermost last
+_ENTERED: list = []
+
+
+def _device_enter(self: _device_cls) -> _device_cls:
+    """``with funcgrad.device("cpu"):`` makes the device the default one for factories, as
+    PyTorch's ``DeviceContext``; the default before is restored at exit, also after a
+    ``set_default_device`` inside the block."""
+    _ENTERED.append((_state["device"], jax.config.jax_default_device))
+    try:
+        set_default_device(self)
+    except BaseException:
+        _ENTERED.pop()
+        raise
+    return self
+
+
+def _device_exit(self: _device_cls, *exc_info) -> None:
+    _state["device"], jd = _ENTERED.pop()
+    jax.config.update("jax_default_device", jd)
+
+
+# installed from here (the layer that owns the default), as jax attaches array methods from above
+_device_cls.__enter__ = _device_enter
+_device_cls.__exit__ = _device_exit
+
+
 def get_default_device() -> _device_cls:
     """>>> import funcgrad; funcgrad.get_default_device()
     device(type='cpu')

@@ -21,6 +21,8 @@ import pytest
 import funcgrad
 from funcgrad import nn, optim
 
+from ._rows import check_transcript, shower, torch_transcript
+
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
@@ -115,3 +117,53 @@ def test_an_eager_optimizer_step_copies_nothing_to_an_accelerator(monkeypatch, c
         return [p.detach().numpy().tobytes() for p in model.parameters()]
 
     assert run(True) == run(False)
+
+
+def _device_block_transcript(torch):
+    """``with torch.device(...)``, as the "Tips for Loading an nn.Module from a Checkpoint" and
+    "Changing Default Device" recipes use it (their 'meta' device aside: funcgrad has none)."""
+    out = []
+    show = shower(out, warns=True)
+    d = torch.device("cpu")
+
+    def entered():
+        with d as r:
+            return r is d, r, torch.get_default_device(), torch.ones(1).device, torch.zeros(2, device="cpu").device
+    show(entered)
+    show(lambda: torch.get_default_device())
+
+    def set_inside():
+        with torch.device("cpu"):
+            torch.set_default_device("cpu")
+            inside = torch.get_default_device()
+        return inside, torch.get_default_device(), torch.randn(1).device
+
+    show(set_inside)
+
+    def nested_and_raising():
+        try:
+            with torch.device("cpu"), torch.device("cpu:0") as e:
+                raise ValueError(str(e))
+        except ValueError as err:
+            return str(err), torch.get_default_device()
+    show(nested_and_raising)
+    return out
+
+
+DEVICE_BLOCK_EXPECTED = [
+    "(True, device(type='cpu'), device(type='cpu'), device(type='cpu'), device(type='cpu'))",
+    "device(type='cpu')",
+    "(device(type='cpu'), device(type='cpu'), device(type='cpu'))",
+    "('cpu:0', device(type='cpu'))",
+]
+
+
+def test_a_device_is_a_context_manager_as_pytorchs():
+    before = jax.config.jax_default_device
+    check_transcript(_device_block_transcript(funcgrad), DEVICE_BLOCK_EXPECTED)
+    assert jax.config.jax_default_device == before
+
+
+@pytest.mark.torch
+def test_device_block_transcript_is_pytorchs():
+    check_transcript(torch_transcript(_device_block_transcript), DEVICE_BLOCK_EXPECTED)
