@@ -13,6 +13,8 @@ import funcgrad
 from funcgrad.autograd import Function, gradcheck
 from funcgrad.autograd.function import once_differentiable
 
+from ._rows import check_transcript, shower, torch_transcript
+
 
 class LegendrePolynomial3(Function):
     @staticmethod
@@ -61,6 +63,56 @@ def test_node_name_next_functions_and_repr():
     assert repr(y).endswith("grad_fn=<LegendrePolynomial3Backward>)")
     assert node.next_functions[0][0].name() == "MulBackward0"
     assert not y.is_leaf and y.requires_grad
+
+
+def _node_repr_transcript(torch):
+    """A Function's node prints as a Python class of torch.autograd.function, a built-in node
+    by its name alone (the "Double Backward with Custom Functions" tutorial prints both)."""
+    import re
+    out = []
+    show = shower(out)
+
+    class Exp(torch.autograd.Function):
+        @staticmethod
+        def forward(ctx, x):
+            result = torch.exp(x)
+            ctx.save_for_backward(result)
+            return result
+
+        @staticmethod
+        def backward(ctx, grad_out):
+            result, = ctx.saved_tensors
+            return result * grad_out
+
+    def masked(r):
+        return re.sub(r"0x[0-9a-f]+", "0x...", repr(r))
+    x = torch.tensor(1., requires_grad=True, dtype=torch.double).clone()
+    out_ = Exp.apply(x)
+    grad_x, = torch.autograd.grad(out_, x, create_graph=True)
+    show(lambda: masked(out_.grad_fn))
+    show(lambda: masked(grad_x.grad_fn.next_functions))
+    show(lambda: (type(out_.grad_fn).__module__, type(out_.grad_fn).__qualname__, out_.grad_fn.name()))
+    show(lambda: repr(Exp._backward_cls))
+    show(lambda: repr(out_))
+    return out
+
+
+NODE_REPR_EXPECTED = [
+    "<torch.autograd.function.ExpBackward object at 0x...>",
+    "((<torch.autograd.function.ExpBackward object at 0x...>, 0), (None, 0))",
+    "('torch.autograd.function', 'ExpBackward', 'ExpBackward')",
+    "<class 'torch.autograd.function.ExpBackward'>",
+    "tensor(2.7183, dtype=torch.float64, grad_fn=<ExpBackward>)",
+]
+
+
+def test_a_function_node_repr_is_pytorchs():
+    check_transcript(_node_repr_transcript(funcgrad), NODE_REPR_EXPECTED)
+
+
+@pytest.mark.torch
+def test_node_repr_transcript_is_pytorchs():
+    check_transcript(torch_transcript(_node_repr_transcript), NODE_REPR_EXPECTED)
 
 
 def test_gradient_values_and_gradcheck():

@@ -87,6 +87,9 @@ class BackwardCFunction(FunctionCtx, Node):
     def num_outputs(self) -> int:
         return len(self._out_meta)
 
+    def __repr__(self) -> str:
+        return object.__repr__(self)
+
     # ---- saved tensors ------------------------------------------------------------------------
     @property
     def saved_tensors(self) -> tuple:
@@ -180,7 +183,10 @@ class _FunctionMeta(type):
 
     def __init__(cls, name, bases, attrs):
         backward_cls = type(name + "Backward", (BackwardCFunction,), {"_forward_cls": cls})
-        backward_cls.__module__ = cls.__module__
+        # made in this module, as PyTorch's FunctionMeta makes it in torch.autograd.function (so
+        # its repr is <funcgrad.autograd.function.ExpBackward object at 0x...>, not a built-in
+        # node's <MulBackward0 object at 0x...>)
+        backward_cls.__module__ = __name__
         backward_cls.__qualname__ = name + "Backward"
         cls._backward_cls = backward_cls
         super().__init__(name, bases, attrs)
