@@ -6,6 +6,13 @@ import os
 import sys
 import traceback
 
+# at::native::resize_output's deprecation warning, for an out= of another shape than the result
+RESIZED_OUTPUT = ("An output with one or more elements was resized since it had shape {}, which does "
+                  "not match the required output shape {}. This behavior is deprecated, and in a future "
+                  "PyTorch release outputs will not be resized unless they have zero elements. You can "
+                  "explicitly reuse an out tensor t by resizing it, inplace, to zero elements with "
+                  "t.resize_(0).")
+
 # Libraries whose frames are never the user's line. Compared as real directories, not by a
 # "/funcgrad/" substring: a user's own project may live in a folder named funcgrad or jax.
 _LIBRARIES = ("funcgrad", "jax", "jaxlib", "optax", "numpy")

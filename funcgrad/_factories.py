@@ -11,7 +11,7 @@ import numpy as np
 from . import _cache, _dtype, _numpy_share, _strides, _tensor
 from ._random import _multinomial, _sample
 from ._device import jax_device, put
-from ._errors import warn_at_user
+from ._errors import RESIZED_OUTPUT, warn_at_user
 from ._tensor import Size, Tensor, _scalar_type_name
 from ._grad_mode import _state as _inference_mode
 
@@ -538,17 +538,21 @@ def normal(mean=0.0, std=1.0, size=None, *, generator=None, dtype=None, device=N
         ref = mean if isinstance(mean, Tensor) else std
         shape = np.broadcast_shapes(tuple(getattr(mean, "shape", ())), tuple(getattr(std, "shape", ())))
         both = isinstance(mean, Tensor) and isinstance(std, Tensor)
-        if out is not None and not both and tuple(out.shape) != shape:  # (PyTorch: no resize here, and
-            raise RuntimeError(_size_mismatch(shape, tuple(out.shape)))   # its check comes before the draw)
+        if out is not None and _inference_mode.enabled and (getattr(mean, "_requires_grad", False)
+                                                            or getattr(std, "_requires_grad", False)):
+            raise RuntimeError("normal(): functions with out=... arguments don't support automatic "
+                               "differentiation, but one of the arguments requires grad.")
+        if out is not None and not both:  # (PyTorch: the tensor's shape broadcast with out's, before drawing)
+            shape = _infer_size(shape, tuple(out.shape))
         z = _sample.normal(generator, shape, ref.dtype.np)
         m = mean._value if isinstance(mean, Tensor) else mean
         s = std._value if isinstance(std, Tensor) else std
         r = _finish((z * s + m).astype(ref.dtype.np), requires_grad, device)
         if out is None:
             return r
-        if both:  # (PyTorch: resize_output, with its warning)
-            return _registry_write_out(r, out, "normal")
-        return out.copy_(r)
+        if out.shape != r.shape and out.numel():  # (PyTorch: resize_output, its warning)
+            warn_at_user(RESIZED_OUTPUT.format(list(out.shape), list(r.shape)), UserWarning)
+        return factory_out(r, out)
     shape = _size((size,) if isinstance(size, int) else size or ())
     _kernel_dtypes("normal_kernel_cpu", d := _dt(dtype, None, out), "fc")
     _device_first(device)
@@ -556,19 +560,18 @@ def normal(mean=0.0, std=1.0, size=None, *, generator=None, dtype=None, device=N
                          requires_grad, device), out)
 
 
-def _size_mismatch(a: tuple, b: tuple) -> str:
-    """PyTorch's broadcast error for shapes ``a`` and ``b`` (their first mismatch from the right)."""
-    for i in range(1, max(len(a), len(b)) + 1):
+def _infer_size(a: tuple, b: tuple) -> tuple:
+    """PyTorch's ``infer_size``: shapes ``a`` and ``b`` broadcast, or its error (the first
+    mismatch from the right)."""
+    n = max(len(a), len(b))
+    out = []
+    for i in range(1, n + 1):
         x, y = (a[-i] if i <= len(a) else 1), (b[-i] if i <= len(b) else 1)
         if x != y and x != 1 and y != 1:
-            return (f"The size of tensor a ({x}) must match the size of tensor b ({y}) at non-singleton "
-                    f"dimension {max(len(a), len(b)) - i}")
-    return "shape mismatch"
-
-
-def _registry_write_out(r, out, name):
-    from ._ops._registry import write_out  # (above this module: the op table's out= writer)
-    return write_out(r, out, name, check=lambda *_: None)
+            raise RuntimeError(f"The size of tensor a ({x}) must match the size of tensor b ({y}) at "
+                               f"non-singleton dimension {n - i}")
+        out.append(y if x == 1 else x)
+    return tuple(reversed(out))
 
 
 def bernoulli(input, p=None, *, generator=None, out=None) -> Tensor:

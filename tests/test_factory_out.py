@@ -62,6 +62,10 @@ def _transcript(torch):
     show(lambda: torch.randn_like(torch.ones(2, dtype=torch.int32)))
     show(lambda: torch.rand(2, out=torch.zeros(2, dtype=torch.int64)))
     show(lambda: torch.zeros_like(torch.ones(2), out=torch.ones(2)))
+    torch.manual_seed(5)  # refused before drawing: the stream goes on where it was
+    show(lambda: torch.normal(torch.zeros(2, requires_grad=True), torch.ones(2), out=torch.zeros(2)))
+    show(lambda: torch.normal(torch.zeros(2), 1., out=torch.zeros(2, 2)))
+    show(lambda: torch.rand(2))
     # a refused device draws nothing: the stream goes on where it was
     for call in ("torch.rand(2, 2, device='gpu')", "torch.randn(2, device='npu')", "torch.randint(3, (2,), device='x')",
                  "torch.randperm(4, device='gpu')", "torch.normal(0., 1., (2,), device='gpu')"):
@@ -136,6 +140,9 @@ EXPECTED = [
     'ERR NotImplementedError "normal_kernel_cpu" not implemented for \'Int\'',
     'ERR NotImplementedError "check_uniform_bounds" not implemented for \'Long\'',
     "ERR TypeError zeros_like() got an unexpected keyword argument 'out'",
+    "ERR RuntimeError normal(): functions with out=... arguments don't support automatic differentiation, but one of the arguments requires grad.",
+    'tensor([[-0.4868, -0.6038],\n        [-0.5581,  0.6675]])',
+    'tensor([0.0333, 0.9942])',
     'ERR RuntimeError Expected one of cpu, cuda, ipu, xpu, mkldnn, opengl, opencl, ideep, hip, ve, fpga, maia, xla, lazy, vulkan, mps, meta, hpu, mtia, privateuseone device type at start of device string: gpu',
     'tensor([0.0043, 0.1056])',
     'ERR RuntimeError Expected one of cpu, cuda, ipu, xpu, mkldnn, opengl, opencl, ideep, hip, ve, fpga, maia, xla, lazy, vulkan, mps, meta, hpu, mtia, privateuseone device type at start of device string: npu',

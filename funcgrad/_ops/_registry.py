@@ -15,7 +15,7 @@ import numpy as np
 
 from .. import _dtype, _grad_mode
 from .._dispatch import Op, apply
-from .._errors import warn_at_user
+from .._errors import RESIZED_OUTPUT, warn_at_user
 from .._tensor import Tensor, _dtype_cname, _scalar_type_name
 from . import _parser
 
@@ -247,12 +247,6 @@ def keepdim(f, dim, keepdim):
     return _parser.refuse(f, 2).get("keepdim", False)
 
 
-_RESIZED = ("An output with one or more elements was resized since it had shape {}, which does not match "
-            "the required output shape {}. This behavior is deprecated, and in a future PyTorch release "
-            "outputs will not be resized unless they have zero elements. You can explicitly reuse an out "
-            "tensor t by resizing it, inplace, to zero elements with t.resize_(0).")
-
-
 def cast_dtype(r, o) -> str | None:
     """TensorIterator's check of an out= result ``r`` for ``o``: no lower category (float -> int,
     anything -> bool)."""
@@ -313,7 +307,7 @@ def write_out(r, out, name: str | None = None, check=cast_dtype, refuse_grad: bo
     for o, v in pairs:
         if o.shape != v.shape and o._viewinfo is None:
             if o.numel():
-                warnings.warn(_RESIZED.format(list(o.shape), list(v.shape)), UserWarning, stacklevel=3)
+                warnings.warn(RESIZED_OUTPUT.format(list(o.shape), list(v.shape)), UserWarning, stacklevel=3)
             o._set_value(jnp.zeros(v.shape, o._value.dtype))
         o.copy_(v)
     return type(r)(*out) if isinstance(r, tuple) else out
