@@ -34,7 +34,7 @@ def forward(op, vals, static, skey, cast):
     """``op``'s result made on the host while its key is new, else None (the kernel runs)."""
     if len(vals) == 1:  # (an aval: shape, dtype and weak type in one cheap hashable)
         v = vals[0]
-        if type(v) is not _Array:
+        if type(v) is not _Array or v.committed:  # (a committed array keeps its device: the kernel's)
             return None
         key = (skey, cast, v.aval)
     else:
@@ -42,6 +42,8 @@ def forward(op, vals, static, skey, cast):
         for v in vals:
             t = type(v)
             if t is _Array:
+                if v.committed:
+                    return None
                 parts.append(v.aval)
             elif v is None or t is int or t is float:
                 parts.append(None)

@@ -47,6 +47,20 @@ def test_a_default_device_given_to_jax_first_is_kept():
     assert _child(code, XLA_FLAGS=flags) == "True True"
 
 
+def test_results_stay_on_a_committed_operands_device():
+    """An op's result is where its operand is: a NumPy twin (``_host.forward``) of a view, a
+    reshape, a slice, a cat, a mask, once it had run for the same shapes on the default device,
+    used to put the result of a tensor on another device (cuda:0, here cpu:1) on the default one."""
+    code = ("import funcgrad as fg\n"
+            "b = fg.arange(6., device='cpu:1')\n"
+            "fs = [lambda t: t.view(2, 3), lambda t: t.reshape(3, 2), lambda t: t[1:], lambda t: t.unsqueeze(0),\n"
+            "      lambda t: t * 2, lambda t: fg.cat([t, t]), lambda t: t[t > 2], lambda t: t.flip(0)]\n"
+            "print(sorted({d.id for f in fs for t in (fg.arange(6.), b, fg.arange(6.), b)\n"
+            "              for d in f(t).jax().devices() if t is b}))")
+    flags = (os.environ.get("XLA_FLAGS", "") + " --xla_force_host_platform_device_count=2").strip()
+    assert _child(code, XLA_FLAGS=flags) == "[1]"
+
+
 def test_set_default_device_none_is_the_cpu_again():
     try:
         funcgrad.set_default_device("cpu")
