@@ -16,6 +16,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from .._factories import _linspace_values
 from ._registry import defop
 
 
@@ -89,17 +90,23 @@ grid_sampler_2d = defop("grid_sampler_2d", _grid_sample, "GridSampler2DBackward0
 
 
 # ================================ affine_grid =====================================================
-def _base(n, align_corners):
+def _base(n, align_corners, dtype):
+    """PyTorch's linspace_from_neg_one: its linspace(-1, 1, n) scaled by (n - 1) then divided by
+    n, each step rounded in the dtype (float32: one rounding in float64 gave other last bits)."""
+    dt = np.dtype(dtype)
     if n <= 1:
-        return np.zeros((n,))
-    b = np.linspace(-1.0, 1.0, n)
-    return b if align_corners else b * (n - 1) / n
+        return np.zeros((n,), dt)
+    if dt not in (np.float32, np.float64):   # (half types: rounded once, from float64)
+        b = np.linspace(-1.0, 1.0, n)
+        return (b if align_corners else b * (n - 1) / n).astype(dt)
+    b = _linspace_values(-1.0, 1.0, n, dt)
+    return b if align_corners else b * dt.type(n - 1) / dt.type(n)
 
 
 def _affine_grid(theta, *, size, align_corners):
     n, _, h, w = size
-    bx = jnp.asarray(_base(w, align_corners), theta.dtype)
-    by = jnp.asarray(_base(h, align_corners), theta.dtype)
+    bx = jnp.asarray(_base(w, align_corners, theta.dtype))
+    by = jnp.asarray(_base(h, align_corners, theta.dtype))
     base = jnp.stack([jnp.broadcast_to(bx[None, :], (h, w)), jnp.broadcast_to(by[:, None], (h, w)),
                       jnp.ones((h, w), theta.dtype)], -1)          # (H, W, 3): x, y, 1
     grid = jnp.einsum("pk,njk->npj", base.reshape(h * w, 3), theta)  # (N, H*W, 2)
