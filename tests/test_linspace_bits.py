@@ -1,5 +1,5 @@
 """``linspace`` gives PyTorch's CPU values bit for bit (its kernel's fused multiply-adds from both
-ends), and so does ``affine_grid``'s base grid (PyTorch's linspace, scaled in the dtype). Before,
+ends), so do ``arange``'s floats (its vectorized lanes included) and ``affine_grid``'s base grid (PyTorch's linspace, scaled in the dtype). Before,
 jnp.linspace rounded otherwise: ``linspace(-pi, pi, 2000)`` of the PyTorch polynomial tutorials
 differed in 1206 of its 2000 values, and the Spatial Transformer tutorial's identity affine_grid in
 448 of 1568, which moved grid_sample's one-sided gradients to the other cell (its second training
@@ -32,6 +32,17 @@ def _transcript(torch):
         show(lambda args=args: torch.linspace(*args).tolist())
         show(lambda args=args: torch.linspace(*args, dtype=torch.float64).tolist())
     show(lambda: torch.linspace(0, 1, 5, requires_grad=True))
+    threads = torch.get_num_threads()
+    torch.set_num_threads(2)   # (an arange over 32768 elements is vectorized per thread's chunk)
+    try:
+        for args in [(-3.7, 5.0, 0.3), (0, 1, 0.1), (5, -5, -0.7), (-2, 2, 1e-4), (1.5, 700.0, 0.01),
+                     (0.25, 1000.5, 0.0125)]:
+            for dt in (torch.float32, torch.float64):
+                show(lambda args=args, dt=dt: (args, str(dt), bits(torch.arange(*args, dtype=dt))))
+    finally:
+        torch.set_num_threads(threads)
+    show(lambda: torch.arange(-3.7, 5.0, 0.3)[:20].tolist())
+    show(lambda: torch.arange(0, 2, 0.1, dtype=torch.float64)[16:].tolist())
     theta = torch.tensor([[[1.0, 0, 0], [0, 1, 0]]])
     for ac in (False, True):
         show(lambda ac=ac: bits(torch.nn.functional.affine_grid(theta, (1, 1, 28, 28), align_corners=ac)))
@@ -71,6 +82,21 @@ EXPECTED = [
     '[2.5, 2.5, 2.5]',
     '[2.5, 2.5, 2.5]',
     'tensor([0.0000, 0.2500, 0.5000, 0.7500, 1.0000], requires_grad=True)',
+    "((-3.7, 5.0, 0.3), 'torch.float32', '1be8d08513c3472e')",
+    "((-3.7, 5.0, 0.3), 'torch.float64', '59d3d2ae06454147')",
+    "((0, 1, 0.1), 'torch.float32', 'c19f968c36d3f235')",
+    "((0, 1, 0.1), 'torch.float64', 'd85b1587701bb28f')",
+    "((5, -5, -0.7), 'torch.float32', 'c4b302d5578f36c3')",
+    "((5, -5, -0.7), 'torch.float64', '97523a2fc72dc9ab')",
+    "((-2, 2, 0.0001), 'torch.float32', '39bd86e2c3a37ff9')",
+    "((-2, 2, 0.0001), 'torch.float64', '04b4e56dbba07cc3')",
+    "((1.5, 700.0, 0.01), 'torch.float32', '1b6fdd97ba636563')",
+    "((1.5, 700.0, 0.01), 'torch.float64', 'cf81c8d724d132bf')",
+    "((0.25, 1000.5, 0.0125), 'torch.float32', '9df5320b39dbe7df')",
+    "((0.25, 1000.5, 0.0125), 'torch.float64', '943481d6639fa69f')",
+    '[-3.700000047683716, -3.4000000953674316, -3.1000001430511475, -2.799999952316284, -2.5, -2.200000047683716, -1.9000000953674316, -1.600000023841858, -1.2999999523162842, -0.9999999403953552, '
+    '-0.6999999284744263, -0.3999999463558197, -0.09999994933605194, 0.20000004768371582, 0.5000000596046448, 0.8000000715255737, 1.100000023841858, 1.399999976158142, 1.7000000476837158, 2.0]',
+    '[1.6, 1.7000000000000002, 1.8, 1.9000000000000001]',
     '5c3e0ae589642cf0',
     '2ceb688b8d8ebdf3',
     '6e8663ecaf826e2f',
