@@ -38,6 +38,9 @@ class RemovableHandle:
         self.remove()
 
 
+_CPP_NAMES = {n: "torch::autograd::" + n for n in ("AccumulateGrad", "CopySlices", "CopyBackwards")}
+
+
 class Node:
     """Base of all backward nodes. Subclasses implement ``_apply(grads) -> grads``."""
 
@@ -62,7 +65,11 @@ class Node:
         return d["_metadata"]
 
     def name(self) -> str:
-        return type(self).__name__
+        """PyTorch's name of the node: its class's, or for the nodes PyTorch writes by hand in C++
+        (``AccumulateGrad``, ``CopySlices``, ``CopyBackwards``) the demangled C++ one,
+        ``torch::autograd::AccumulateGrad`` (their repr keeps the short name, as PyTorch's)."""
+        n = type(self).__name__
+        return _CPP_NAMES.get(n, n)
 
     def __repr__(self) -> str:
         return f"<{type(self).__name__} object at {hex(id(self))}>"

@@ -919,7 +919,7 @@ class Tensor:
             except RuntimeError:  # (PyTorch's repr, where reading the view's grad_fn raises)
                 name = "Invalid"
         if name is None and self._grad_fn is not None:
-            name = self._grad_fn.name()
+            name = type(self._grad_fn).__name__  # (PyTorch's repr: the class name, not name())
         if name is not None:
             suffix.append(f"grad_fn=<{name}>")
         elif self.requires_grad:

@@ -286,7 +286,7 @@ def make_dot(root, params: dict | None = None, show_saved: bool = False) -> Grap
         if r.grad_fn is None:
             add(id(r), f"{names.get(id(r), 'tensor')}\n{_shape(r)}", ROOT)
             continue
-        rid = add(id(r.grad_fn), f"{r.grad_fn.name()}\n{_shape(r)}", ROOT)
+        rid = add(id(r.grad_fn), f"{type(r.grad_fn).__name__}\n{_shape(r)}", ROOT)
         stack.append((r.grad_fn, rid))
     done = set()
     while stack:
@@ -307,7 +307,7 @@ def make_dot(root, params: dict | None = None, show_saved: bool = False) -> Grap
                 label = f"{names.get(id(v), '')}\n{_shape(v)}".lstrip("\n") if v is not None else "(freed)"
                 cid = add(id(child), label, LEAF)
             else:
-                cid = add(id(child), child.name(), OP)
+                cid = add(id(child), type(child).__name__, OP)
                 stack.append((child, cid))
             edges.append((cid, fid))
     return Graph(nodes, edges)

@@ -141,7 +141,7 @@ def test_non_tensor_args_needs_input_grad_and_edges():
     z = Scale.apply(x, y, 3.0)
     assert z.grad_fn.needs_input_grad == (True, False, False)
     nf = z.grad_fn.next_functions
-    assert len(nf) == 2 and nf[0][0].name() == "AccumulateGrad" and nf[1] == (None, 0)
+    assert len(nf) == 2 and nf[0][0].name() == "torch::autograd::AccumulateGrad" and nf[1] == (None, 0)
     z.sum().backward()
     np.testing.assert_allclose(x.grad.numpy(), 3 * y.numpy(), rtol=1e-6)
     assert y.grad is None

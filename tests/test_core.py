@@ -228,7 +228,7 @@ def test_setitem_on_nonleaf_is_differentiable():
     w = torch.tensor(5.0, requires_grad=True)
     y = x * 1
     y[1] = w * 2
-    assert y.grad_fn.name() == "CopySlices"
+    assert y.grad_fn.name() == "torch::autograd::CopySlices"
     (y * torch.tensor([1.0, 10.0, 100.0])).sum().backward()
     close(x.grad, [1.0, 0.0, 100.0])
     close(w.grad, 20.0)
@@ -239,7 +239,7 @@ def test_inplace_on_view_of_nonleaf_rebases_base():
     y = x * 1
     v = y[1:3]
     v.mul_(10)
-    assert y.grad_fn.name() == "CopySlices"
+    assert y.grad_fn.name() == "torch::autograd::CopySlices"
     close(y, [1.0, 20.0, 30.0, 4.0])
     y.sum().backward()
     close(x.grad, [1.0, 10.0, 10.0, 1.0])
@@ -250,7 +250,7 @@ def test_next_functions_and_accumulate_grad():
     x = torch.ones(2, requires_grad=True)
     y = x * 2
     fns = y.grad_fn.next_functions
-    assert fns[0][0].name() == "AccumulateGrad" and fns[0][0].variable is x and fns[1] == (None, 0)
+    assert fns[0][0].name() == "torch::autograd::AccumulateGrad" and fns[0][0].variable is x and fns[1] == (None, 0)
     assert repr(y.grad_fn).startswith("<MulBackward0 object at 0x")
     z = x + x
     assert z.grad_fn.next_functions[0][0] is z.grad_fn.next_functions[1][0]

@@ -43,7 +43,7 @@ def test_graph_is_pytorchs_and_the_transpose_is_never_computed(monkeypatch):
     out = lin(x)
     assert out.grad_fn.name() == "AddmmBackward0"
     names = [None if f is None else f.name() for f, _ in out.grad_fn.next_functions]
-    assert names == ["AccumulateGrad", None, "TBackward0"]
+    assert names == ["torch::autograd::AccumulateGrad", None, "TBackward0"]
     assert out.grad_fn.next_functions[2][0].next_functions[0][0].variable is lin.weight
     out.sum().backward()  # first sighting: compiles the fused program
     calls = []

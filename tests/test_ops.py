@@ -93,7 +93,7 @@ def test_op(spec):
         assert got.grad_fn is None and not got.requires_grad
         return
     if spec.grad_fn is not None:
-        assert got.grad_fn.name() == spec.grad_fn
+        assert type(got.grad_fn).__name__ == spec.grad_fn  # (the class: name() of a hand-written node is namespaced)
     cot = np.random.default_rng(1).standard_normal(got.shape)
     gs = funcgrad.autograd.grad(got, [ts[i] for i in gidx], funcgrad.tensor(cot), allow_unused=True)
     if gradient_checked_by_torch(spec):  # (values: the mirror sweep's, against PyTorch)
