@@ -121,6 +121,10 @@ def _forward_unimplemented(self, *input: Any) -> None:
     raise NotImplementedError(f'Module [{type(self).__name__}] is missing the required "forward" function')
 
 
+_BOTH_BACKWARD_HOOKS = ("Cannot use both regular backward hooks and full backward hooks on a single Module. "
+                        "Please use only one of them.")
+
+
 class Module:
     """Base class of all neural-network modules (PyTorch's ``torch.nn.Module``).
 
@@ -816,6 +820,9 @@ class Module:
     def register_full_backward_hook(self, hook: Callable, prepend: bool = False) -> _hooks.RemovableHandle:
         """``hook(module, grad_input, grad_output)`` when the gradients w.r.t. the module's tensor
         inputs are computed; it may return a replacement ``grad_input``."""
+        if self._is_full_backward_hook is False:
+            raise RuntimeError(_BOTH_BACKWARD_HOOKS)
+        object.__setattr__(self, "_is_full_backward_hook", True)
         return _hooks.add_hook(self._backward_hooks, hook, prepend)
 
     def register_full_backward_pre_hook(self, hook: Callable,
@@ -825,10 +832,18 @@ class Module:
         return _hooks.add_hook(self._backward_pre_hooks, hook, prepend)
 
     def register_backward_hook(self, hook: Callable) -> _hooks.RemovableHandle:
-        return self.register_full_backward_hook(hook)
+        """Deprecated: ``hook(module, grad_input, grad_output)`` as a hook of the node that made the
+        module's output (PyTorch's non-full hook: ``grad_input`` are that node's input gradients,
+        e.g. a Conv2d's input, weight and bias, not the module's inputs'; a FutureWarning at each
+        call where they differ). Use ``register_full_backward_hook``."""
+        if self._is_full_backward_hook is True:
+            raise RuntimeError(_BOTH_BACKWARD_HOOKS)
+        object.__setattr__(self, "_is_full_backward_hook", False)
+        return _hooks.add_hook(self._backward_hooks, hook, False)
 
     # ---- call -----------------------------------------------------------------------------------
     _compiled_call_impl = None  # (Module.compile())
+    _is_full_backward_hook = None  # True/False once a full/non-full backward hook is registered
 
     def __call__(self, *args, **kwargs):
         if self._compiled_call_impl is not None:
@@ -857,9 +872,9 @@ class Module:
                 if r is not None:
                     args = r if isinstance(r, tuple) else (r,)
         bw = None
-        if self._backward_hooks or self._backward_pre_hooks:
-            bw = _hooks.BackwardHook(self, list(self._backward_hooks.values()),
-                                     list(self._backward_pre_hooks.values()))
+        full = list(self._backward_hooks.values()) if self._is_full_backward_hook else []
+        if full or self._backward_pre_hooks:
+            bw = _hooks.BackwardHook(self, full, list(self._backward_pre_hooks.values()))
             args = bw.setup_input_hook(args)
         result = self.forward(*args, **kwargs)
         for hid, hook in (*_global_forward_hooks.items(), *self._forward_hooks.items()):
@@ -871,6 +886,8 @@ class Module:
                 result = r
         if bw is not None:
             result = bw.setup_output_hook(result)
+        if self._is_full_backward_hook is False and self._backward_hooks:
+            _hooks.non_full_backward_hooks(self, args, result, list(self._backward_hooks.values()))
         return result
 
     def compile(self, *args, **kwargs) -> None:
