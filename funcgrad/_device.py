@@ -15,6 +15,7 @@ _TYPES = ("cpu", "cuda", "ipu", "xpu", "mkldnn", "opengl", "opencl", "ideep", "h
 
 class device:
     """``funcgrad.device('cpu')``, ``device('cuda', 0)``, ``device('cuda:1')``."""
+    __module__ = "funcgrad"  # (PyTorch's public path: type(x) prints funcgrad.device)
 
     __slots__ = ("type", "index")
 
@@ -191,3 +192,6 @@ def cuda_get_device_name(device=None) -> str:
 
 def cuda_is_bf16_supported(including_emulation: bool = True) -> bool:
     return bool(_devices("gpu"))
+
+# doctest collects a module's classes by __module__ (now funcgrad's): list these here
+__test__ = {"device": device}

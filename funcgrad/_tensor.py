@@ -98,6 +98,7 @@ INFERENCE_INPLACE_MSG = (
 
 class Size(tuple):
     """``x.shape``: a tuple that prints as ``funcgrad.Size([2, 3])``."""
+    __module__ = "funcgrad"  # (PyTorch's public path: type(x) prints funcgrad.Size)
 
     def __repr__(self):
         return f"funcgrad.Size([{', '.join(map(str, self))}])"
@@ -223,6 +224,7 @@ class Tensor:
     tensor([[1.5000, 1.5000],
             [1.5000, 1.5000]])
     """
+    __module__ = "funcgrad"  # (PyTorch's public path: type(x) prints funcgrad.Tensor)
 
     # Hot attributes are slots; rarely-set ones are class-level defaults (an instance only
     # gets a __dict__ entry when one is set), which keeps creating a tensor cheap.
@@ -1073,3 +1075,6 @@ def _register_pytree(cls) -> None:
 
 
 _register_pytree(Tensor)
+
+# doctest collects a module's classes by __module__ (now funcgrad's): list these here
+__test__ = {"Size": Size, "Tensor": Tensor}
