@@ -725,7 +725,7 @@ def _record(op, args, out, skey, cast, mask, vals=None, direct=False):
         t = T._wrap(out)
         t._grad_fn, t._requires_grad = node, True
     if op.saves_result:  # checked at backward like a saved input (PyTorch saves this output)
-        versions.append((SavedOutput(t._ver, out.shape, out.dtype, op.grad_name), 0))
+        versions.append((SavedOutput(t._ver, out.shape, out.dtype, op.grad_name, t._cell), 0))
     return t
 
 
@@ -735,12 +735,15 @@ _RANGES = [tuple(range(n)) for n in range(8)]  # shared _mask_pos tuples
 
 class SavedOutput:
     """What the version check needs of a saved output: its version counter, shape and dtype,
-    and the name of the node that made it (not the tensor or node: that would be a cycle)."""
+    the name of the node that made it, and its storage cell (``grad_fn._saved_result`` is a tensor
+    made anew on it, as PyTorch unpacks a saved output; not the tensor or node: that would be a
+    cycle)."""
 
-    __slots__ = ("_ver", "shape", "dtype", "node_name")
+    __slots__ = ("_ver", "shape", "dtype", "node_name", "cell")
 
-    def __init__(self, ver, shape, dtype, node_name):
+    def __init__(self, ver, shape, dtype, node_name, cell=None):
         self._ver, self.shape, self.dtype, self.node_name = ver, shape, dtype, node_name
+        self.cell = cell
 
     def _type_name(self):
         return _Tensor._wrap(jnp.zeros((), self.dtype))._type_name()

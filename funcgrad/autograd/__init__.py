@@ -15,6 +15,7 @@ _sys.modules[__name__ + ".graph"] = graph
 from . import engine  # noqa: E402
 from . import fused as _fused  # noqa: E402  (registers the fused backward with the engine)
 from . import view_rebase as _view_rebase  # noqa: E402, F401  (registers a view's rebase)
+from . import saved as _saved  # noqa: E402, F401  (grad_fn._saved_<name> on the nodes)
 from .. import _ahead, _cache, _dtype, _tensor  # noqa: E402
 from .._factories import tensor as _tensor_of, zeros_like as _zeros_like  # noqa: E402
 from .._tensor import Tensor as _Tensor, _Array  # noqa: E402
