@@ -104,6 +104,7 @@ from ._ops.sort import (argsort as argsort, cummax as cummax, cummin as cummin, 
 
 # linear algebra, shape/indexing breadth (funcgrad/_ops/linalg.py, decomp.py, indexing.py, shape_more.py)
 from . import linalg as linalg  # noqa: E402
+from . import functional as functional  # noqa: E402  (torch.functional: einsum, norm, split... again)
 from ._ops.creation import tril_indices as tril_indices, triu_indices as triu_indices  # noqa: E402
 from ._ops.decomp import (_det_alias as det, _inverse_alias as inverse,  # noqa: E402
                           _matrix_power_alias as matrix_power, _pinverse_alias as pinverse,
