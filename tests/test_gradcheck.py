@@ -205,3 +205,71 @@ def test_gradgradcheck_detects_wrong_double_backward():
     with pytest.raises(GradcheckError, match="Jacobian mismatch for output 0 with respect to input 0"):
         gradgradcheck(BadSecond.apply, (x,))
     assert gradgradcheck(lambda a: a ** 3, (x,))
+
+
+
+def _exp_fn(lib, backward_scale):
+    class Exp(lib.autograd.Function):  # forward mode right; the backward off by backward_scale
+        @staticmethod
+        def forward(ctx, x):
+            ctx.result = lib.exp(x)
+            return ctx.result
+
+        @staticmethod
+        def backward(ctx, g):
+            return g * ctx.result * backward_scale
+
+        @staticmethod
+        def jvp(ctx, gi):
+            return gi * ctx.result
+    return Exp.apply
+
+
+_FWD = dict(check_forward_ad=True, check_backward_ad=False, check_undefined_grad=False, check_batched_grad=False)
+
+
+def _cases(lib):
+    x = lib.tensor([[0.3, -0.2], [1.1, 0.4]], dtype=lib.float64, requires_grad=True)
+    return [(lambda: lib.autograd.gradcheck(_exp_fn(lib, 1.0), (x,), **_FWD)),
+            # forward mode only: the wrong backward is not run
+            (lambda: lib.autograd.gradcheck(_exp_fn(lib, 1.5), (x,), **_FWD)),
+            (lambda: lib.autograd.gradcheck(_exp_fn(lib, 1.5), (x,), raise_exception=False)),
+            # a tangent that does not flow (detach): forward mode's Jacobian is zero
+            (lambda: lib.autograd.gradcheck(lambda t: t.detach().exp() + 0 * t, (x,), raise_exception=False,
+                                            **_FWD)),
+            (lambda: lib.autograd.gradcheck(lambda t: t.detach().exp() + 0 * t, (x,), **_FWD)),
+            (lambda: lib.autograd.gradcheck(_exp_fn(lib, 1.0), (x,), check_forward_ad=False,
+                                            check_backward_ad=False))]
+
+
+def _outcomes(lib):
+    out = []
+    for f in _cases(lib):
+        try:
+            out.append(repr(f()))
+        except Exception as e:  # noqa: BLE001  (the outcome is the row)
+            out.append(f"{type(e).__name__}: {str(e).splitlines()[0]}")
+    return out
+
+
+# recorded from PyTorch 2.13
+_FWD_EXPECTED = ["True", "True", "False", "False",
+                 "GradcheckError: Jacobian computed with forward mode mismatch for output 0 with respect to input 0,",
+                 "AssertionError: Expected at least one of check_forward_ad or check_backward_ad to be True"]
+
+
+def test_check_forward_ad_checks_forward_mode():
+    """``gradcheck(check_forward_ad=True, check_backward_ad=False)`` checks the Jacobians forward
+    mode gives, and runs no backward (the PyTorch tutorial "Forward-mode Automatic
+    Differentiation" checks this way). funcgrad ran the backward check instead and never checked
+    forward mode: a wrong backward failed it, a wrong forward mode passed."""
+    assert _outcomes(funcgrad) == _FWD_EXPECTED
+
+
+@pytest.mark.torch
+def test_check_forward_ad_is_pytorchs():
+    import warnings
+    torch = pytest.importorskip("torch")
+    with warnings.catch_warnings():  # (torch's gradcheck warns of its own internals)
+        warnings.simplefilter("ignore")
+        assert _outcomes(torch) == _FWD_EXPECTED

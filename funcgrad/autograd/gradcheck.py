@@ -195,6 +195,49 @@ def _slow(func, inputs, diff_idx, func_out, outputs, eps, rtol, atol, nondet_tol
     return True
 
 
+def _forward_analytical(func, inputs, diff_idx, n_out) -> list[list[np.ndarray]]:
+    """The Jacobians by forward mode, ``[output][input]`` each ``[inp.numel(), out.numel()]`` (as
+    ``_numerical``'s): one dual evaluation per input element, its tangent a one-hot."""
+    from . import forward_ad as fwAD
+    T = _T()
+    jac = [[None] * len(diff_idx) for _ in range(n_out)]
+    for k, i in enumerate(diff_idx):
+        d = inputs[i]
+        rows = []
+        for e in range(d.numel()):
+            onehot = np.zeros(d.numel())
+            onehot[e] = 1.0
+            with fwAD.dual_level():
+                duals = list(inputs)
+                duals[i] = fwAD.make_dual(d, tensor(onehot.reshape(tuple(d.shape)), dtype=d.dtype))
+                outs = _as_tuple(func(*duals))
+                rows.append([None if not isinstance(o, T) else
+                             np.zeros(o.numel()) if (t := fwAD.unpack_dual(o).tangent) is None else
+                             _np(t).astype(np.float64).reshape(-1) for o in outs])
+        for j in range(n_out):
+            jac[j][k] = np.stack([r[j] for r in rows]) if rows and rows[0][j] is not None \
+                else np.zeros((d.numel(), 0))
+    return jac
+
+
+def _slow_forward(func, inputs, diff_idx, func_out, eps, rtol, atol) -> None:
+    """``check_forward_ad``: forward mode's Jacobians against the numerical ones (PyTorch's
+    message for a mismatch, "Jacobian computed with forward mode mismatch ...")."""
+    T = _T()
+    all_out = _as_tuple(func_out)
+    numerical = _numerical(func, inputs, diff_idx, len(all_out), eps)
+    analytical = _forward_analytical(func, inputs, diff_idx, len(all_out))
+    pos = [p for p, o in enumerate(all_out)
+           if isinstance(o, T) and (o.dtype.is_floating_point or o.dtype.is_complex)]
+    for i, p in enumerate(pos):
+        for j, (a, n) in enumerate(zip(analytical[p], numerical[p], strict=True)):
+            if not _allclose(a, n, rtol, atol):
+                dt = inputs[diff_idx[j]].dtype
+                raise GradcheckError(f"Jacobian computed with forward mode mismatch for output {i:d} with "
+                                     f"respect to input {j:d},\nnumerical:{_fmt(n, dt)}\nanalytical:"
+                                     f"{_fmt(a, dt)}\n")
+
+
 def _fast(func, inputs, diff_idx, func_out, outputs, eps, rtol, atol, nondet_tol):
     """``vᵀ J u`` with random unit-ish ``u`` (inputs) and ``v`` (outputs), both ways."""
     rng = np.random.default_rng(0)
@@ -312,7 +355,7 @@ def gradcheck(func: Callable, inputs, *, eps: float = 1e-6, atol: float = 1e-5, 
                              "True")
     try:
         return _gradcheck(func, inputs, eps, atol, rtol, nondet_tol, check_undefined_grad,
-                          check_backward_ad or check_forward_ad, fast_mode)
+                          check_backward_ad, fast_mode, check_forward_ad)
     except GradcheckError:
         if raise_exception:
             raise
@@ -320,15 +363,18 @@ def gradcheck(func: Callable, inputs, *, eps: float = 1e-6, atol: float = 1e-5, 
 
 
 def _gradcheck(func, inputs, eps, atol, rtol, nondet_tol, check_undefined_grad, check_backward,
-               fast_mode) -> bool:
+               fast_mode, check_forward=False) -> bool:
     inputs = _as_tuple(inputs)
     diff_idx = _check_inputs(inputs)
     func_out = func(*inputs)
     outputs = _diff_outputs(func_out)
     if any(o.dtype.is_complex for o in outputs):
         raise NotImplementedError("funcgrad's gradcheck does not support complex outputs yet")
-    check = _fast if fast_mode else _slow
-    check(func, inputs, diff_idx, func_out, outputs, eps, rtol, atol, nondet_tol)
+    if check_backward:
+        check = _fast if fast_mode else _slow
+        check(func, inputs, diff_idx, func_out, outputs, eps, rtol, atol, nondet_tol)
+    if check_forward:  # (whole Jacobians by forward mode, also in fast mode)
+        _slow_forward(func, inputs, diff_idx, func_out, eps, rtol, atol)
     if check_backward and outputs:
         _check_backward_zero(list(outputs), inputs, diff_idx, check_undefined_grad)
     return True
