@@ -208,8 +208,8 @@ def test_gradgradcheck_detects_wrong_double_backward():
 
 
 
-def _exp_fn(lib, backward_scale):
-    class Exp(lib.autograd.Function):  # forward mode right; the backward off by backward_scale
+def _exp_fn(lib, backward_scale, jvp_scale=1.0):
+    class Exp(lib.autograd.Function):  # the backward off by backward_scale, the jvp by jvp_scale
         @staticmethod
         def forward(ctx, x):
             ctx.result = lib.exp(x)
@@ -221,7 +221,7 @@ def _exp_fn(lib, backward_scale):
 
         @staticmethod
         def jvp(ctx, gi):
-            return gi * ctx.result
+            return gi * ctx.result * jvp_scale
     return Exp.apply
 
 
@@ -239,7 +239,9 @@ def _cases(lib):
                                             **_FWD)),
             (lambda: lib.autograd.gradcheck(lambda t: t.detach().exp() + 0 * t, (x,), **_FWD)),
             (lambda: lib.autograd.gradcheck(_exp_fn(lib, 1.0), (x,), check_forward_ad=False,
-                                            check_backward_ad=False))]
+                                            check_backward_ad=False)),
+            # forward mode through a Function is its jvp (a wrong one is seen)
+            (lambda: lib.autograd.gradcheck(_exp_fn(lib, 1.0, 1.5), (x,), raise_exception=False, **_FWD))]
 
 
 def _outcomes(lib):
@@ -255,7 +257,8 @@ def _outcomes(lib):
 # recorded from PyTorch 2.13
 _FWD_EXPECTED = ["True", "True", "False", "False",
                  "GradcheckError: Jacobian computed with forward mode mismatch for output 0 with respect to input 0,",
-                 "AssertionError: Expected at least one of check_forward_ad or check_backward_ad to be True"]
+                 "AssertionError: Expected at least one of check_forward_ad or check_backward_ad to be True",
+                 "False"]
 
 
 def test_check_forward_ad_checks_forward_mode():

@@ -19,6 +19,7 @@ from typing import Any, Callable
 
 from .. import _dispatch
 from .._factories import zeros as _zeros
+from .._tensor import DUAL as _DUAL
 from .._tensor import Tensor as _Tensor
 from . import grad_mode
 from .graph import FREED_MSG, Node
@@ -93,7 +94,11 @@ class BackwardCFunction(FunctionCtx, Node):
     # ---- saved tensors ------------------------------------------------------------------------
     @property
     def saved_tensors(self) -> tuple:
-        """The tensors given to ``save_for_backward`` (version-checked; freed after backward)."""
+        """The tensors given to ``save_for_backward`` (version-checked; freed after backward);
+        inside ``jvp``, those given to ``save_for_forward``."""
+        fw = self.__dict__.get("_jvp_saved")
+        if fw is not None:
+            return fw
         if self._freed:
             raise RuntimeError(FREED_MSG)
         if self._saved is None:  # still inside forward / setup_context
@@ -267,17 +272,32 @@ class Function(metaclass=_FunctionMeta):
                     a._fresh()
         ctx.needs_input_grad = tuple(t and a._requires_grad for t, a in zip(is_t, args))
         executable = _state.enabled and any(ctx.needs_input_grad)
-        with grad_mode.no_grad():
-            if has_setup:
-                output = cls.forward(*args, **kwargs)
-                cls.setup_context(ctx, args, output)
-            else:
-                output = cls.forward(ctx, *args, **kwargs)
+        # forward mode (a dual level with an input's tangent): the forward runs without tangents and
+        # the Function's jvp gives the outputs' (PyTorch's custom Function forward AD)
+        level = _DUAL[0]
+        tans = None if level is None else [level.tangent(a) if t else None
+                                           for t, a in zip(is_t, args, strict=True)]
+        if tans is not None and all(t is None for t in tans):
+            tans = None
+        if tans is not None:
+            _DUAL[0] = None
+        try:
+            with grad_mode.no_grad():
+                if has_setup:
+                    output = cls.forward(*args, **kwargs)
+                    cls.setup_context(ctx, args, output)
+                else:
+                    output = cls.forward(ctx, *args, **kwargs)
+        finally:
+            if tans is not None:
+                _DUAL[0] = level
         is_tuple = isinstance(output, tuple)
         outs = output if is_tuple else (output,)
         if not executable:
             # PyTorch still lets forward see ctx, but nothing is recorded; outputs of the forward
             # are plain results (an input returned as is stays the input).
+            if tans is not None:
+                _forward_jvp(cls, ctx, args, is_t, tans, outs, level)
             return output
         ctx._in_meta = tuple((tuple(a.shape), a.dtype) if t else None for t, a in zip(is_t, args))
         ctx._tensor_pos = tuple(i for i, t in enumerate(is_t) if t)
@@ -298,7 +318,28 @@ class Function(metaclass=_FunctionMeta):
         ctx._saved = tuple(saved)
         ctx._saved_versions = tuple((t, t._ver[0]) for t in saved if t is not None)
         ctx.to_save = None
+        if tans is not None:
+            _forward_jvp(cls, ctx, args, is_t, tans, new_outs, level)
         return tuple(new_outs) if is_tuple else new_outs[0]
+
+
+def _forward_jvp(cls, ctx, args, is_t, tans, outs, level) -> None:
+    """``cls.jvp(ctx, *tangents)`` (an input tensor without a tangent gives zeros, or None without
+    ``materialize_grads``; a non-tensor None), its results the float outputs' tangents; inside it
+    ``ctx.saved_tensors`` are those given to ``save_for_forward``, as PyTorch's."""
+    tg = [t if t is not None or not it else
+          (_zeros(tuple(a.shape), dtype=a.dtype) if ctx.materialize_grads else None)
+          for t, it, a in zip(tans, is_t, args, strict=True)]
+    ctx._jvp_saved = tuple(getattr(ctx, "saved_for_forward", None) or ())
+    try:
+        res = cls.jvp(ctx, *tg)
+    finally:
+        del ctx._jvp_saved
+    res = res if isinstance(res, tuple) else (res,)
+    T = _tensor_cls()
+    for o, t in zip(outs, res, strict=False):  # (extra jvp results: none)
+        if isinstance(o, T) and t is not None and (o.dtype.is_floating_point or o.dtype.is_complex):
+            level.set(o, t)
 
 
 def _wrap_outputs(ctx, args, outs):
