@@ -18,6 +18,7 @@ import numpy as np
 from . import _cache, _dtype, _grad_mode as grad_mode, _tensor
 from ._grad_mode import _anomaly
 from ._graph import FREED_MSG, AccumulateGrad, Node, node_class  # noqa: F401
+from ._graph import PACK as _PACK, SAVED_HOOKS_ON as _hooks_on
 from ._host import forward as _host_forward
 from ._scalars import NUMBERS as _NUMBERS, scalar_array, scalar_arrays
 from ._storage import ACTIVE as _active, _Cell
@@ -711,6 +712,8 @@ def _record(op, args, out, skey, cast, mask, vals=None, direct=False):
                for j, o in enumerate(out)]
         for nr, j in enumerate(douts):
             res[j]._set_grad_fn(node, nr)
+        if _hooks_on[0]:  # saved_tensors_hooks entered (in some thread): pack what the node saves
+            _PACK[0](node, args, None)
         return tuple(res)
     node._out_avals = None
     if op.view:
@@ -726,6 +729,8 @@ def _record(op, args, out, skey, cast, mask, vals=None, direct=False):
         t._grad_fn, t._requires_grad = node, True
     if op.saves_result:  # checked at backward like a saved input (PyTorch saves this output)
         versions.append((SavedOutput(t._ver, out.shape, out.dtype, op.grad_name, t._cell), 0))
+    if _hooks_on[0]:  # saved_tensors_hooks entered (in some thread): pack what the node saves
+        _PACK[0](node, args, t)
     return t
 
 
@@ -753,6 +758,7 @@ class OpNode(Node):
     """A node recorded by ``apply``: saved primal inputs + which of them need a gradient."""
 
     __slots__ = ("_op", "_key", "_saved", "_versions", "_freed", "_out_avals", "_mask_pos")
+    _packed = None  # {source: (packed, unpack_hook)} under saved_tensors_hooks (autograd/saved.py)
 
     @property
     def num_outputs(self):
@@ -769,6 +775,8 @@ class OpNode(Node):
         if not saved_nothing(self):  # (a node that saved no tensor can run again, as PyTorch's)
             self._saved = self._versions = None
             self._freed = True
+            if self._packed is not None:  # (what pack_hook returned goes now, as in PyTorch)
+                self._packed = None
 
     def _apply(self, grads):
         op = self._op
@@ -780,17 +788,18 @@ class OpNode(Node):
         else:  # an output nothing used gets no cotangent (see Op.vjp_fn)
             cots = tuple(grads)
         mask = self._key[3]
+        saved = self._saved if self._packed is None else self._unpacked_saved()
         if _state.enabled:  # create_graph: the backward kernel is itself a recorded op
             bop = op.backward_op(*self._key)
             aval_pos = {i for i, _ in self._key[4]}
-            ins = [s for i, s in enumerate(self._saved) if i not in aval_pos]
+            ins = [s for i, s in enumerate(saved) if i not in aval_pos]
             res = apply(bop, *ins, *cots)
         else:
             k = op._bwd.get(self._key)
             if k is None:
                 k = op.backward(*self._key)
             T = _Tensor
-            vals = scalar_arrays([s._value if isinstance(s, T) else s for s in self._saved])
+            vals = scalar_arrays([s._value if isinstance(s, T) else s for s in saved])
             res = [T._wrap(r) for r in k(vals, tuple([None if c is None else c._value for c in cots]))]
         if len(res) == len(self._mask_pos):
             return res

@@ -7,6 +7,8 @@ jitted XLA program. ``type(node).__name__`` is PyTorch's name (``MulBackward0``â
 
 from __future__ import annotations
 
+import contextlib
+import threading
 import weakref
 
 _CLASSES: dict = {}
@@ -129,3 +131,68 @@ def node_class(name: str, base: type) -> type:
         cls = type(name, (base,), {"__slots__": ()})
         _CLASSES[key] = cls
     return cls
+
+
+# ---- saved tensors hooks (torch.autograd.graph.saved_tensors_hooks) -----------------------------
+class _SavedHooksState(threading.local):
+    """This thread's stack of (pack, unpack) hooks, and disable_saved_tensors_hooks' message."""
+
+    def __init__(self):
+        self.stack, self.disabled = [], None
+
+
+SAVED_HOOKS = _SavedHooksState()
+# How many saved_tensors_hooks are entered, in all threads: the one check dispatch makes when it
+# records a node (``PACK[0](node, args, out)`` then packs what the node saves, autograd/saved.py).
+SAVED_HOOKS_ON = [0]
+PACK = [None]
+
+
+def _callable_error(fn_name, sig, args):
+    return TypeError(f"{fn_name}(): incompatible function arguments. The following argument types "
+                     f"are supported:\n    1. {sig} -> None\n\nInvoked with: "
+                     + ", ".join(map(repr, args)))
+
+
+class saved_tensors_hooks:  # noqa: N801  (PyTorch's name)
+    """Context manager: tensors an op saves for backward while it is active are passed to
+    ``pack_hook`` when saved, and the backward uses ``unpack_hook`` of what it returned. Only the
+    innermost pair applies.
+
+    >>> import funcgrad
+    >>> x = funcgrad.ones(2, requires_grad=True)
+    >>> with funcgrad.autograd.graph.saved_tensors_hooks(lambda t: t * 4, lambda p: p / 4):
+    ...     y = x.pow(2)
+    >>> y.sum().backward()
+    >>> x.grad
+    tensor([2., 2.])
+    """
+
+    def __init__(self, pack_hook, unpack_hook) -> None:
+        self.pack_hook, self.unpack_hook = pack_hook, unpack_hook
+
+    def __enter__(self) -> None:
+        if not (callable(self.pack_hook) and callable(self.unpack_hook)):
+            raise _callable_error("_push_saved_tensors_default_hooks",
+                                  "(arg0: collections.abc.Callable, arg1: collections.abc.Callable)",
+                                  (self.pack_hook, self.unpack_hook))
+        if SAVED_HOOKS.disabled is not None:
+            raise RuntimeError(SAVED_HOOKS.disabled)
+        SAVED_HOOKS.stack.append((self.pack_hook, self.unpack_hook))
+        SAVED_HOOKS_ON[0] += 1
+
+    def __exit__(self, *args: object) -> None:
+        SAVED_HOOKS.stack.pop()
+        SAVED_HOOKS_ON[0] -= 1
+
+
+@contextlib.contextmanager
+def disable_saved_tensors_hooks(error_message: str):
+    """Within it, entering ``saved_tensors_hooks`` (or saving a tensor under hooks entered
+    before) raises ``RuntimeError(error_message)``."""
+    prev = SAVED_HOOKS.disabled
+    try:
+        SAVED_HOOKS.disabled = error_message
+        yield
+    finally:
+        SAVED_HOOKS.disabled = prev

@@ -81,9 +81,9 @@ def _plan(root):
             leaf_ids.append(ids[node])
             leaves.append(node)
             continue
-        if not isinstance(node, opnode) or node._freed or \
-                node._hooks or node._pre_hooks or node._tensor_pre_hooks or node._retain:
-            return None
+        if not isinstance(node, opnode) or node._freed or node._hooks or node._pre_hooks or \
+                node._tensor_pre_hooks or node._retain or node._packed is not None:
+            return None  # (saved tensors packed by hooks: the engine unpacks them, node by node)
         e = []
         for child, nr in node.next_functions:
             if child is not None:
@@ -293,7 +293,8 @@ _LAST: list = [None]  # the program of the last fused backward (the LRU's most r
 def _fusable(node) -> bool:
     """May ``node`` run inside a program (``_plan`` inlines the same test in its walk)?"""
     return isinstance(node, OpNode) and not node._freed and not (
-        node._hooks or node._pre_hooks or node._tensor_pre_hooks or node._retain)
+        node._hooks or node._pre_hooks or node._tensor_pre_hooks or node._retain
+        or node._packed is not None)
 
 
 def run_region(start, buf, buffers, deps, retain_graph):

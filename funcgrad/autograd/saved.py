@@ -7,28 +7,43 @@ storage cell, ``_dispatch.SavedOutput``); the table below maps PyTorch's names t
 the inputs whose gradient makes PyTorch save each one (a variable it did not save reads
 ``None``, as PyTorch's). Reading one after a backward freed the graph raises PyTorch's error;
 reading one modified in place raises the version error, as PyTorch's unpack does.
+
+Saved tensors hooks (``funcgrad.autograd.graph.saved_tensors_hooks``, ``save_on_cpu``,
+``grad_fn._raw_saved_<name>.register_hooks``): dispatch calls ``_pack`` for each node it records
+while hooks are entered (one check when none is); it packs what PyTorch saves (the table's
+tensors; for a node not in the table, each tensor input it keeps), under ``no_grad``, and the
+node's backward unpacks each one before it runs (``OpNode._unpacked_saved``), so the backward
+computes with what ``unpack_hook`` returned. A saved *output* is packed and unpacked as in
+PyTorch, but funcgrad's backward recomputes from the inputs: what its unpack returns is checked,
+not used. Nodes with packed tensors run in the engine, not in a fused program.
 """
 
 from __future__ import annotations
 
-from .. import _dtype
+import funcgrad
+
+from .. import _dtype, _graph
 from .._dispatch import OpNode, SavedOutput, _version_msg
-from .._graph import FREED_MSG, node_class
+from .._grad_mode import no_grad
+from .._graph import FREED_MSG, SAVED_HOOKS, _callable_error, node_class, saved_tensors_hooks
 from .._tensor import Tensor
 
 _WRAPPED = {bool: _dtype.bool_, int: _dtype.int64, float: _dtype.float64, complex: _dtype.complex128}
 
-# node -> ((name, source, needed by), ...): source is an input's position, "result", or
-# ("key", name) (a static argument of the op); "needed by": PyTorch saves the variable only
-# when one of those inputs needs a gradient (None: always).
+# node -> ((name, source, needed by), ...), in the order PyTorch packs them: source is an input's
+# position, "result", or ("key", name) (a static argument of the op); "needed by": PyTorch saves
+# the variable only when one of those inputs needs a gradient (None: always).
 SAVED = {
-    "MulBackward0": (("self", 0, (1,)), ("other", 1, (0,))),
-    "DivBackward0": (("self", 0, (1,)), ("other", 1, (0, 1))),
-    "PowBackward1": (("self", 0, None), ("exponent", 1, None), ("result", "result", None)),
-    "MmBackward0": (("self", 0, (1,)), ("mat2", 1, (0,))),
+    "MulBackward0": (("other", 1, (0,)), ("self", 0, (1,))),
+    "PowBackward0": (("self", 0, None),),
+    "DivBackward0": (("other", 1, (0, 1)), ("self", 0, (1,))),
+    "PowBackward1": (("exponent", 1, None), ("self", 0, None), ("result", "result", None)),
+    "MmBackward0": (("mat2", 1, (0,)), ("self", 0, (1,))),  # (PyTorch packs mat2 first)
     "AddmmBackward0": (("mat1", 1, (2,)), ("mat2", 2, (1,)), ("alpha", ("key", "alpha"), None),
                        ("beta", ("key", "beta"), None)),
     "ExpBackward0": (("result", "result", None),),
+    "SoftmaxBackward0": (("result", "result", None),),  # (and PyTorch's _saved_dim: not kept)
+    "LogSoftmaxBackward0": (("result", "result", None),),
     "TanhBackward0": (("result", "result", None),),
     "SigmoidBackward0": (("result", "result", None),),
     "SqrtBackward0": (("result", "result", None),),
@@ -40,45 +55,219 @@ SAVED = {
 }
 
 
-def _unpack_input(node, i):
-    if node._freed:
-        raise RuntimeError(FREED_MSG)
-    s = node._saved[i]
-    if type(s) in _WRAPPED:  # a Python number: PyTorch's wrapped-number tensor
-        from .._factories import tensor
-        return tensor(s, dtype=_WRAPPED[type(s)])
+PACK_IN_PLACE_MSG = (
+    "A saved tensor pack hook is modifying its input in place. Tensors provided as input to pack "
+    "hook cannot be modified by in-place operations as this can lead to unexpected side-effects. "
+    "Please open an issue if you need to perform in-place operations on the input to a pack hook.")
+FREED_HOOKS_MSG = (
+    "Calling register_hooks on a saved tensor after it has been freed. Saved intermediate values "
+    "of the graph are freed when you call .backward() or autograd.grad(). Specify "
+    "retain_graph=True if you need to backward through the graph a second time or if you need to "
+    "access saved variables after calling backward.")
+
+
+def _wrapped(s):
+    return funcgrad.tensor(s, dtype=_WRAPPED[type(s)])  # PyTorch's wrapped-number tensor
+
+
+def _check_version(node, s):
     for t, v in node._versions:
         if t is s and t._ver[0] != v:
             raise RuntimeError(_version_msg(t, v))
-    return s
 
 
-def _unpack_result(node):
-    if node._freed:
-        raise RuntimeError(FREED_MSG)
+def _result(node):
+    """The node's saved output, as PyTorch unpacks it: a new tensor on its storage."""
     for so, v in node._versions:
         if type(so) is SavedOutput:
             if so._ver[0] != v:
                 raise RuntimeError(_version_msg(so, v))
-            t = object.__new__(Tensor)  # a new tensor on the output's storage, as PyTorch's unpack
+            t = object.__new__(Tensor)
             t._cell, t._viewinfo, t._ver, t._requires_grad, t._grad_fn = so.cell, None, so._ver, True, node
             return t
     raise AssertionError(f"{type(node).__name__} recorded no saved output")  # (the table is wrong)
 
 
-def _getter(source, needed):
-    def get(node):
-        if needed is not None and not any(node._key[3][i] for i in needed):
-            return None  # PyTorch did not save it: no input that needs it requires grad
+def _unpack(packed, source):
+    p, unpack = packed[source]
+    v = unpack(p)
+    if not isinstance(v, Tensor):
+        raise TypeError(f"Output of saved tensor unpack_hook expected to be a Tensor but got result "
+                        f"of type {type(v).__name__}")
+    return v
+
+
+def _rewrap(v, orig):
+    """What PyTorch's unpack makes of ``unpack_hook``'s tensor ``v`` for the saved ``orig``: ``v``
+    itself where ``orig`` needs no gradient, else a new tensor on ``v``'s data with ``orig``'s
+    place in the graph (its node, or the leaf's AccumulateGrad)."""
+    if not orig._requires_grad:
+        return v
+    if v._viewinfo is None:
+        t = object.__new__(Tensor)
+        t._cell, t._viewinfo, t._ver = v._cell, None, v._ver
+    else:
+        t = Tensor._wrap(v._value)
+    t._requires_grad, t._grad_fn = True, orig._grad_fn
+    if orig._grad_fn is None:
+        t._accum = orig._edge()[0]
+    elif orig._output_nr:
+        t._output_nr = orig._output_nr
+    return t
+
+
+def _orig(node, source):
+    return _result(node) if source == "result" else node._saved[source]
+
+
+def _value(node, source):
+    """What ``grad_fn._saved_<name>`` reads (the node saved it: ``source`` passed its condition)."""
+    if node._freed:
+        raise RuntimeError(FREED_MSG)
+    if node._packed is not None and source in node._packed:
+        return _rewrap(_unpack(node._packed, source), _orig(node, source))
+    if source == "result":
+        return _result(node)
+    s = node._saved[source]
+    if type(s) in _WRAPPED:
+        return _wrapped(s)
+    _check_version(node, s)
+    return s
+
+
+def _is_saved(node, needed):
+    return needed is None or any(node._key[3][i] for i in needed)
+
+
+def _sources(node, out):
+    """The saved tensors PyTorch would pack for ``node``, in its order: (source, tensor)."""
+    entries = SAVED.get(type(node).__name__)
+    if entries is None:
+        return [(i, s) for i, s in enumerate(node._saved) if isinstance(s, Tensor)]
+    res = []
+    for _attr, source, needed in entries:
+        if type(source) is tuple or not _is_saved(node, needed):
+            continue
         if source == "result":
-            return _unpack_result(node)
+            if out is not None:
+                res.append((source, out))
+        elif isinstance(node._saved[source], Tensor):
+            res.append((source, node._saved[source]))
+    return res
+
+
+def _pack(node, args, out):
+    """Dispatch's call for a node recorded while saved_tensors_hooks are entered (in any thread)."""
+    stack = SAVED_HOOKS.stack
+    if not stack:  # (entered in another thread only)
+        return
+    sources = _sources(node, out)
+    if not sources:
+        return
+    if SAVED_HOOKS.disabled is not None:
+        raise RuntimeError(SAVED_HOOKS.disabled)
+    pack, unpack = stack[-1]
+    packed = {}
+    with no_grad():
+        for source, t in sources:
+            ver = t._ver[0]
+            p = pack(t)
+            if t._ver[0] != ver:
+                raise RuntimeError(PACK_IN_PLACE_MSG)
+            packed[source] = (p, unpack)
+    node._packed = packed
+
+
+def _unpacked_saved(self):
+    """The node's saved inputs for its backward, each packed one as ``unpack_hook`` returns it
+    (PyTorch unpacks every saved variable when the node runs, a saved output too)."""
+    saved = list(self._saved)
+    for source in self._packed:
+        v = _unpack(self._packed, source)
+        if source != "result":
+            saved[source] = _rewrap(v, saved[source])
+    return saved
+
+
+OpNode._unpacked_saved = _unpacked_saved
+_graph.PACK[0] = _pack
+
+
+class SavedTensor:
+    """``grad_fn._raw_saved_<name>``: one saved variable, whose ``register_hooks(pack, unpack)``
+    packs it now and has the backward (and ``_saved_<name>``) unpack it, as PyTorch's."""
+
+    __slots__ = ("_node", "_source", "_needed")
+
+    def __init__(self, node, source, needed):
+        self._node, self._source, self._needed = node, source, needed
+
+    def register_hooks(self, pack_hook, unpack_hook) -> None:
+        if not (callable(pack_hook) and callable(unpack_hook)):
+            raise _callable_error("register_hooks", "(self: funcgrad._C._autograd.SavedTensor, arg0: "
+                                  "collections.abc.Callable, arg1: collections.abc.Callable)",
+                                  (self, pack_hook, unpack_hook))
+        node, source = self._node, self._source
+        if node._packed is not None and source in node._packed:
+            raise RuntimeError("Calling register_hooks on a saved tensor whose hooks have already been "
+                               "set. Hint: only one pair of hooks is allowed at a time.")
+        if not _is_saved(node, self._needed):
+            raise RuntimeError("Calling register_hooks on a saved tensor with value None is forbidden")
+        if node._freed:
+            raise RuntimeError(FREED_HOOKS_MSG)
+        t = _result(node) if source == "result" else node._saved[source]
+        t = _wrapped(t) if type(t) in _WRAPPED else t.detach()
+        with no_grad():
+            p = pack_hook(t)
+        if node._packed is None:
+            node._packed = {}
+        node._packed[source] = (p, unpack_hook)
+
+
+SavedTensor.__module__, SavedTensor.__qualname__ = "funcgrad._C._autograd", "SavedTensor"
+
+
+def _getters(source, needed):
+    def get(node):
+        if not _is_saved(node, needed):
+            return None  # PyTorch did not save it: no input that needs it requires grad
         if type(source) is tuple:
             return dict(node._key[0])[source[1]]
-        return _unpack_input(node, source)
-    return property(get)
+        return _value(node, source)
+    return property(get), property(lambda node: SavedTensor(node, source, needed))
 
 
 for _name, _entries in SAVED.items():
     _cls = node_class(_name, OpNode)
     for _attr, _source, _needed in _entries:
-        setattr(_cls, "_saved_" + _attr, _getter(_source, _needed))
+        _get, _raw = _getters(_source, _needed)
+        setattr(_cls, "_saved_" + _attr, _get)
+        if type(_source) is not tuple:
+            setattr(_cls, "_raw_saved_" + _attr, _raw)
+
+
+class save_on_cpu(saved_tensors_hooks):  # noqa: N801  (PyTorch's name)
+    """Saved tensors go to the CPU when saved and back to their device for the backward (into
+    pinned memory where the device type's module is available, as PyTorch's)."""
+
+    def __init__(self, pin_memory: bool = False, device_type: str = "cuda") -> None:
+        device_module = getattr(funcgrad, device_type, funcgrad.cuda)
+
+        def pack_to_cpu(tensor):
+            if not pin_memory:
+                return (tensor.device, tensor.cpu())
+            is_pinnable = device_module.is_available() and not tensor.is_sparse
+            packed = funcgrad.empty(tensor.size(), dtype=tensor.dtype, layout=tensor.layout,
+                                    pin_memory=is_pinnable)
+            packed.copy_(tensor, non_blocking=is_pinnable)
+            return (tensor.device, packed)
+
+        def unpack_from_cpu(packed):
+            device, tensor = packed
+            return tensor.to(device, non_blocking=pin_memory)
+
+        super().__init__(pack_to_cpu, unpack_from_cpu)
+
+
+save_on_cpu.__module__ = "funcgrad.autograd.graph"
+_graph.save_on_cpu = save_on_cpu
