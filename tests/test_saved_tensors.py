@@ -347,6 +347,53 @@ def _tutorial(torch):
     return out
 
 
+def _function_transcript(torch):
+    """A custom Function's save_for_backward under the hooks: packed after its forward (an output
+    saved as the returned one), unpacked at each ctx.saved_tensors read."""
+    out = []
+    show = shower(out, warns=True)
+    log = []
+    torch.manual_seed(0)
+    x = torch.randn(3, requires_grad=True)
+    c = torch.randn(3)
+
+    def tag(t):
+        return "x" if t is x else "c" if t is c else (type(t.grad_fn).__name__, t.requires_grad, t.is_leaf)
+
+    class F(torch.autograd.Function):
+        @staticmethod
+        def forward(ctx, a, b):
+            out = a * b
+            ctx.save_for_backward(a, b, out, None)
+            return out
+
+        @staticmethod
+        def backward(ctx, g):
+            a, b, out, n = ctx.saved_tensors
+            log.append(("backward", tag(a), tag(b), tag(out), n))
+            ctx.saved_tensors  # noqa: B018  (a second read unpacks again)
+            return g * b * 2, None
+
+    def pack(t):
+        log.append(("pack", tag(t), torch.is_grad_enabled()))
+        return ("P", t * 1)
+
+    def unpack(p):
+        log.append(("unpack", tag(p[1]), torch.is_grad_enabled()))
+        return p[1]
+    with torch.autograd.graph.saved_tensors_hooks(pack, unpack):
+        y = F.apply(x, c)
+    show(lambda: list(log))
+    log.clear()
+    y.sum().backward()
+    show(lambda: (list(log), x.grad))
+    show(lambda: y.grad_fn.saved_tensors)
+    with torch.autograd.graph.saved_tensors_hooks(lambda t: 1, lambda p: p):
+        y = F.apply(x, c)
+    show(lambda: y.sum().backward())
+    return out
+
+
 EXPECTED = [
     "('MulBackward0', {'_saved_other': (torch.float32, (2, 3), 'NoneType', True, [0.4033, 0.838, -0.7193, -0.4033, -0.5966, 0.182]), '_saved_self': (torch.float32, (2, 3), 'NoneType', True, [1.541, -0.2934, -2.1788, 0.5684, -1.0845, -1.3986])})",
     "('MulBackward0', {'_saved_other': (torch.float32, (2, 3), 'NoneType', False, [-0.8567, 1.1006, -1.0712, 0.1227, -0.5663, 0.3731]), '_saved_self': None})",
@@ -491,3 +538,20 @@ def test_tutorial_as_pytorch():
 @pytest.mark.torch
 def test_recorded_tutorial_is_pytorchs():
     check_transcript(torch_transcript(_tutorial), EXPECTED_TUTORIAL)
+
+
+EXPECTED_FUNCTION = [
+    "[('pack', 'x', False), ('pack', 'c', False), ('pack', ('FBackward', True, False), False)]",
+    "([('unpack', ('NoneType', False, True), False), ('unpack', ('NoneType', False, True), False), ('unpack', ('NoneType', False, True), False), ('backward', ('NoneType', True, True), ('NoneType', False, True), ('FBackward', True, False), None), ('unpack', ('NoneType', False, True), False), ('unpack', ('NoneType', False, True), False), ('unpack', ('NoneType', False, True), False)], tensor([ 1.1369, -2.1690, -2.7972]))",
+    'ERR RuntimeError Trying to backward through the graph a second time (or directly access saved tensors after they have already been freed). Saved intermediate values of the graph are freed when you call .backward() or autograd.grad(). Specify retain_graph=True if you need to backward through the graph a second time or if you need to access saved tensors after calling backward.',
+    'ERR TypeError Output of saved tensor unpack_hook expected to be a Tensor but got result of type int',
+]
+
+
+def test_function_saved_tensors_hooks_as_pytorch():
+    check_transcript(_function_transcript(funcgrad), EXPECTED_FUNCTION)
+
+
+@pytest.mark.torch
+def test_recorded_function_transcript_is_pytorchs():
+    check_transcript(torch_transcript(_function_transcript), EXPECTED_FUNCTION)

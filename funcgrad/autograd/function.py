@@ -22,7 +22,9 @@ from .._factories import zeros as _zeros
 from .._tensor import DUAL as _DUAL
 from .._tensor import Tensor as _Tensor
 from . import grad_mode
+from . import saved as _saved_hooks
 from .graph import FREED_MSG, Node
+from .graph import SAVED_HOOKS_ON as _hooks_on
 
 _state = grad_mode._state
 
@@ -69,6 +71,7 @@ class BackwardCFunction(FunctionCtx, Node):
     ``<Name>Backward``; no ``__slots__``, so users may set arbitrary attributes on ``ctx``."""
 
     _forward_cls: type = None
+    _packed = None  # {position: (packed, unpack_hook)} under saved_tensors_hooks (saved.py)
 
     def __init__(self):
         Node.__init__(self, ())
@@ -106,6 +109,8 @@ class BackwardCFunction(FunctionCtx, Node):
         for t, v in self._saved_versions:
             if t._ver[0] != v:
                 raise RuntimeError(_dispatch._version_msg(t, v))
+        if self._packed is not None:  # saved under saved_tensors_hooks: unpacked at each read
+            return _saved_hooks.unpack_ctx(self)
         return self._saved
 
     saved_variables = saved_tensors
@@ -116,6 +121,7 @@ class BackwardCFunction(FunctionCtx, Node):
     def _release(self) -> None:
         if self._saved:  # a Function that saved nothing can be backpropagated again
             self._saved, self._saved_versions, self._freed = None, (), True
+            self._packed = None
 
     # ---- backward -----------------------------------------------------------------------------
     def apply(self, *grads):
@@ -318,6 +324,8 @@ class Function(metaclass=_FunctionMeta):
         ctx._saved = tuple(saved)
         ctx._saved_versions = tuple((t, t._ver[0]) for t in saved if t is not None)
         ctx.to_save = None
+        if _hooks_on[0]:  # saved_tensors_hooks entered (in some thread): pack what it saved
+            _saved_hooks.pack_ctx(ctx)
         if tans is not None:
             _forward_jvp(cls, ctx, args, is_t, tans, new_outs, level)
         return tuple(new_outs) if is_tuple else new_outs[0]

@@ -189,6 +189,34 @@ def _unpacked_saved(self):
     return saved
 
 
+def pack_ctx(ctx):
+    """A custom Function's ``save_for_backward`` tensors, packed as PyTorch packs them (each one
+    not None, after the forward; ``ctx.saved_tensors`` unpacks them at each read)."""
+    stack = SAVED_HOOKS.stack
+    items = [(i, t) for i, t in enumerate(ctx._saved) if t is not None]
+    if not stack or not items:
+        return
+    if SAVED_HOOKS.disabled is not None:
+        raise RuntimeError(SAVED_HOOKS.disabled)
+    pack, unpack = stack[-1]
+    packed = {}
+    with no_grad():
+        for i, t in items:
+            ver = t._ver[0]
+            p = pack(t)
+            if t._ver[0] != ver:
+                raise RuntimeError(PACK_IN_PLACE_MSG)
+            packed[i] = (p, unpack)
+    ctx._packed = packed
+
+
+def unpack_ctx(ctx):
+    saved = list(ctx._saved)
+    for i in ctx._packed:
+        saved[i] = _rewrap(_unpack(ctx._packed, i), saved[i])
+    return tuple(saved)
+
+
 OpNode._unpacked_saved = _unpacked_saved
 _graph.PACK[0] = _pack
 
