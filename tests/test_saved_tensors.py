@@ -75,6 +75,17 @@ def _transcript(torch):
     y.sum().backward(retain_graph=True)
     show(lambda: y.grad_fn._saved_self is x)
     show(lambda: y.grad_fn._saved_result)
+    # numbers kept beside the tensors (all of the node's _saved_ names), also after a backward
+    for f in [lambda: x + w, lambda: torch.add(x, w, alpha=3), lambda: x - w, lambda: torch.sub(x, w, alpha=2),
+              lambda: x - 2, lambda: 2 - x, lambda: x + 2, lambda: x.sum(), lambda: x.mean(), lambda: x.view(6),
+              lambda: x.reshape(3, 2)]:
+        def numbers(f=f):
+            y = f()
+            g = y.grad_fn
+            before = {a: getattr(g, a) for a in sorted(dir(g)) if a.startswith("_saved_")}
+            y.sum().backward()
+            return (type(g).__name__, before, {a: getattr(g, a) for a in before} == before)
+        show(numbers)
     return out
 
 
@@ -431,6 +442,17 @@ EXPECTED = [
     '(2, 1)',
     'True',
     "ERR AttributeError 'SinBackward0' object has no attribute '_saved_result'",
+    "('AddBackward0', {'_saved_alpha': 1}, True)",
+    "('AddBackward0', {'_saved_alpha': 3}, True)",
+    "('SubBackward0', {'_saved_alpha': 1}, True)",
+    "('SubBackward0', {'_saved_alpha': 2}, True)",
+    "('SubBackward0', {'_saved_alpha': 1}, True)",
+    "('RsubBackward1', {'_saved_alpha': 1}, True)",
+    "('AddBackward0', {'_saved_alpha': 1}, True)",
+    "('SumBackward0', {'_saved_self_sym_sizes': (2, 3)}, True)",
+    "('MeanBackward0', {'_saved_self_sym_numel': 6, '_saved_self_sym_sizes': (2, 3)}, True)",
+    "('ViewBackward0', {'_saved_self_sym_sizes': (2, 3)}, True)",
+    "('ViewBackward0', {'_saved_self_sym_sizes': (2, 3)}, True)",
 ]
 
 

@@ -20,6 +20,8 @@ not used. Nodes with packed tensors run in the engine, not in a fused program.
 
 from __future__ import annotations
 
+import math
+
 import funcgrad
 
 from .. import _dtype, _graph
@@ -31,8 +33,10 @@ from .._tensor import Tensor
 _WRAPPED = {bool: _dtype.bool_, int: _dtype.int64, float: _dtype.float64, complex: _dtype.complex128}
 
 # node -> ((name, source, needed by), ...), in the order PyTorch packs them: source is an input's
-# position, "result", or ("key", name) (a static argument of the op); "needed by": PyTorch saves
-# the variable only when one of those inputs needs a gradient (None: always).
+# position, "result", or a number kept beside the tensors: ("key", name) (a static argument of the
+# op), ("arg", i, default) (a Python number operand, absent: default), ("sizes", i) / ("numel", i)
+# (input i's shape, kept by a linear op); "needed by": PyTorch saves the variable only when one of
+# those inputs needs a gradient (None: always).
 SAVED = {
     "MulBackward0": (("other", 1, (0,)), ("self", 0, (1,))),
     "PowBackward0": (("self", 0, None),),
@@ -41,6 +45,12 @@ SAVED = {
     "MmBackward0": (("mat2", 1, (0,)), ("self", 0, (1,))),  # (PyTorch packs mat2 first)
     "AddmmBackward0": (("mat1", 1, (2,)), ("mat2", 2, (1,)), ("alpha", ("key", "alpha"), None),
                        ("beta", ("key", "beta"), None)),
+    "AddBackward0": (("alpha", ("arg", 2, 1), None),),
+    "SubBackward0": (("alpha", ("arg", 2, 1), None),),
+    "RsubBackward1": (("alpha", ("arg", 2, 1), None),),
+    "SumBackward0": (("self_sym_sizes", ("sizes", 0), None),),
+    "MeanBackward0": (("self_sym_numel", ("numel", 0), None), ("self_sym_sizes", ("sizes", 0), None)),
+    "ViewBackward0": (("self_sym_sizes", ("sizes", 0), None),),
     "ExpBackward0": (("result", "result", None),),
     "SoftmaxBackward0": (("result", "result", None),),  # (and PyTorch's _saved_dim: not kept)
     "LogSoftmaxBackward0": (("result", "result", None),),
@@ -255,12 +265,21 @@ class SavedTensor:
 SavedTensor.__module__, SavedTensor.__qualname__ = "funcgrad._C._autograd", "SavedTensor"
 
 
+def _number(node, kind, key, default=None):
+    if kind == "key":
+        return dict(node._key[0])[key]
+    if kind == "arg":  # (an op that keeps only numbers is never freed: saved_nothing)
+        return node._saved[key] if len(node._saved) > key else default
+    shape = dict(node._key[4])[key][0]  # (a linear op's avals: kept after the graph is freed)
+    return tuple(shape) if kind == "sizes" else math.prod(shape)
+
+
 def _getters(source, needed):
     def get(node):
         if not _is_saved(node, needed):
             return None  # PyTorch did not save it: no input that needs it requires grad
         if type(source) is tuple:
-            return dict(node._key[0])[source[1]]
+            return _number(node, *source)
         return _value(node, source)
     return property(get), property(lambda node: SavedTensor(node, source, needed))
 
