@@ -137,6 +137,16 @@ def _hooks_transcript(torch):
               lambda: torch.softmax(x, 1) * w, lambda: torch.log_softmax(x, 1),
               lambda: x.sin().exp() * w]:
         show(run(f))
+    # retain_graph: each backward unpacks again
+    with torch.autograd.graph.saved_tensors_hooks(pack, unpack):
+        y = (x.sin() * x).sum()
+    log.clear()
+    x.grad = None
+    y.backward(retain_graph=True)
+    show(lambda: (list(log), x.grad))
+    log.clear()
+    y.backward()
+    show(lambda: (list(log), x.grad))
     # the unpacked tensor is what the backward computes with; reading _saved_* unpacks each time
     with torch.autograd.graph.saved_tensors_hooks(lambda t: t * 4, lambda p: p / 4):
         y = torch.pow(x, 2)
@@ -495,6 +505,8 @@ EXPECTED_HOOKS = [
     "('MulBackward0', [('pack', ('SoftmaxBackward0', (2, 3), True), False), ('pack', 'w', False), ('pack', ('SoftmaxBackward0', (2, 3), True), False)], [('unpack', 'w', False), ('unpack', ('SoftmaxBackward0', (2, 3), True), False), ('unpack', ('SoftmaxBackward0', (2, 3), True), False)], [[-0.0301, 0.0538, -0.0237, -0.0253, -0.0326, 0.058], [0.8446, 0.1349, 0.0205, 0.7511, 0.1438, 0.1051], None, None, None])",
     "('LogSoftmaxBackward0', [('pack', ('LogSoftmaxBackward0', (2, 3), True), False)], [('unpack', ('LogSoftmaxBackward0', (2, 3), True), False)], [[-1.5339, 0.5953, 0.9386, -1.2533, 0.5685, 0.6848], None, None, None, None])",
     "('MulBackward0', [('pack', 'x', False), ('pack', ('ExpBackward0', (2, 3), True), False), ('pack', 'w', False), ('pack', ('ExpBackward0', (2, 3), True), False)], [('unpack', 'w', False), ('unpack', ('ExpBackward0', (2, 3), True), False), ('unpack', ('ExpBackward0', (2, 3), True), False), ('unpack', 'x', False)], [[0.0327, 0.6007, 0.1808, -0.5823, -0.1152, 0.0116], [2.7171, 0.7488, 0.4401, 1.7131, 0.4131, 0.3734], None, None, None])",
+    "([('unpack', 'x', False), ('unpack', ('SinBackward0', (2, 3), True), False), ('unpack', 'x', False)], tensor([[ 1.0455, -0.5701,  0.4238],\n        [ 1.0174, -1.3909, -1.2249]]))",
+    "([('unpack', 'x', False), ('unpack', ('SinBackward0', (2, 3), True), False), ('unpack', 'x', False)], tensor([[ 2.0909, -1.1402,  0.8475],\n        [ 2.0347, -2.7818, -2.4497]]))",
     'True',
     '[3.082, -0.5869, -4.3576, 1.1369, -2.169, -2.7972]',
     '[-0.9982, 0.8327, -0.3474, 0.4204, -0.5632, -0.9413]',
