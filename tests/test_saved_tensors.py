@@ -137,6 +137,27 @@ def _hooks_transcript(torch):
               lambda: torch.softmax(x, 1) * w, lambda: torch.log_softmax(x, 1),
               lambda: x.sin().exp() * w]:
         show(run(f))
+    # the node keeps no reference to a packed input (only its version and place in the graph)
+    import gc
+    import weakref
+    with torch.autograd.graph.saved_tensors_hooks(lambda t: t.detach().clone(), lambda p: p):
+        h = x * 2
+        y = h.sin()
+        z = h * w
+    r = weakref.ref(h)
+    show(lambda: [round(v, 4) for v in z.grad_fn._saved_self.flatten().tolist()])
+    h.mul_(2)
+    del h
+    gc.collect()
+    show(lambda: r() is None)
+    show(lambda: y.sum().backward())
+    show(lambda: z.grad_fn._saved_self)
+    with torch.autograd.graph.saved_tensors_hooks(lambda t: t.detach().clone(), lambda p: p):
+        h = x * 2
+        y = h.sin() * x
+    x.grad = None
+    y.sum().backward()
+    show(lambda: x.grad)
     # retain_graph: each backward unpacks again
     with torch.autograd.graph.saved_tensors_hooks(pack, unpack):
         y = (x.sin() * x).sum()
@@ -505,6 +526,11 @@ EXPECTED_HOOKS = [
     "('MulBackward0', [('pack', ('SoftmaxBackward0', (2, 3), True), False), ('pack', 'w', False), ('pack', ('SoftmaxBackward0', (2, 3), True), False)], [('unpack', 'w', False), ('unpack', ('SoftmaxBackward0', (2, 3), True), False), ('unpack', ('SoftmaxBackward0', (2, 3), True), False)], [[-0.0301, 0.0538, -0.0237, -0.0253, -0.0326, 0.058], [0.8446, 0.1349, 0.0205, 0.7511, 0.1438, 0.1051], None, None, None])",
     "('LogSoftmaxBackward0', [('pack', ('LogSoftmaxBackward0', (2, 3), True), False)], [('unpack', ('LogSoftmaxBackward0', (2, 3), True), False)], [[-1.5339, 0.5953, 0.9386, -1.2533, 0.5685, 0.6848], None, None, None, None])",
     "('MulBackward0', [('pack', 'x', False), ('pack', ('ExpBackward0', (2, 3), True), False), ('pack', 'w', False), ('pack', ('ExpBackward0', (2, 3), True), False)], [('unpack', 'w', False), ('unpack', ('ExpBackward0', (2, 3), True), False), ('unpack', ('ExpBackward0', (2, 3), True), False), ('unpack', 'x', False)], [[0.0327, 0.6007, 0.1808, -0.5823, -0.1152, 0.0116], [2.7171, 0.7488, 0.4401, 1.7131, 0.4131, 0.3734], None, None, None])",
+    '[3.082, -0.5869, -4.3576, 1.1369, -2.169, -2.7972]',
+    'True',
+    'None',
+    'tensor([[ 3.0820, -0.5869, -4.3576],\n        [ 1.1369, -2.1690, -2.7972]], grad_fn=<MulBackward0>)',
+    'tensor([[-3.0170, -1.0424,  2.4516],\n        [ 1.3853,  0.3953,  2.2953]])',
     "([('unpack', 'x', False), ('unpack', ('SinBackward0', (2, 3), True), False), ('unpack', 'x', False)], tensor([[ 1.0455, -0.5701,  0.4238],\n        [ 1.0174, -1.3909, -1.2249]]))",
     "([('unpack', 'x', False), ('unpack', ('SinBackward0', (2, 3), True), False), ('unpack', 'x', False)], tensor([[ 2.0909, -1.1402,  0.8475],\n        [ 2.0347, -2.7818, -2.4497]]))",
     'True',

@@ -15,7 +15,9 @@ tensors; for a node not in the table, each tensor input it keeps), under ``no_gr
 node's backward unpacks each one before it runs (``OpNode._unpacked_saved``), so the backward
 computes with what ``unpack_hook`` returned. A saved *output* is packed and unpacked as in
 PyTorch, but funcgrad's backward recomputes from the inputs: what its unpack returns is checked,
-not used. Nodes with packed tensors run in the engine, not in a fused program.
+not used. A packed input leaves no reference in its node (``_Packed``: its place in the graph)
+and, as in PyTorch, no version check. Nodes with packed tensors run in the engine, not in a fused
+program.
 """
 
 from __future__ import annotations
@@ -166,6 +168,33 @@ def _sources(node, out):
     return res
 
 
+class _Packed:
+    """What a packed input leaves in its node in place of the tensor (PyTorch keeps no reference
+    to it either): its place in the graph."""
+
+    __slots__ = ("_requires_grad", "_grad_fn", "_output_nr", "_edge_")
+
+    def __init__(self, t):
+        self._requires_grad, self._grad_fn, self._output_nr = t._requires_grad, t._grad_fn, t._output_nr
+        self._edge_ = t._edge() if t._requires_grad else None
+
+    def _edge(self):
+        return self._edge_
+
+
+def _drop_packed(saved, versions, positions):
+    """``saved`` with each tensor at ``positions`` replaced by its ``_Packed``, and ``versions``
+    without the tensors no longer saved: PyTorch checks no version of a packed tensor."""
+    saved, packed = list(saved), {}
+    for i in positions:
+        t = saved[i]
+        if id(t) not in packed:
+            packed[id(t)] = (t, _Packed(t))
+        saved[i] = packed[id(t)][1]
+    kept = {id(s) for s in saved}
+    return saved, [(t, v) for t, v in versions if id(t) not in packed or id(t) in kept]
+
+
 def _pack(node, args, out):
     """Dispatch's call for a node recorded while saved_tensors_hooks are entered (in any thread)."""
     stack = SAVED_HOOKS.stack
@@ -186,6 +215,8 @@ def _pack(node, args, out):
                 raise RuntimeError(PACK_IN_PLACE_MSG)
             packed[source] = (p, unpack)
     node._packed = packed
+    node._saved, node._versions = _drop_packed(node._saved, node._versions,
+                                               [i for i in packed if i != "result"])
 
 
 def _unpacked_saved(self):
@@ -218,6 +249,8 @@ def pack_ctx(ctx):
                 raise RuntimeError(PACK_IN_PLACE_MSG)
             packed[i] = (p, unpack)
     ctx._packed = packed
+    saved, versions = _drop_packed(ctx._saved, ctx._saved_versions, list(packed))
+    ctx._saved, ctx._saved_versions = tuple(saved), tuple(versions)
 
 
 def unpack_ctx(ctx):
