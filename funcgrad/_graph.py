@@ -11,6 +11,8 @@ import contextlib
 import threading
 import weakref
 
+from ._device import cuda_is_available
+
 _CLASSES: dict = {}
 
 FREED_MSG = (
@@ -196,3 +198,26 @@ def disable_saved_tensors_hooks(error_message: str):
         yield
     finally:
         SAVED_HOOKS.disabled = prev
+
+
+class save_on_cpu(saved_tensors_hooks):  # noqa: N801  (PyTorch's name)
+    """Saved tensors go to the CPU when saved and back to their device for the backward (into
+    pinned memory where the device type is available, as PyTorch's)."""
+
+    def __init__(self, pin_memory: bool = False, device_type: str = "cuda") -> None:
+        def pack_to_cpu(tensor):
+            if not pin_memory:
+                return (tensor.device, tensor.cpu())
+            is_pinnable = device_type == "cuda" and cuda_is_available() and not tensor.is_sparse
+            packed = tensor.new_empty(tuple(tensor.size()), dtype=tensor.dtype, device="cpu")
+            packed.copy_(tensor, non_blocking=is_pinnable)
+            return (tensor.device, packed)
+
+        def unpack_from_cpu(packed):
+            device, tensor = packed
+            return tensor.to(device, non_blocking=pin_memory)
+
+        super().__init__(pack_to_cpu, unpack_from_cpu)
+
+
+save_on_cpu.__module__ = "funcgrad.autograd.graph"

@@ -19,6 +19,7 @@ import numpy as np
 
 from .._factories import rand, tensor, zeros_like
 from .._tensor import Tensor
+from . import forward_ad as fwAD
 
 
 class GradcheckError(RuntimeError):
@@ -198,7 +199,6 @@ def _slow(func, inputs, diff_idx, func_out, outputs, eps, rtol, atol, nondet_tol
 def _forward_analytical(func, inputs, diff_idx, n_out) -> list[list[np.ndarray]]:
     """The Jacobians by forward mode, ``[output][input]`` each ``[inp.numel(), out.numel()]`` (as
     ``_numerical``'s): one dual evaluation per input element, its tangent a one-hot."""
-    from . import forward_ad as fwAD
     T = _T()
     jac = [[None] * len(diff_idx) for _ in range(n_out)]
     for k, i in enumerate(diff_idx):

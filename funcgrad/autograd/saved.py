@@ -24,12 +24,11 @@ from __future__ import annotations
 
 import math
 
-import funcgrad
-
 from .. import _dtype, _graph
 from .._dispatch import OpNode, SavedOutput, _version_msg
+from .._factories import tensor as _tensor_of
 from .._grad_mode import no_grad
-from .._graph import FREED_MSG, SAVED_HOOKS, _callable_error, node_class, saved_tensors_hooks
+from .._graph import FREED_MSG, SAVED_HOOKS, _callable_error, node_class
 from .._tensor import Tensor
 
 _WRAPPED = {bool: _dtype.bool_, int: _dtype.int64, float: _dtype.float64, complex: _dtype.complex128}
@@ -79,7 +78,7 @@ FREED_HOOKS_MSG = (
 
 
 def _wrapped(s):
-    return funcgrad.tensor(s, dtype=_WRAPPED[type(s)])  # PyTorch's wrapped-number tensor
+    return _tensor_of(s, dtype=_WRAPPED[type(s)])  # PyTorch's wrapped-number tensor
 
 
 def _check_version(node, s):
@@ -324,30 +323,3 @@ for _name, _entries in SAVED.items():
         setattr(_cls, "_saved_" + _attr, _get)
         if type(_source) is not tuple:
             setattr(_cls, "_raw_saved_" + _attr, _raw)
-
-
-class save_on_cpu(saved_tensors_hooks):  # noqa: N801  (PyTorch's name)
-    """Saved tensors go to the CPU when saved and back to their device for the backward (into
-    pinned memory where the device type's module is available, as PyTorch's)."""
-
-    def __init__(self, pin_memory: bool = False, device_type: str = "cuda") -> None:
-        device_module = getattr(funcgrad, device_type, funcgrad.cuda)
-
-        def pack_to_cpu(tensor):
-            if not pin_memory:
-                return (tensor.device, tensor.cpu())
-            is_pinnable = device_module.is_available() and not tensor.is_sparse
-            packed = funcgrad.empty(tensor.size(), dtype=tensor.dtype, layout=tensor.layout,
-                                    pin_memory=is_pinnable)
-            packed.copy_(tensor, non_blocking=is_pinnable)
-            return (tensor.device, packed)
-
-        def unpack_from_cpu(packed):
-            device, tensor = packed
-            return tensor.to(device, non_blocking=pin_memory)
-
-        super().__init__(pack_to_cpu, unpack_from_cpu)
-
-
-save_on_cpu.__module__ = "funcgrad.autograd.graph"
-_graph.save_on_cpu = save_on_cpu
