@@ -202,20 +202,26 @@ def _pack(node, args, out):
     sources = _sources(node, out)
     if not sources:
         return
+    node._packed = packed = _pack_all(stack, sources)
+    node._saved, node._versions = _drop_packed(node._saved, node._versions,
+                                               [i for i in packed if i != "result"])
+
+
+def _pack_all(stack, items) -> dict:
+    """``{key: (pack_hook(t), unpack_hook)}`` for ``items`` of ``(key, tensor)``, by the innermost
+    hooks entered, under no_grad (PyTorch's errors: hooks disabled, pack writing its input)."""
     if SAVED_HOOKS.disabled is not None:
         raise RuntimeError(SAVED_HOOKS.disabled)
     pack, unpack = stack[-1]
     packed = {}
     with no_grad():
-        for source, t in sources:
+        for key, t in items:
             ver = t._ver[0]
             p = pack(t)
             if t._ver[0] != ver:
                 raise RuntimeError(PACK_IN_PLACE_MSG)
-            packed[source] = (p, unpack)
-    node._packed = packed
-    node._saved, node._versions = _drop_packed(node._saved, node._versions,
-                                               [i for i in packed if i != "result"])
+            packed[key] = (p, unpack)
+    return packed
 
 
 def _unpacked_saved(self):
@@ -236,18 +242,7 @@ def pack_ctx(ctx):
     items = [(i, t) for i, t in enumerate(ctx._saved) if t is not None]
     if not stack or not items:
         return
-    if SAVED_HOOKS.disabled is not None:
-        raise RuntimeError(SAVED_HOOKS.disabled)
-    pack, unpack = stack[-1]
-    packed = {}
-    with no_grad():
-        for i, t in items:
-            ver = t._ver[0]
-            p = pack(t)
-            if t._ver[0] != ver:
-                raise RuntimeError(PACK_IN_PLACE_MSG)
-            packed[i] = (p, unpack)
-    ctx._packed = packed
+    ctx._packed = packed = _pack_all(stack, items)
     saved, versions = _drop_packed(ctx._saved, ctx._saved_versions, list(packed))
     ctx._saved, ctx._saved_versions = tuple(saved), tuple(versions)
 
