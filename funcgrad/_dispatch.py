@@ -15,7 +15,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from . import _cache, _dtype, _grad_mode as grad_mode, _tensor
+from . import _broadcast, _cache, _dtype, _grad_mode as grad_mode, _tensor
 from ._grad_mode import _anomaly
 from ._graph import FREED_MSG, AccumulateGrad, Node, node_class  # noqa: F401
 from ._graph import PACK as _PACK, SAVED_HOOKS_ON as _hooks_on
@@ -598,19 +598,14 @@ def _inference_result(op, args, out, skey):
 
 
 def _raise_broadcast_error(vals, exc):
-    """PyTorch's message for operands whose shapes do not broadcast (else: return)."""
+    """PyTorch's message for operands whose shapes do not broadcast (else: return): ATen's
+    ``infer_size`` folded over the operands in order, as TensorIterator."""
     if "broadcast" not in str(exc):
         return
-    shapes = [tuple(v.shape) for v in vals if hasattr(v, "shape") and getattr(v, "ndim", 0)]
-    for i, a in enumerate(shapes):
-        for b in shapes[i + 1:]:
-            n = max(len(a), len(b))
-            for d in range(n - 1, -1, -1):  # from the last dim, as PyTorch's infer_size
-                x = a[d - n + len(a)] if d - n + len(a) >= 0 else 1
-                y = b[d - n + len(b)] if d - n + len(b) >= 0 else 1
-                if x != y and x != 1 and y != 1:
-                    raise RuntimeError(f"The size of tensor a ({x}) must match the size of tensor b "
-                                       f"({y}) at non-singleton dimension {d}") from None
+    try:
+        _broadcast.infer_size_all([v.shape for v in vals if getattr(v, "ndim", 0)])
+    except RuntimeError as e:
+        raise e from None  # (not chained to jax's error)
 
 
 INFERENCE_SAVED_MSG = (
