@@ -21,6 +21,7 @@ from ._ops.linalg import _cross_impl
 from ._ops.linalg import diagonal as _diagonal
 from ._ops.linalg2 import cholesky_ex as cholesky_ex, cond as cond, inv_ex as inv_ex, lstsq as lstsq
 from ._ops.linalg2 import lu as lu, lu_factor as lu_factor, matrix_exp as matrix_exp
+from ._ops.linalg2 import lu_factor_ex as lu_factor_ex, lu_solve as lu_solve
 from ._ops.linalg2 import solve_triangular as solve_triangular, tensorinv as tensorinv
 from ._ops.linalg2 import tensorsolve as tensorsolve, vander as vander
 from ._ops.linalg2 import householder_product as householder_product
@@ -52,5 +53,5 @@ def vecdot(x, y, *, dim=-1, out=None):
 __all__ = ["LinAlgError", "cholesky", "cross", "det", "diagonal", "eigh", "eigvalsh", "inv",
            "matmul", "matrix_norm", "matrix_power", "matrix_rank", "multi_dot", "norm", "pinv", "qr",
            "slogdet", "solve", "svd", "svdvals", "vecdot", "vector_norm"]
-__all__ += ["cholesky_ex", "cond", "inv_ex", "lstsq", "lu", "lu_factor", "matrix_exp", "solve_triangular",
-            "tensorinv", "tensorsolve", "vander", "householder_product"]
+__all__ += ["cholesky_ex", "cond", "inv_ex", "lstsq", "lu", "lu_factor", "lu_factor_ex", "lu_solve",
+            "matrix_exp", "solve_triangular", "tensorinv", "tensorsolve", "vander", "householder_product"]

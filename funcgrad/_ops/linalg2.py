@@ -1,6 +1,6 @@
 """Op table — more of ``torch.linalg``: ``matrix_exp``, ``solve_triangular``, ``inv_ex``,
-``cholesky_ex``, ``lu_factor``, ``lu``, ``lstsq``, ``cond``, ``vander``, ``tensorinv``, ``tensorsolve``,
-``householder_product``.
+``cholesky_ex``, ``lu_factor``(``_ex``), ``lu``, ``lu_unpack``, ``lu_solve``, ``lstsq``, ``cond``,
+``vander``, ``tensorinv``, ``tensorsolve``, ``householder_product``.
 
 The decompositions are ops named after PyTorch's nodes (``LinalgMatrixExpBackward0``,
 ``LinalgLuFactorExBackward0``…) whose gradients are ``jax.vjp`` of JAX's factorisations; ``cond``,
@@ -16,8 +16,11 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from .. import _dtype
+from .._errors import warn_at_user
 from .._factories import tensor
-from .._tensor import _scalar_type_name
+from .._runtime import warn_once
+from .._tensor import _is_tracer, _scalar_type_name
 from ._registry import Tensor, apply, defop
 from .decomp import (LinAlgError, _cholesky, _pd_info, _raise_info, _float_input, _inv, _result_type, _square, inv, matrix_norm, solve,
                      svdvals)
@@ -27,7 +30,10 @@ from .shape import cat
 linalg_inv_ex = _result_type("funcgrad.return_types", "linalg_inv_ex", ["inverse", "info"])
 linalg_cholesky_ex = _result_type("funcgrad.return_types", "linalg_cholesky_ex", ["L", "info"])
 linalg_lu_factor = _result_type("funcgrad.return_types", "linalg_lu_factor", ["LU", "pivots"])
+linalg_lu_factor_ex = _result_type("funcgrad.return_types", "linalg_lu_factor_ex", ["LU", "pivots", "info"])
+lu_with_info = _result_type("funcgrad.return_types", "_lu_with_info", ["LU", "pivots", "info"])
 linalg_lu = _result_type("funcgrad.return_types", "linalg_lu", ["P", "L", "U"])
+lu_unpack_result = _result_type("funcgrad.return_types", "lu_unpack", ["P", "L", "U"])
 linalg_lstsq = _result_type("funcgrad.return_types", "linalg_lstsq",
                             ["solution", "residuals", "rank", "singular_values"])
 
@@ -132,25 +138,67 @@ def cholesky_ex(A, *, upper: bool = False, check_errors: bool = False, out=None)
     return linalg_cholesky_ex(r, _batch_info(info, A.shape[:-2]))
 
 
-# ================================ lu_factor / lu ==================================================
+# ================================ lu_factor / lu / lu_unpack / lu_solve ==========================
 def _lu_factor_fn(a):
     lu, piv, _ = jax.lax.linalg.lu(a)
-    return lu, (piv + 1).astype(jnp.int32)
+    # LAPACK getrf's info: the 1-based index of U's first zero diagonal entry (0: none)
+    zero = jnp.diagonal(lu, axis1=-2, axis2=-1) == 0
+    info = jnp.where(zero.any(-1), jnp.argmax(zero, -1) + 1, 0) if zero.shape[-1] else jnp.zeros(a.shape[:-2])
+    return lu, (piv + 1).astype(jnp.int32), info.astype(jnp.int32)
 
 
 def _lu_fn(a, *, pivot):
     lu, _, perm = jax.lax.linalg.lu(a)
-    m, n = a.shape[-2:]
-    k = min(m, n)
-    L = jnp.tril(lu[..., :, :k], -1) + jnp.eye(m, k, dtype=a.dtype)
-    U = jnp.triu(lu[..., :k, :])
-    P = jnp.swapaxes(jax.nn.one_hot(perm, m, dtype=a.dtype), -1, -2)  # A = P L U
+    L, U = _unpack_data(lu)
+    P = jnp.swapaxes(jax.nn.one_hot(perm, a.shape[-2], dtype=a.dtype), -1, -2)  # A = P L U
     return P, L, U
+
+
+def _unpack_data(lu):
+    """(L, U) of a packed factorisation: L unit lower (m x k), U upper (k x n)."""
+    m, n = lu.shape[-2:]
+    k = min(m, n)
+    return jnp.tril(lu[..., :, :k], -1) + jnp.eye(m, k, dtype=lu.dtype), jnp.triu(lu[..., :k, :])
+
+
+def _perm(piv, m):
+    """The row order of ``Pᵀ A`` (``A = P L U``) from LAPACK's 1-based row swaps."""
+    return jax.lax.linalg.lu_pivots_to_permutation(piv - 1, m)
+
+
+def _lu_unpack_fn(lu, piv, *, data, pivots):
+    m = lu.shape[-2]
+    P = (jnp.swapaxes(jax.nn.one_hot(_perm(piv, m), m, dtype=lu.dtype), -1, -2) if pivots
+         else jnp.zeros((0,), lu.dtype))
+    L, U = _unpack_data(lu) if data else (jnp.zeros((0,), lu.dtype),) * 2
+    return P, L, U
+
+
+def _lu_solve_fn(lu, piv, b, *, left, adjoint):
+    if not left:  # X A = B  <=>  Aᴴ Xᴴ = Bᴴ
+        bh = jnp.conj(jnp.swapaxes(b, -1, -2))
+        return jnp.conj(jnp.swapaxes(_lu_solve_fn(lu, piv, bh, left=True, adjoint=not adjoint), -1, -2))
+    batch = jnp.broadcast_shapes(lu.shape[:-2], b.shape[:-2])
+    lu = jnp.broadcast_to(lu, batch + lu.shape[-2:])
+    piv = jnp.broadcast_to(piv, batch + piv.shape[-1:])
+    b = jnp.broadcast_to(b, batch + b.shape[-2:])
+    L, U = _unpack_data(lu)  # (only the triangles are read, so only they get a gradient)
+    perm = _perm(piv, lu.shape[-1])
+    solve = jax.lax.linalg.triangular_solve
+    if not adjoint:  # L U X = Pᵀ B
+        y = solve(L, jnp.take_along_axis(b, perm[..., None], -2), left_side=True, lower=True)
+        return solve(U, y, left_side=True, lower=False)
+    # Uᴴ Lᴴ (Pᵀ X) = B
+    z = solve(U, b, left_side=True, lower=False, transpose_a=True, conjugate_a=True)
+    w = solve(L, z, left_side=True, lower=True, transpose_a=True, conjugate_a=True)
+    return jnp.take_along_axis(w, jnp.argsort(perm, -1)[..., None], -2)
 
 
 _lu_factor = defop("lu_factor", _lu_factor_fn, "LinalgLuFactorExBackward0", diff_outputs=(0,), accepts="fc",
                    kernel="lu_cpu")
 _lu = defop("lu", _lu_fn, "LinalgLuBackward0", diff_outputs=(1, 2), accepts="fc", kernel="lu_cpu")
+_lu_unpack = defop("lu_unpack", _lu_unpack_fn, "LuUnpackBackward0", diff=(0,), diff_outputs=(1, 2))
+_lu_solve = defop("lu_solve", _lu_solve_fn, "LinalgLuSolveBackward0", diff=(0, 2))
 
 
 def _check_lu(A, fname):
@@ -158,21 +206,148 @@ def _check_lu(A, fname):
         raise RuntimeError(f"{fname}: Expected tensor with 2 or more dimensions. Got size: {list(A.shape)} instead")
 
 
-def lu_factor(A, *, pivot: bool = True, out=None):
-    """``(LU, pivots)``: the packed LU factorisation with partial pivoting (1-based int32 pivots,
-    LAPACK's ``getrf``)."""
-    _check_lu(A, "torch.lu_factor")
+def _no_pivot(pivot):
     if not pivot:
         raise RuntimeError("linalg.lu_factor: LU without pivoting is not implemented on the CPU")
-    return linalg_lu_factor(*apply(_lu_factor, A))
+
+
+def _check_zero_pivots(info, A, fname):
+    """PyTorch's refusal of an exactly singular factor (``lu_factor``, ``check_errors``)."""
+    if _is_tracer(info._value):
+        return
+    for i, k in enumerate(np.asarray(info._value).reshape(-1)):
+        if k:
+            where = f"(Batch element {i}): " if A.ndim > 2 else ""
+            raise RuntimeError(f"{fname}: {where}U[{k},{k}] is zero and using it on lu_solve would result "
+                               f"in a division by zero. If you still want to perform the factorization, "
+                               f"consider calling linalg.lu(A, pivot) or linalg.lu_factor_ex(A, pivot)")
+
+
+def lu_factor_ex(A, *, pivot: bool = True, check_errors: bool = False, out=None):
+    """``(LU, pivots, info)``: the packed LU factorisation with partial pivoting (1-based int32
+    pivots and LAPACK ``getrf``'s int32 ``info``: 0, or the index of U's first zero diagonal
+    entry); ``check_errors``: raise for that instead.
+
+    >>> import funcgrad
+    >>> funcgrad.linalg.lu_factor_ex(funcgrad.tensor([[1.0, 2.0], [2.0, 4.0]])).info
+    tensor(2, dtype=funcgrad.int32)
+    """
+    _check_lu(A, "torch.lu_factor")
+    _no_pivot(pivot)
+    r = linalg_lu_factor_ex(*apply(_lu_factor, A))
+    if check_errors:
+        _check_zero_pivots(r.info, A, "torch.linalg.lu_factor_ex")
+    return r
+
+
+def lu_factor(A, *, pivot: bool = True, out=None):
+    """``(LU, pivots)``: the packed LU factorisation with partial pivoting (1-based int32 pivots,
+    LAPACK's ``getrf``); an exactly singular ``A`` raises (``lu_factor_ex`` reports it instead)."""
+    _check_lu(A, "torch.lu_factor")
+    _no_pivot(pivot)
+    LU, pivots, info = apply(_lu_factor, A)
+    _check_zero_pivots(info, A, "torch.linalg.lu_factor")
+    return linalg_lu_factor(LU, pivots)
 
 
 def lu(A, *, pivot: bool = True, out=None):
     """``(P, L, U)`` with ``A = P L U`` (partial pivoting)."""
     _check_lu(A, "linalg.lu")
-    if not pivot:
-        raise RuntimeError("linalg.lu_factor: LU without pivoting is not implemented on the CPU")
+    _no_pivot(pivot)
     return linalg_lu(*apply(_lu, A, pivot=True))
+
+
+_LU_WARNED, _LU_SOLVE_WARNED = [False], [False]
+
+
+def lu_legacy(A, pivot: bool = True, get_infos: bool = False, out=None):
+    """Deprecated ``torch.lu``: ``(LU, pivots)`` as ``linalg.lu_factor`` (a plain tuple, and no error
+    for a singular ``A``), ``(LU, pivots, info)`` with ``get_infos``."""
+    if warn_once(_LU_WARNED):
+        warn_at_user("torch.lu is deprecated in favor of torch.linalg.lu_factor / torch.linalg.lu_factor_ex "
+                     "and will be removed in a future PyTorch release.\n"
+                     "LU, pivots = torch.lu(A, compute_pivots)\n"
+                     "should be replaced with\nLU, pivots = torch.linalg.lu_factor(A, compute_pivots)\nand\n"
+                     "LU, pivots, info = torch.lu(A, compute_pivots, get_infos=True)\n"
+                     "should be replaced with\n"
+                     "LU, pivots, info = torch.linalg.lu_factor_ex(A, compute_pivots)",
+                     UserWarning)
+    r = lu_factor_ex(A, pivot=pivot)
+    return lu_with_info(*r) if get_infos else (r.LU, r.pivots)
+
+
+def lu_unpack(LU_data, LU_pivots, unpack_data: bool = True, unpack_pivots: bool = True, *, out=None):
+    """``(P, L, U)`` from ``lu_factor``'s packed factorisation and pivots (``A = P L U``); the parts
+    not asked for are empty.
+
+    >>> import funcgrad
+    >>> A = funcgrad.tensor([[1.0, 2.0], [3.0, 4.0]])
+    >>> P, L, U = funcgrad.lu_unpack(*funcgrad.linalg.lu_factor(A))
+    >>> P @ L @ U
+    tensor([[1., 2.],
+            [3., 4.]])
+    """
+    _check_lu(LU_data, "torch.lu_unpack")
+    if unpack_pivots:
+        if LU_pivots.dtype is not _dtype.int32:
+            raise RuntimeError("torch.lu_unpack: LU_pivots is expected to be a contiguous tensor of "
+                               "torch.int32 dtype.\nNote: this function is intended to be used with the "
+                               "output produced by torch.linalg.lu_factor")
+        v = LU_pivots._value
+        if not _is_tracer(v) and v.size and (int(v.min()) < 1 or int(v.max()) > LU_data.shape[-2]):
+            raise RuntimeError("pivots passed to lu_unpack must be between 1 and LU.size(-2) inclusive.Did "
+                               "you properly pass the result of lu_factor?")
+    return lu_unpack_result(*apply(_lu_unpack, LU_data, LU_pivots, data=bool(unpack_data),
+                                   pivots=bool(unpack_pivots)))
+
+
+def _check_lu_solve(LU, pivots, B, left):
+    f = "linalg.lu_solve"
+    if LU.ndim < 2:
+        raise RuntimeError(f"torch.{f}: The input tensor A must have at least 2 dimensions.")
+    _square(LU, f"torch.{f}")
+    if B.ndim < 2:
+        raise RuntimeError(f"{f}: The input tensor B must have at least 2 dimensions.")
+    k = LU.shape[-1]
+    if (B.shape[-2] if left else B.shape[-1]) != k:
+        eq = "AX = B" if left else "XA = B"
+        raise RuntimeError(f"{f}: Incompatible shapes of A and B for the equation {eq} ({k}x{k} and "
+                           f"{B.shape[-2]}x{B.shape[-1]})")
+    _float_input(LU, f"torch.{f}")
+    if B.dtype is not LU.dtype:
+        raise RuntimeError(f"{f}: Expected LU and B to have the same dtype, but found LU of type "
+                           f"{_scalar_type_name(LU.dtype)} and B of type {_scalar_type_name(B.dtype)} "
+                           f"instead")
+    if pivots.dtype is not _dtype.int32:
+        raise RuntimeError(f"{f}: pivots should be a Tensor of scalar type torch.int32")
+    if tuple(pivots.shape) != tuple(LU.shape[:-1]):
+        raise RuntimeError(f"{f}: Expected LU.shape[:-1] and pivots.shape to be the same, but got pivots "
+                           f"with shape {list(pivots.shape)} instead")
+
+
+def lu_solve(LU, pivots, B, *, left: bool = True, adjoint: bool = False, out=None) -> Tensor:
+    """``X`` with ``A X = B`` (``X A = B`` with ``left=False``; ``Aᴴ`` for ``A`` with ``adjoint``)
+    from ``lu_factor``'s ``(LU, pivots)`` of ``A``; batch dims broadcast.
+
+    >>> import funcgrad
+    >>> LU, pivots = funcgrad.linalg.lu_factor(funcgrad.tensor([[2.0, 0.0], [1.0, 4.0]]))
+    >>> funcgrad.linalg.lu_solve(LU, pivots, funcgrad.tensor([[2.0], [5.0]]))
+    tensor([[1.],
+            [1.]])
+    """
+    _check_lu_solve(LU, pivots, B, left)
+    r = apply(_lu_solve, LU, pivots, B, left=bool(left), adjoint=bool(adjoint))
+    return _out(r, out, "linalg_lu_solve")
+
+
+def lu_solve_legacy(b, LU_data, LU_pivots, *, out=None) -> Tensor:
+    """Deprecated ``torch.lu_solve(b, LU, pivots)``: ``linalg.lu_solve(LU, pivots, b)``."""
+    if warn_once(_LU_SOLVE_WARNED):
+        warn_at_user("torch.lu_solve is deprecated in favor of torch.linalg.lu_solveand will be removed in a "
+                     "future PyTorch release.\nNote that torch.linalg.lu_solve has its arguments reversed.\n"
+                     "X = torch.lu_solve(B, LU, pivots)\nshould be replaced with\n"
+                     "X = torch.linalg.lu_solve(LU, pivots, B)", UserWarning)
+    return lu_solve(LU_data, LU_pivots, b, out=out)
 
 
 # ================================ lstsq ===========================================================

@@ -1,5 +1,5 @@
-"""Spec rows for the ops of funcgrad/_ops/linalg2.py (matrix_exp, solve_triangular, lu_factor, lu, lstsq,
-reshape_alias); their composites vs PyTorch: tests/test_ops_names.py."""
+"""Spec rows for the ops of funcgrad/_ops/linalg2.py (matrix_exp, solve_triangular, lu_factor, lu, lu_unpack,
+lu_solve, lstsq, reshape_alias); their composites vs PyTorch: tests/test_ops_names.py."""
 
 from __future__ import annotations
 
@@ -47,6 +47,16 @@ SPECS = [
          grad_fn="LinalgLuFactorExBackward0"),
     Spec("lu", lambda a: fg.linalg.lu(a).L, lambda a: _lu_ref(a, 1), [_A], grad_fn="LinalgLuBackward0"),
     Spec("lu", lambda a: fg.linalg.lu(a).U, lambda a: _lu_ref(a, 2), [_AB[0]], id="lu_U"),
+    Spec("lu_unpack", lambda a: fg.lu_unpack(*fg.linalg.lu_factor(a)).L, lambda a: _lu_ref(a, 1), [_A],
+         grad_fn="LuUnpackBackward0"),
+    Spec("lu_unpack", lambda a: fg.lu_unpack(*fg.linalg.lu_factor(a)).U, lambda a: _lu_ref(a, 2), [_TALL],
+         id="lu_unpack_U_tall"),
+    Spec("lu_solve", lambda a, b: fg.linalg.lu_solve(*fg.linalg.lu_factor(a), b), jnp.linalg.solve, [_A, (3, 2)],
+         grad_fn="LinalgLuSolveBackward0"),
+    Spec("lu_solve", lambda a, b: fg.linalg.lu_solve(*fg.linalg.lu_factor(a), b, adjoint=True),
+         lambda a, b: jnp.linalg.solve(jnp.swapaxes(a, -1, -2), b), [_AB, (3, 2)], id="lu_solve_adjoint_batch"),
+    Spec("lu_solve", lambda a, b: fg.linalg.lu_solve(*fg.linalg.lu_factor(a), b, left=False),
+         lambda a, b: jnp.linalg.solve(a.T, b.T).T, [_A, (2, 3)], id="lu_solve_right"),
     Spec("lstsq", lambda a, b: fg.linalg.lstsq(a, b).solution, lambda a, b: jnp.linalg.lstsq(a, b)[0],
          [_TALL, (5, 2)], grad_fn="LinalgLstsqBackward0"),
     Spec("lstsq", lambda a, b: fg.linalg.lstsq(a, b).solution, lambda a, b: jnp.linalg.solve(a, b), [_A, (3,)],

@@ -1,0 +1,64 @@
+"""Cases recorded from PyTorch for tests/test_tutorial_names.py (each ``case(lib)`` gives a NumPy
+array, for ``lib`` funcgrad or torch): the LU family (``linalg.lu_factor_ex``, ``lu_unpack``,
+``linalg.lu_solve``, the deprecated ``lu``/``lu_solve``) with its gradients, and the randomized
+``svd_lowrank``/``pca_lowrank`` from a seeded generator. ``TOLERANCE`` names the cases not compared
+bit for bit (PyTorch's LAPACK and the one XLA:CPU calls, and their triangular solves, round
+differently in the last bits)."""
+
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+
+_A = [[2.0, -1.0, 0.5, 3.0], [1.0, 4.0, -2.0, 0.0], [-3.0, 0.5, 1.0, 2.0], [0.5, 2.0, 3.0, -1.0]]
+_B = [[1.0, -2.0], [0.5, 3.0], [2.0, 1.0], [-1.0, 0.25]]
+
+
+def _flat(*ts):
+    return np.concatenate([np.asarray(t.detach().numpy(), np.float64).ravel() for t in ts])
+
+
+def lu_factor_ex(lib):
+    a = lib.tensor([_A, [[1.0, 2.0, 0.0, 0.0], [2.0, 4.0, 0.0, 0.0], [0.0, 0.0, 1.0, 0.0], [0.0, 0.0, 0.0, 1.0]]],
+                   dtype=lib.float64)
+    LU, piv, info = lib.linalg.lu_factor_ex(a)
+    return _flat(LU, piv, info)
+
+
+def lu_unpack_grads(lib):
+    a = lib.tensor(_A, dtype=lib.float64, requires_grad=True)
+    P, L, U = lib.lu_unpack(*lib.linalg.lu_factor(a))
+    w = lib.arange(16, dtype=lib.float64).reshape(4, 4) - 7
+    ((L * w).sum() + (U * w.T).sum()).backward()
+    return _flat(P, L, U, a.grad)
+
+
+def lu_unpack_rect(lib):
+    a = lib.tensor(_A, dtype=lib.float64)[:, :3]
+    parts = list(lib.lu_unpack(*lib.linalg.lu_factor(a))) + list(lib.lu_unpack(*lib.linalg.lu_factor(a.T)))
+    return _flat(*parts)
+
+
+def lu_solve_grads(lib):
+    a = lib.tensor(_A, dtype=lib.float64, requires_grad=True)
+    b = lib.tensor(_B, dtype=lib.float64, requires_grad=True)
+    LU, piv = lib.linalg.lu_factor(a)
+    xs = [lib.linalg.lu_solve(LU, piv, b), lib.linalg.lu_solve(LU, piv, b, adjoint=True),
+          lib.linalg.lu_solve(LU, piv, b.T, left=False)]
+    sum(((x if x.shape == b.shape else x.T) * b.detach()).sum() for x in xs).backward()
+    return _flat(*xs, a.grad, b.grad)
+
+
+def lu_solve_f32(lib):
+    a = lib.tensor(_A)
+    b = lib.tensor(_B)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # (the deprecated spellings' warnings)
+        LU, piv = lib.lu(a)
+        return _flat(lib.lu_solve(b, LU, piv).float())
+
+
+CASES = {"lu_factor_ex": lu_factor_ex, "lu_unpack_grads": lu_unpack_grads, "lu_unpack_rect": lu_unpack_rect,
+         "lu_solve_grads": lu_solve_grads, "lu_solve_f32": lu_solve_f32}
+TOLERANCE = {"lu_factor_ex": 1e-14, "lu_unpack_grads": 1e-13, "lu_solve_grads": 1e-13, "lu_solve_f32": 2e-6}
