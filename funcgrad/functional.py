@@ -6,14 +6,13 @@ the same object as ``funcgrad.<name>``. Scripts import it (``import torch.functi
 >>> import funcgrad.functional as F
 >>> F.einsum is funcgrad.einsum, F.norm(funcgrad.ones(4))
 (True, tensor(2.))
-
-(``pca_lowrank`` and ``svd_lowrank`` are not in funcgrad yet.)
 """
 
 from ._ops.decomp import tensor_norm as norm
 from ._ops.indexing import unique, unique_consecutive
 from ._ops.linalg import einsum, tensordot
 from ._ops.linalg2 import lu_legacy as lu
+from ._ops.lowrank import pca_lowrank, svd_lowrank
 from ._ops.more import cdist
 from ._ops.more2 import block_diag, cartesian_prod
 from ._ops.more3 import chain_matmul
@@ -23,5 +22,6 @@ from ._ops.shape_more import (atleast_1d, atleast_2d, atleast_3d, broadcast_shap
 from ._ops.spectral import istft, stft
 
 __all__ = ["atleast_1d", "atleast_2d", "atleast_3d", "broadcast_shapes", "broadcast_tensors", "cartesian_prod",
-           "block_diag", "cdist", "chain_matmul", "einsum", "istft", "lu", "norm", "meshgrid", "split",
-           "stft", "tensordot", "unique", "unique_consecutive", "unravel_index"]
+           "block_diag", "cdist", "chain_matmul", "einsum", "istft", "lu", "norm", "meshgrid",
+           "pca_lowrank", "split", "stft", "svd_lowrank", "tensordot", "unique", "unique_consecutive",
+           "unravel_index"]

@@ -1,7 +1,7 @@
 """Cases recorded from PyTorch for tests/test_tutorial_names.py (each ``case(lib)`` gives a NumPy
 array, for ``lib`` funcgrad or torch): the LU family (``linalg.lu_factor_ex``, ``lu_unpack``,
 ``linalg.lu_solve``, the deprecated ``lu``/``lu_solve``) with its gradients, and the randomized
-``svd_lowrank``/``pca_lowrank`` from a seeded generator. ``TOLERANCE`` names the cases not compared
+``svd_lowrank``/``pca_lowrank`` from a seeded generator, with theirs. ``TOLERANCE`` names the cases not compared
 bit for bit (PyTorch's LAPACK and the one XLA:CPU calls, and their triangular solves, round
 differently in the last bits)."""
 
@@ -59,6 +59,46 @@ def lu_solve_f32(lib):
         return _flat(lib.lu_solve(b, LU, piv).float())
 
 
+def _data(lib, dtype):
+    x = np.random.default_rng(0).standard_normal((20, 8)) * np.linspace(3.0, 0.5, 8)
+    return lib.tensor(x, dtype=getattr(lib, dtype), requires_grad=True)
+
+
+def svd_lowrank(lib, dtype="float64"):
+    """Seeded: the one ``randn`` draw per call is PyTorch's stream; each loss term reads the
+    singular vectors' signs, which agree as long as the small SVD inside is not of a very wide
+    matrix (LAPACK's LQ path for ``n >= 11/6 m``, where MKL and XLA's LAPACK choose other signs)."""
+    a = _data(lib, dtype)
+    lib.manual_seed(3)
+    U, S, V = lib.svd_lowrank(a, q=5)
+    U2, S2, V2 = lib.svd_lowrank(a.T, q=5, niter=1, M=a.T.mean(-1, keepdim=True))
+    ((U[0] * 2).sum() + S.sum() + V[1].sum() + U2[:, 1].sum() + (S2 ** 2).sum() + V2[:, 0].sum()).backward()
+    return _flat(U, S, V, U2, S2, V2, a.grad)
+
+
+def pca_lowrank(lib, dtype="float64"):
+    a = _data(lib, dtype)
+    lib.manual_seed(5)
+    U, S, V = lib.pca_lowrank(a)
+    U2, S2, V2 = lib.pca_lowrank(a, q=5, center=False, niter=3)
+    (U[:, 0].sum() + S.sum() + (V * V.detach()).sum() + V2[0].sum() + S2.sum()).backward()
+    return _flat(U, S, V, U2, S2, V2, a.grad)
+
+
+def lowrank_wide(lib):
+    """Where the signs differ: what does not depend on them (the approximation, S, the gradient
+    of a sign-blind loss)."""
+    a = _data(lib, "float64")
+    lib.manual_seed(7)
+    U, S, V = lib.svd_lowrank(a, q=3)  # (B is 3 x 8: the LQ path)
+    approx = (U * S) @ V.T
+    (approx * a.detach()).sum().backward()
+    return _flat(approx, S, a.grad)
+
+
 CASES = {"lu_factor_ex": lu_factor_ex, "lu_unpack_grads": lu_unpack_grads, "lu_unpack_rect": lu_unpack_rect,
-         "lu_solve_grads": lu_solve_grads, "lu_solve_f32": lu_solve_f32}
-TOLERANCE = {"lu_factor_ex": 1e-14, "lu_unpack_grads": 1e-13, "lu_solve_grads": 1e-13, "lu_solve_f32": 2e-6}
+         "lu_solve_grads": lu_solve_grads, "lu_solve_f32": lu_solve_f32, "svd_lowrank": svd_lowrank,
+         "svd_lowrank_f32": lambda lib: svd_lowrank(lib, "float32"), "pca_lowrank": pca_lowrank,
+         "pca_lowrank_f32": lambda lib: pca_lowrank(lib, "float32"), "lowrank_wide": lowrank_wide}
+TOLERANCE = {"svd_lowrank": 1e-12, "svd_lowrank_f32": 2e-4, "pca_lowrank": 1e-12, "pca_lowrank_f32": 2e-4,
+             "lowrank_wide": 1e-12, "lu_factor_ex": 1e-14, "lu_unpack_grads": 1e-13, "lu_solve_grads": 1e-13, "lu_solve_f32": 2e-6}

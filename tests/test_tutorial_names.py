@@ -95,3 +95,48 @@ def test_lu_warns_once_and_names_pytorchs_nodes():
 def test_lu_functions_in_torch_functional():
     import funcgrad.functional as F
     assert F.lu is funcgrad.lu
+
+
+# ================================ svd_lowrank / pca_lowrank ======================================
+LOWRANK_ERRORS = {
+    "q_big": lambda lib: lib.pca_lowrank(lib.ones(5, 3), q=4),
+    "q_negative": lambda lib: lib.pca_lowrank(lib.ones(5, 3), q=-1),
+    "niter": lambda lib: lib.pca_lowrank(lib.ones(5, 3), niter=-1),
+}
+
+
+def _outcome(f, lib):
+    try:
+        r = f(lib)
+    except Exception as e:  # noqa: BLE001
+        return type(e).__name__, str(e)
+    return [type(t.grad_fn).__name__ for t in r]
+
+
+@pytest.mark.torch
+@pytest.mark.parametrize("name", sorted(LOWRANK_ERRORS))
+def test_lowrank_errors_as_pytorchs(name):
+    torch = pytest.importorskip("torch")
+    assert _outcome(LOWRANK_ERRORS[name], funcgrad) == _outcome(LOWRANK_ERRORS[name], torch)
+
+
+def test_lowrank_nodes_and_errors():
+    assert _outcome(LOWRANK_ERRORS["q_big"], funcgrad) == (
+        "ValueError", "q(=4) must be non-negative integer and not greater than min(m, n)=3")
+    a = funcgrad.randn(2, 6, 4, requires_grad=True)
+    assert _outcome(lambda lib: lib.svd_lowrank(a, q=3), funcgrad) == [
+        "UnsafeViewBackward0", "LinalgSvdBackward0", "TransposeBackward0"]
+    assert _outcome(lambda lib: lib.pca_lowrank(a[0]), funcgrad) == ["MmBackward0", "LinalgSvdBackward0",
+                                                                    "TransposeBackward0"]
+    import funcgrad.functional as F
+    assert F.svd_lowrank is funcgrad.svd_lowrank and F.pca_lowrank is funcgrad.pca_lowrank
+
+
+@pytest.mark.torch
+def test_lowrank_nodes_as_pytorchs():
+    torch = pytest.importorskip("torch")
+
+    def nodes(lib):
+        a, b = lib.ones(2, 6, 4, requires_grad=True), lib.ones(6, 4, requires_grad=True)
+        return _outcome(lambda lib: lib.svd_lowrank(a, q=3), lib) + _outcome(lambda lib: lib.pca_lowrank(b), lib)
+    assert nodes(funcgrad) == nodes(torch)
