@@ -18,6 +18,7 @@ from .._factories import tensor
 from .._dispatch import _amp_hook, _dual, apply
 from .._ops import nn as _nn, nn_loss as _k
 from .._ops.reduce import mean as _mean, sum as _sum
+from .._broadcast import broadcast_shapes, check_inplace, infer_size
 from .._tensor import Size, Tensor, _scalar_type_name
 
 __all__ = [
@@ -63,17 +64,13 @@ def _broadcast_check(input, target, warn=True):
                           f"size ({_size(input.shape)}). This will likely lead to incorrect results due "
                           f"to broadcasting. Please ensure they have the same size.", UserWarning,
                           stacklevel=3)
-        _broadcast_shapes(tuple(input.shape), tuple(target.shape))
+        infer_size(input.shape, target.shape)  # (PyTorch: broadcast_tensors(input, target))
 
 
-def _broadcast_shapes(a, b):
-    n = max(len(a), len(b))
-    pa, pb = (1,) * (n - len(a)) + a, (1,) * (n - len(b)) + b
-    for i, (x, y) in enumerate(zip(pa, pb)):
-        if x != y and x != 1 and y != 1:
-            raise RuntimeError(f"The size of tensor a ({x}) must match the size of tensor b ({y}) at "
-                               f"non-singleton dimension {i}")
-    return tuple(max(x, y) for x, y in zip(pa, pb))
+def _weight_check(input, weight) -> None:
+    """mse/l1/huber's ``weight``: PyTorch weighs the loss only with input's own size."""
+    if weight is not None and tuple(weight.shape) != tuple(input.shape):
+        raise ValueError("Weights and input must have the same size.")
 
 
 def _as_tensor(x, like):
@@ -98,6 +95,7 @@ def mse_loss(input: Tensor, target: Tensor, size_average=None, reduce=None, redu
     """
     reduction = _reduction(size_average, reduce, reduction)
     _broadcast_check(input, target)
+    _weight_check(input, weight)
     if weight is not None:
         return _weighted(apply(_k.mse_loss, input, target, reduction="none") * weight, reduction)
     return apply(_k.mse_loss, input, target, reduction=reduction)
@@ -123,6 +121,7 @@ def l1_loss(input: Tensor, target: Tensor, size_average=None, reduce=None, reduc
     """
     reduction = _reduction(size_average, reduce, reduction)
     _broadcast_check(input, target)
+    _weight_check(input, weight)
     loss = (input - target).abs()
     if weight is not None:
         loss = loss * weight
@@ -147,6 +146,7 @@ def huber_loss(input: Tensor, target: Tensor, reduction: str = "mean", delta: fl
     if delta <= 0:
         raise RuntimeError("huber_loss does not support non-positive values for delta.")
     _broadcast_check(input, target)
+    _weight_check(input, weight)
     if weight is not None:
         loss = apply(_k.huber_loss, input, target, reduction="none", delta=float(delta))
         return _weighted(loss * weight, reduction)
@@ -179,8 +179,8 @@ def binary_cross_entropy(input: Tensor, target: Tensor, weight: Tensor | None = 
     if target.dtype != input.dtype:
         raise RuntimeError(f"Found dtype {_scalar_type_name(target.dtype)} but expected "
                            f"{_scalar_type_name(input.dtype)}")
-    if weight is not None:
-        _broadcast_shapes(tuple(weight.shape), tuple(input.shape))
+    if weight is not None:  # (PyTorch: broadcast_shapes(target, weight), then its kernel's weight mul_)
+        check_inplace(input.shape, (broadcast_shapes(target.shape, weight.shape),))
     v = input._value
     if _concrete(input) and v.size and bool(_outside_unit(v)):
         raise RuntimeError("all elements of input should be between 0 and 1")
@@ -210,9 +210,11 @@ def binary_cross_entropy_with_logits(input: Tensor, target: Tensor, weight: Tens
     if not target.dtype.is_floating_point and input.dtype.is_floating_point:
         raise RuntimeError(f"result type {_scalar_type_name(input.dtype)} can't be cast to the desired "
                            f"output type {_scalar_type_name(target.dtype)}")
-    for w in (weight, pos_weight):
-        if w is not None:
-            _broadcast_shapes(tuple(w.shape), tuple(input.shape))
+    # ATen: log_sigmoid(input).mul_((pos_weight - 1).mul(target).add_(1)), then loss.mul_(weight)
+    if pos_weight is not None:
+        check_inplace(input.shape, (infer_size(pos_weight.shape, target.shape),))
+    if weight is not None:
+        check_inplace(input.shape, (weight.shape,))
     return apply(_k.binary_cross_entropy_with_logits, input, target, weight, pos_weight,
                  reduction=reduction)
 
@@ -426,7 +428,8 @@ def kl_div(input: Tensor, target: Tensor, size_average=None, reduce=None, reduct
                       "major release.", UserWarning, stacklevel=2)
     if reduction not in _REDUCTIONS + ("batchmean",):
         raise ValueError(f"{reduction} is not a valid value for reduction")
-    _broadcast_shapes(tuple(input.shape), tuple(target.shape))
+    if target.shape != input.shape:  # (ATen: target * input, or exp(target) * (target - input))
+        infer_size(target.shape, input.shape)
     loss = apply(_k.kl_div_log_target if log_target else _k.kl_div, input, target)
     if reduction == "batchmean" and input.ndim != 0:
         return _sum(loss) / input.shape[0]
@@ -442,9 +445,10 @@ def cosine_embedding_loss(input1: Tensor, input2: Tensor, target: Tensor, margin
     if input1.ndim not in (1, 2):
         raise RuntimeError(f"cosine_embedding_loss(): Expected 1D or 2D tensor, but got "
                            f"{input1.ndim}D tensor")
-    if tuple(input1.shape) != tuple(input2.shape):
-        raise RuntimeError(f"cosine_embedding_loss(): input1 and input2 should have the same size, but "
-                           f"got {list(input1.shape)} and {list(input2.shape)}")
+    if not (input1.shape == input2.shape and target.shape == input1.shape[:target.ndim]):
+        # ATen: where(target == 1, 1 - cos, zeros), cos = (input1 * input2).sum(target.dim()) / ...
+        cos = infer_size(input1.shape, input2.shape)
+        infer_size(target.shape, cos[:target.ndim] + cos[target.ndim + 1:])
     loss = apply(_k.cosine_embedding_loss, input1, input2, target, margin=float(margin))
     return _weighted(loss, reduction)
 
@@ -457,6 +461,8 @@ def margin_ranking_loss(input1: Tensor, input2: Tensor, target: Tensor, margin: 
         raise RuntimeError(f"margin_ranking_loss : All input tensors should have same dimension but got "
                            f"sizes: input1: {_size(input1.shape)}, input2: {_size(input2.shape)}, "
                            f"target: {_size(target.shape)} ")
+    if not (input1.shape == input2.shape == target.shape):  # (ATen: -target * (input1 - input2))
+        infer_size(target.shape, infer_size(input1.shape, input2.shape))
     loss = apply(_k.margin_ranking_loss, input1, input2, target, margin=float(margin))
     return _weighted(loss, reduction)
 
@@ -501,6 +507,8 @@ def poisson_nll_loss(input: Tensor, target: Tensor, log_input: bool = True, full
                      reduction: str = "mean") -> Tensor:
     """Poisson negative log likelihood (``exp(input) - target * input`` with ``log_input``)."""
     reduction = _reduction(size_average, reduce, reduction)
+    if target.shape != input.shape:  # (ATen: target * input, or target * log(input + eps))
+        infer_size(target.shape, input.shape)
     loss = apply(_k.poisson_nll_loss, input, target, log_input=bool(log_input), full=False,
                  eps=float(eps))
     if full:  # PyTorch adds the Stirling term as a composite (so its node is AddBackward0)

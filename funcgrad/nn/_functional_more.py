@@ -10,6 +10,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from .._broadcast import infer_size
 from .._dispatch import apply
 from .._ops import nn_more as _k
 from .._ops.reduce import mean as _mean, sum as _sum
@@ -48,6 +49,7 @@ def hinge_embedding_loss(input: Tensor, target: Tensor, margin: float = 1.0, siz
                          reduction: str = "mean") -> Tensor:
     """``x`` where ``y = 1``, ``max(0, margin - x)`` where ``y = -1``, then reduced."""
     reduction = _reduction(size_average, reduce, reduction)
+    _target_first(target, input)
     return _reduce(apply(_k.hinge_embedding, input, target, margin=float(margin)), reduction)
 
 
@@ -55,16 +57,15 @@ def multilabel_soft_margin_loss(input: Tensor, target: Tensor, weight: Tensor | 
                                 reduce=None, reduction: str = "mean") -> Tensor:
     """Per-sample mean over classes of the logistic loss, then reduced over samples."""
     reduction = _reduction(size_average, reduce, reduction)
-    _same_size(target, input)
+    _target_first(target, input)
     return _reduce(apply(_k.multilabel_soft_margin, input, target, weight), reduction)
 
 
-def _same_size(a: Tensor, b: Tensor) -> None:
-    """PyTorch's broadcasting error (its formula multiplies ``target`` by a function of ``input``)."""
-    for k in range(1, min(a.ndim, b.ndim) + 1):
-        if a.shape[-k] != b.shape[-k] and 1 not in (a.shape[-k], b.shape[-k]):
-            raise RuntimeError(f"The size of tensor a ({a.shape[-k]}) must match the size of tensor b "
-                               f"({b.shape[-k]}) at non-singleton dimension {max(a.ndim, b.ndim) - k}")
+def _target_first(target: Tensor, input: Tensor) -> None:
+    """PyTorch's broadcasting error for formulas that take ``target`` first (``target * f(input)``,
+    ``where(target != 1, f(input), zeros)``)."""
+    if target.shape != input.shape:
+        infer_size(target.shape, input.shape)
 
 
 def _lp_pool(pool, max_pool, input, norm_type, kernel_size, stride, ceil_mode, area):
