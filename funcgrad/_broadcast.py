@@ -63,6 +63,20 @@ def infer_size_all(shapes) -> tuple:
     return () if out is None else out
 
 
+def raise_mismatch(shapes) -> None:
+    """For an ``except`` block whose error may be a broadcast failure: raise ``infer_size_all``'s
+    error for ``shapes`` (PyTorch's operand order), not chained to the caught one; return when the
+    shapes broadcast (the caller re-raises what it caught).
+
+    Kernels see operands in funcgrad's order, which is not always ATen's (``masked_fill`` expands
+    the mask first); asking here only once a kernel failed keeps the success path free of checks.
+    """
+    try:
+        infer_size_all(shapes)
+    except RuntimeError as e:
+        raise e from None
+
+
 def expand_size(have, sizes) -> tuple:
     """ATen's ``inferExpandGeometry`` sizes: ``have`` expanded to ``sizes`` (``-1`` keeps a dim),
     checked from the last dim. The caller checks ``len(sizes) >= len(have)`` (its message names

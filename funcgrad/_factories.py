@@ -10,6 +10,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from . import _cache, _dtype, _numpy_share, _strides, _tensor
+from ._broadcast import infer_size
 from ._random import _multinomial, _sample
 from ._device import jax_device, put
 from ._errors import RESIZED_OUTPUT, warn_at_user
@@ -627,14 +628,14 @@ def normal(mean=0.0, std=1.0, size=None, *, generator=None, dtype=None, device=N
     """
     if isinstance(mean, Tensor) or isinstance(std, Tensor):
         ref = mean if isinstance(mean, Tensor) else std
-        shape = np.broadcast_shapes(tuple(getattr(mean, "shape", ())), tuple(getattr(std, "shape", ())))
+        shape = infer_size(getattr(mean, "shape", ()), getattr(std, "shape", ()))
         both = isinstance(mean, Tensor) and isinstance(std, Tensor)
         if out is not None and _inference_mode.enabled and (getattr(mean, "_requires_grad", False)
                                                             or getattr(std, "_requires_grad", False)):
             raise RuntimeError("normal(): functions with out=... arguments don't support automatic "
                                "differentiation, but one of the arguments requires grad.")
-        if out is not None and not both:  # (PyTorch: the tensor's shape broadcast with out's, before drawing)
-            shape = _infer_size(shape, tuple(out.shape))
+        if out is not None and not both and isinstance(mean, Tensor):  # (PyTorch: mean's shape broadcast
+            shape = infer_size(shape, out.shape)  # with out's before drawing; a tensor std keeps its own)
         z = _sample.normal(generator, shape, ref.dtype.np)
         m = mean._value if isinstance(mean, Tensor) else mean
         s = std._value if isinstance(std, Tensor) else std
@@ -649,20 +650,6 @@ def normal(mean=0.0, std=1.0, size=None, *, generator=None, dtype=None, device=N
     _device_first(device)
     return factory_out(_finish(_sample.normal(generator, shape, d.np, float(mean), float(std)),
                          requires_grad, device), out)
-
-
-def _infer_size(a: tuple, b: tuple) -> tuple:
-    """PyTorch's ``infer_size``: shapes ``a`` and ``b`` broadcast, or its error (the first
-    mismatch from the right)."""
-    n = max(len(a), len(b))
-    out = []
-    for i in range(1, n + 1):
-        x, y = (a[-i] if i <= len(a) else 1), (b[-i] if i <= len(b) else 1)
-        if x != y and x != 1 and y != 1:
-            raise RuntimeError(f"The size of tensor a ({x}) must match the size of tensor b ({y}) at "
-                               f"non-singleton dimension {n - i}")
-        out.append(y if x == 1 else x)
-    return tuple(reversed(out))
 
 
 def bernoulli(input, p=None, *, generator=None, out=None) -> Tensor:

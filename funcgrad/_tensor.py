@@ -18,7 +18,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from . import _dtype, _grad_mode as grad_mode, _runtime, _strides
+from . import _broadcast, _dtype, _grad_mode as grad_mode, _runtime, _strides
 from ._device import device as _device_cls
 from ._device import from_jax as _from_jax_device
 from ._device import jax_device
@@ -995,9 +995,7 @@ class Tensor:
                                    f"the desired output type {want}")
             out = out.to(self.dtype)
         if out.shape != self.shape:
-            if np.broadcast_shapes(out.shape, self.shape) != tuple(self.shape):
-                raise RuntimeError(f"output with shape {list(self.shape)} doesn't match the "
-                                   f"broadcast shape {list(np.broadcast_shapes(out.shape, self.shape))}")
+            _broadcast.check_inplace(self.shape, (out.shape,))
             out = _above.expand(out, self.shape)
         rebase = out._requires_grad and _state.enabled
         if rebase:  # (before the write: a view whose steps cannot be replayed refuses)

@@ -13,6 +13,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from .. import _broadcast
 from .._host import host_exact, host_scalar
 from .._tensor import _is_tracer, _wrap_dim
 from ._registry import Tensor, apply, defop, export, inplace_method
@@ -451,6 +452,15 @@ def masked_fill(input, mask, value) -> Tensor:
     >>> x.masked_fill(x < 0, 0.)
     tensor([1., 0., 3.])
     """
+    try:
+        return _masked_fill_impl(input, mask, value)
+    except RuntimeError:  # (ATen's masked_fill expands the mask first: its error names it as tensor a)
+        if isinstance(mask, Tensor):
+            _broadcast.raise_mismatch((mask.shape, input.shape))
+        raise
+
+
+def _masked_fill_impl(input, mask, value) -> Tensor:  # (masked_fill_: a TensorIterator, self first)
     _check_mask(mask, "masked_fill_")
     if isinstance(value, Tensor):
         if value.ndim:
@@ -460,14 +470,14 @@ def masked_fill(input, mask, value) -> Tensor:
     return apply(_masked_fill, input, mask, value)
 
 
-inplace_method("masked_fill_", masked_fill)
+inplace_method("masked_fill_", _masked_fill_impl)
 
 
 @export("masked_select")
 def masked_select(input, mask, *, out=None) -> Tensor:
     """The 1-D tensor of the entries where ``mask`` (broadcast with input) is True (eager only)."""
     _check_mask(mask, "masked_select:")
-    shape = tuple(np.broadcast_shapes(tuple(input.shape), tuple(mask.shape)))
+    shape = _broadcast.infer_size(mask.shape, input.shape)  # (ATen: expand_outplace(mask, self))
     m = np.broadcast_to(np.asarray(mask._concrete("masked_select()")), shape)
     idx = jnp.asarray(np.flatnonzero(m))
     return _out(apply(_masked_select, input, idx, shape=shape), out, check=_same_scalar_type("masked_select"))

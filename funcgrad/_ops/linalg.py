@@ -8,7 +8,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from .. import _cache, _dispatch, _host
+from .. import _broadcast, _cache, _dispatch, _host
 from .._tensor import _Array, _dtype_cname, _scalar_type_name, _wrap_dim
 from ._registry import FUNCTIONS, Tensor, apply, defop, export, inplace_method, operand, same_dtype
 from ._registry import write_out as _out
@@ -44,7 +44,7 @@ def matmul(input, other, *, out=None) -> Tensor:
     kb = other.shape[0] if b == 1 else other.shape[-2]
     if ka != kb:
         if b > 2:  # the batched case runs as bmm on the broadcast batch
-            batch = math.prod(jnp.broadcast_shapes(tuple(input.shape[:-2]), tuple(other.shape[:-2])))
+            batch = math.prod(_broadcast.infer_size(input.shape[:-2], other.shape[:-2]))  # (ATen's order)
             raise RuntimeError(f"Expected size for first two dimensions of batch2 tensor to be: "
                                f"[{batch}, {ka}] but got: [{batch}, {kb}].")
         if a == 1 and b == 1:
@@ -59,7 +59,12 @@ def matmul(input, other, *, out=None) -> Tensor:
         # in products (under autocast the operands are cast to one dtype first)
         _dtype_mismatch(input, other)
     op = {(2, 2): _mm, (1, 1): _dot, (2, 1): _mv, (1, 2): _vm}.get((a, b), _matmul)
-    r = apply(op, input, other)
+    try:
+        r = apply(op, input, other)
+    except ValueError:  # (jax's refusal of batch dims that do not broadcast: ATen's infer_size error)
+        if a > 2 and b > 2:
+            _broadcast.raise_mismatch((input.shape[:-2], other.shape[:-2]))
+        raise
     return r if out is None else out.copy_(r)
 
 

@@ -13,6 +13,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from .. import _broadcast
 from .._tensor import _is_tracer, _scalar_type_name, _wrap_dim
 from ._registry import Tensor, apply, defop, export
 from .pointwise import sub
@@ -81,7 +82,11 @@ def cdist(x1, x2, p: float = 2.0, compute_mode=None) -> Tensor:
         raise RuntimeError("cdist only supports non-negative p values")
     if not x1.dtype.is_floating_point:
         raise RuntimeError(f"cdist only supports floating-point dtypes, X1 got: {x1.dtype}")
-    return apply(_cdist, x1, x2, p=float(p))
+    try:
+        return apply(_cdist, x1, x2, p=float(p))
+    except RuntimeError:  # (ATen broadcasts the batch dims only: infer_size(x1's, x2's))
+        _broadcast.raise_mismatch((x1.shape[:-2], x2.shape[:-2]))
+        raise
 
 
 @export("dist")

@@ -19,6 +19,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from .. import _dtype
+from .._broadcast import expand_size, infer_size
 from .._factories import empty, tensor
 from .._tensor import _is_tracer, _scalar_type_name, _wrap_dim
 from ._registry import METHODS, Tensor, apply, defop, export, inplace_method
@@ -290,20 +291,6 @@ def _masked_scatter_fn(x, mask, src):
 _masked_scatter = defop("masked_scatter", _masked_scatter_fn, "MaskedScatterBackward0", diff=(0, 2))
 
 
-def _infer_size(a, b):
-    """ATen's infer_size (broadcasting a with b) and its error."""
-    n = max(len(a), len(b))
-    out = []
-    for i in range(n):
-        da = a[i - n + len(a)] if i - n + len(a) >= 0 else 1
-        db = b[i - n + len(b)] if i - n + len(b) >= 0 else 1
-        if da != db and da != 1 and db != 1:
-            raise RuntimeError(f"The size of tensor a ({da}) must match the size of tensor b ({db}) at "
-                               f"non-singleton dimension {i}")
-        out.append(db if da == 1 else da)
-    return tuple(out)
-
-
 def _masked_scatter_checks(input: Tensor, mask: Tensor, source: Tensor, shape) -> None:
     if mask.dtype is not _dtype.bool_:
         if mask.dtype is _dtype.uint8:
@@ -333,7 +320,7 @@ def masked_scatter(input: Tensor, mask: Tensor, source: Tensor) -> Tensor:
     tensor([[0., 0., 1.],
             [0., 2., 3.]])
     """
-    shape = _infer_size(tuple(mask.shape), tuple(input.shape))
+    shape = infer_size(mask.shape, input.shape)  # (ATen: expand_outplace(mask, self))
     _masked_scatter_checks(input, mask, source, shape)
     return apply(_masked_scatter, input, mask, source)
 
@@ -344,12 +331,7 @@ def _masked_scatter_(self: Tensor, mask: Tensor, source: Tensor) -> Tensor:
         raise RuntimeError(f"expand(CPUBoolType{{{list(have)}}}, size={list(target)}): the number of "
                            f"sizes provided ({len(target)}) must be greater or equal to the number of "
                            f"dimensions in the tensor ({len(have)})")
-    for i, d in enumerate(have):
-        t = target[i + len(target) - len(have)]
-        if d != t and d != 1:
-            raise RuntimeError(f"The expanded size of the tensor ({t}) must match the existing size ({d}) at "
-                               f"non-singleton dimension {i + len(target) - len(have)}.  Target sizes: "
-                               f"{list(target)}.  Tensor sizes: {list(have)}")
+    expand_size(have, target)
     return masked_scatter(self, mask, source)
 
 

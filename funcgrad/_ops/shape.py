@@ -8,7 +8,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from .. import _factories, _grad_mode, _strides, _tensor
+from .. import _broadcast, _factories, _grad_mode, _strides, _tensor
 from .._host import has_subnormal, host_exact
 from .._errors import TracedValueError
 from .._tensor import Size, _is_tracer, _scatter_fn, _wrap_dim
@@ -196,20 +196,10 @@ def expand(self, *sizes) -> Tensor:
     sizes = _shape_arg(sizes)
     shape = self.shape
     if len(sizes) < len(shape):
-        raise RuntimeError(f"expand(torch.FloatTensor{{{list(shape)}}}, size={list(sizes)}): the number of "
+        raise RuntimeError(f"expand({self.type()}{{{list(shape)}}}, size={list(sizes)}): the number of "
                            f"sizes provided ({len(sizes)}) must be greater or equal to the number of "
                            f"dimensions in the tensor ({len(shape)})")
-    full = (1,) * (len(sizes) - len(shape)) + tuple(shape)
-    out = []
-    for i, (s, have) in enumerate(zip(sizes, full)):
-        if s == -1:
-            s = have
-        elif have != 1 and have != s:
-            raise RuntimeError(f"The expanded size of the tensor ({s}) must match the existing size "
-                               f"({have}) at non-singleton dimension {i}.  Target sizes: "
-                               f"{list(sizes)}.  Tensor sizes: {list(shape)}")
-        out.append(s)
-    return apply(_expand, self, shape=tuple(out))
+    return apply(_expand, self, shape=_broadcast.expand_size(shape, sizes))
 
 
 @export("expand_as", function=False)
@@ -313,13 +303,8 @@ _fill_t = defop("fill_tensor", lambda x, v: jnp.broadcast_to(v.astype(x.dtype), 
 
 
 def _copy_fn(dst, src, non_blocking=False):
-    if isinstance(src, Tensor) and dst.shape != src.shape:
-        try:
-            np.broadcast_shapes(src.shape, dst.shape)
-        except ValueError:
-            raise RuntimeError(f"The size of tensor a ({dst.shape[-1] if dst.ndim else 1}) must match "
-                               f"the size of tensor b ({src.shape[-1] if src.ndim else 1}) at "
-                               f"non-singleton dimension {max(dst.ndim, src.ndim) - 1}") from None
+    if isinstance(src, Tensor) and dst.shape != src.shape:  # (ATen: a TensorIterator, dst its output)
+        _broadcast.check_inplace(dst.shape, (src.shape,))
     if isinstance(src, Tensor) and not (_grad_mode._state.enabled
                                         and (dst._requires_grad or src._requires_grad)):
         a = _factories.host_copy(src._value, dst._value)  # (no graph records it: no kernel needed)
@@ -779,12 +764,7 @@ def _check_value_shape(x, index, value, basic) -> None:
         raise RuntimeError(f"expand({value.type()}{{{list(have)}}}, size={list(want)}): the number of "
                            f"sizes provided ({len(want)}) must be greater or equal to the number of "
                            f"dimensions in the tensor ({len(have)})")
-    for i in range(len(want) - 1, -1, -1):
-        j = i - (len(want) - len(have))
-        if j >= 0 and have[j] not in (1, want[i]):
-            raise RuntimeError(f"The expanded size of the tensor ({want[i]}) must match the existing size "
-                               f"({have[j]}) at non-singleton dimension {i}.  Target sizes: {list(want)}.  "
-                               f"Tensor sizes: {list(have)}")
+    _broadcast.expand_size(have, want)
 
 
 export("__getitem__", function=False)(_getitem_fn)

@@ -16,6 +16,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from .. import _broadcast
 from .._tensor import Size, _wrap_dim
 from .._dispatch import Op
 from ._registry import REQUIRED, Tensor, apply, defop, export, refuse, rerun
@@ -348,13 +349,15 @@ def movedim(input=REQUIRED, source=REQUIRED, destination=REQUIRED, *args, **nump
 
 # ================================ broadcasting ================================================
 def broadcast_shapes(*shapes) -> Size:
-    """The broadcast shape of ``shapes`` (PyTorch's error when they are incompatible)."""
-    shapes = [(s,) if isinstance(s, int) else tuple(s) for s in shapes]
-    try:
-        return Size(np.broadcast_shapes(*shapes))
-    except ValueError:
-        raise RuntimeError("shape mismatch: objects cannot be broadcast to a single shape.  Mismatch "
-                           "is between arg 0 and arg 1.") from None
+    """The broadcast shape of ``shapes`` (an int is a 1-d shape), with ``torch.broadcast_shapes``'s
+    errors (its Python ``torch._refs._broadcast_shapes``, not ATen's ``infer_size``).
+
+    >>> import funcgrad
+    >>> funcgrad.broadcast_shapes((2,), (3, 1), (1, 1, 1))
+    funcgrad.Size([1, 3, 2])
+    """
+    common = _broadcast.broadcast_shapes(*shapes)
+    return Size(() if common is None else common)
 
 
 @export("broadcast_tensors", method=False)
@@ -362,14 +365,7 @@ def broadcast_tensors(*tensors) -> tuple:
     """Expand all tensors to their common shape (tensors already of that shape are returned as is)."""
     if len(tensors) == 1 and isinstance(tensors[0], (list, tuple)):
         tensors = tuple(tensors[0])
-    shapes = [tuple(t.shape) for t in tensors]
-    try:
-        shape = np.broadcast_shapes(*shapes)
-    except ValueError:
-        a = next(i for i in range(len(shapes)) if shapes[i] != max(shapes, key=len))
-        raise RuntimeError(f"The size of tensor a ({shapes[0][-1] if shapes[0] else 1}) must match the "
-                           f"size of tensor b ({shapes[a][-1] if shapes[a] else 1}) at non-singleton "
-                           f"dimension {len(max(shapes, key=len)) - 1}") from None
+    shape = _broadcast.infer_size_all([t.shape for t in tensors])  # (ATen's expand_outplace)
     return tuple(t if tuple(t.shape) == shape else expand(t, shape) for t in tensors)
 
 

@@ -18,7 +18,6 @@ import math
 import jax
 import jax.numpy as jnp
 import jax.scipy.special as jsp
-from jax.custom_derivatives import SymbolicZero
 
 from .._factories import tensor
 from .._tensor import _scalar_type_name
@@ -144,28 +143,10 @@ class _NotImplementedGrad:
         raise NotImplementedError(f"the derivative for '{self.what}' is not implemented.")
 
 
-@jax.custom_jvp
-def _zeta_q(x, q):
-    """``zeta(x, q)`` differentiable in ``q`` only, as PyTorch's ``special_zeta``: the formula of
-    q's gradient calls it, so a double backward needing x's raises there too."""
-    return jsp.zeta(x, q)
-
-
-def _zeta_q_jvp(primals, tangents):
-    (x, q), (tx, tq) = primals, tangents
-    if type(tx) is not SymbolicZero:
-        raise NotImplementedError("the derivative for 'zeta' is not implemented.")
-    y = _zeta_q(x, q)
-    return y, jnp.zeros_like(y) if type(tq) is SymbolicZero else tq * -x * _zeta_q(x + 1, q)
-
-
-_zeta_q.defjvp(_zeta_q_jvp, symbolic_zeros=True)
-
-
 def _zeta_vjp(primals, cot, *, grad_mode):
     # derivatives.yaml: self: not_implemented("zeta"); other: grad * -self * special_zeta(self + 1., other)
     x, q = primals
-    return _NotImplementedGrad("zeta"), cot * -x * _zeta_q(x + 1, q)
+    return _NotImplementedGrad("zeta"), cot * -x * jsp.zeta(x + 1, q)
 
 
 # PyTorch has no derivative of zeta wrt x ("the derivative for 'zeta' is not implemented"): only q
