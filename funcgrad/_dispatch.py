@@ -602,10 +602,7 @@ def _raise_broadcast_error(vals, exc):
     ``infer_size`` folded over the operands in order, as TensorIterator."""
     if "broadcast" not in str(exc):
         return
-    try:
-        _broadcast.infer_size_all([v.shape for v in vals if getattr(v, "ndim", 0)])
-    except RuntimeError as e:
-        raise e from None  # (not chained to jax's error)
+    _broadcast.raise_mismatch([v.shape for v in vals if getattr(v, "ndim", 0)])
 
 
 INFERENCE_SAVED_MSG = (

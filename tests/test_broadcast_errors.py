@@ -15,10 +15,8 @@ recorded from PyTorch 2.13 by ``tests/fixtures/broadcast_errors/make_fixtures.py
 
 from __future__ import annotations
 
-import json
 import pathlib
 import random
-import warnings
 
 import numpy as np
 import pytest
@@ -27,7 +25,8 @@ import funcgrad
 import funcgrad.nn.functional  # noqa: F401
 from funcgrad import _broadcast
 
-from .test_errors_torch import _outcome, _same, _snap  # one way of running a row and comparing
+# one way of running a row, comparing it with PyTorch and checking nothing changed
+from .test_errors_torch import _outcome, check_fixture_current, check_matches_torch, check_unchanged
 
 FIXTURE = pathlib.Path(__file__).parent / "fixtures" / "broadcast_errors" / "outcomes.json"
 
@@ -169,46 +168,20 @@ def outcomes(torch):
     return {row[0]: list(_outcome(torch, row)[:2]) for row in ROWS}
 
 
-def _expected():
-    return {k: tuple(v) for k, v in json.loads(FIXTURE.read_text()).items()}
-
-
 @pytest.mark.torch
 @pytest.mark.parametrize("row", ROWS, ids=IDS)
 def test_error_matches_torch(row):
     """Same exception type and message as PyTorch (live when installed, else recorded)."""
-    try:
-        import torch
-        want = _outcome(torch, row)[:2]
-    except ImportError:
-        want = _expected()[row[0]]
-    assert want[0] is not None, f"{row[0]}: PyTorch raises nothing (not a mistake)"
-    assert _outcome(funcgrad, row)[:2] == tuple(want)
+    check_matches_torch(row, FIXTURE)
 
 
 @pytest.mark.parametrize("row", ROWS, ids=IDS)
 def test_error_leaves_tensors_unchanged(row):
-    _, setup, bad = row
-    objs = setup(funcgrad)
-    before = {k: _snap(v, funcgrad) for k, v in objs.items()}
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        with pytest.raises((RuntimeError, ValueError, TypeError)):
-            bad(objs, funcgrad)
-    for k, v in objs.items():
-        assert _same(before[k], _snap(v, funcgrad)), f"{row[0]}: {k} changed by the failed call"
+    check_unchanged(row)
 
 
 def test_fixture_is_current():
-    """The recorded fixture covers every row and agrees with live PyTorch."""
-    rec = _expected()
-    assert set(rec) == set(IDS)
-    try:
-        import torch
-    except ImportError:
-        pytest.skip("PyTorch is not installed: only the recorded messages are checked")
-    stale = [r[0] for r in ROWS if tuple(rec[r[0]]) != _outcome(torch, r)[:2]]
-    assert not stale, f"re-run tests/fixtures/broadcast_errors/make_fixtures.py: {stale}"
+    check_fixture_current(ROWS, FIXTURE, "tests/fixtures/broadcast_errors/make_fixtures.py")
 
 
 # ------------------------------------------------------------------ shapes that do broadcast
