@@ -46,6 +46,19 @@ def kernel_error(kernel: str, d) -> NotImplementedError:
     return NotImplementedError(f'"{kernel}" not implemented for \'{_scalar_type_name(d)}\'')
 
 
+class NotImplementedGrad:
+    """What an op's ``vjp`` slot gives for an input whose derivative ``derivatives.yaml`` states as
+    ``not_implemented(what)``: the backward kernel raises PyTorch's NotImplementedError when it is
+    traced for that input, which the engine asks for only where its gradient is needed (PyTorch's
+    ``task_should_compute_output``)."""
+
+    def __init__(self, what: str):
+        self.what = what
+
+    def astype(self, dtype):
+        raise NotImplementedError(f"the derivative for '{self.what}' is not implemented.")
+
+
 def _reject_table(accepts, kernel, errors):
     table = {}
     for d in _dtype.ALL:

@@ -15,7 +15,17 @@ import jax.scipy.special as jsp
 
 from .._factories import tensor
 from .._tensor import _scalar_type_name
-from ._registry import FUNCTIONS, Tensor, any_dtype, apply, defop, export, inplace_method, noargs_method
+from ._registry import (
+    FUNCTIONS,
+    NotImplementedGrad,
+    Tensor,
+    any_dtype,
+    apply,
+    defop,
+    export,
+    inplace_method,
+    noargs_method,
+)
 from ._registry import write_out as _out
 from .pointwise import _clamp_max_s, _clamp_min_s, _make_unary, int_division, scalar_bounds_dtype
 
@@ -206,6 +216,23 @@ for _name, _fn, _grad, _promote, _aliases in _UNARY:
     for _n in (_name, *_aliases):
         inplace_method(_n + "_", _f)
     globals()[_name] = _f
+
+
+def _inplace_not_implemented(name: str, aliases: tuple) -> None:
+    """``Tensor.<name>_`` as PyTorch's: derivatives.yaml states no derivative for the in-place
+    acosh_/asinh_/atanh_ (``not_implemented("inplace version of acosh")``), so their node
+    (``AcoshBackward1``…) raises where a backward needs it."""
+    what = f"inplace version of {name}"
+    op = defop(name + "_", MATH_OPS[name].fn, name.capitalize() + "Backward1", promote="float",
+               vjp=lambda primals, cot, *, grad_mode: (NotImplementedGrad(what),))
+    f = _make_unary(name, op)
+    for n in (name, *aliases):
+        inplace_method(n + "_", f)
+
+
+for _name, _fn, _grad, _promote, _aliases in _UNARY:
+    if _name in ("acosh", "asinh", "atanh"):
+        _inplace_not_implemented(_name, _aliases)
 
 # (export's copies: each names itself in Python's errors)
 fix, arcsin, arccos, arctan, arcsinh, arccosh, arctanh = (FUNCTIONS[n] for n in (

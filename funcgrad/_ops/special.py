@@ -18,10 +18,11 @@ import math
 import jax
 import jax.numpy as jnp
 import jax.scipy.special as jsp
+from jax.custom_derivatives import SymbolicZero
 
 from .._factories import tensor
 from .._tensor import _scalar_type_name
-from ._registry import Tensor, apply, defop, export, inplace_method, noargs_method
+from ._registry import NotImplementedGrad, Tensor, apply, defop, export, inplace_method, noargs_method
 from ._registry import check_out_grad
 from ._registry import write_out as _out
 
@@ -132,21 +133,28 @@ _xlog1py_other = defop("special_xlog1py_other_scalar", jsp.xlog1py, "SpecialXlog
                        promote="binary_float", jvp=_xlog1py_jvp)
 
 
-class _NotImplementedGrad:
-    """A gradient ``derivatives.yaml`` states as ``not_implemented``: the backward kernel raises
-    PyTorch's error when it is asked for it (only for an input that needs a gradient)."""
+@jax.custom_jvp
+def _zeta_q(x, q):
+    """``zeta(x, q)`` differentiable in ``q`` only, as PyTorch's ``special_zeta``: the formula of
+    q's gradient calls it, so a double backward needing x's raises there too."""
+    return jsp.zeta(x, q)
 
-    def __init__(self, what: str):
-        self.what = what
 
-    def astype(self, dtype):
-        raise NotImplementedError(f"the derivative for '{self.what}' is not implemented.")
+def _zeta_q_jvp(primals, tangents):
+    (x, q), (tx, tq) = primals, tangents
+    if type(tx) is not SymbolicZero:
+        raise NotImplementedError("the derivative for 'zeta' is not implemented.")
+    y = _zeta_q(x, q)
+    return y, jnp.zeros_like(y) if type(tq) is SymbolicZero else tq * -x * _zeta_q(x + 1, q)
+
+
+_zeta_q.defjvp(_zeta_q_jvp, symbolic_zeros=True)
 
 
 def _zeta_vjp(primals, cot, *, grad_mode):
     # derivatives.yaml: self: not_implemented("zeta"); other: grad * -self * special_zeta(self + 1., other)
     x, q = primals
-    return _NotImplementedGrad("zeta"), cot * -x * jsp.zeta(x + 1, q)
+    return NotImplementedGrad("zeta"), cot * -x * _zeta_q(x + 1, q)
 
 
 # PyTorch has no derivative of zeta wrt x ("the derivative for 'zeta' is not implemented"): only q
@@ -155,7 +163,7 @@ _zeta_self = defop("special_zeta_self_scalar", jsp.zeta, "SpecialZetaBackward1",
                    promote="binary_float", diff=(1,))
 # q a scalar: PyTorch records a node whose backward raises
 _zeta_other = defop("special_zeta_other_scalar", jsp.zeta, "SpecialZetaBackward2", promote="binary_float",
-                    vjp=lambda primals, cot, *, grad_mode: (_NotImplementedGrad("zeta"), None))
+                    vjp=lambda primals, cot, *, grad_mode: (NotImplementedGrad("zeta"), None))
 
 
 def _igamma_fn(lower: bool):
@@ -182,7 +190,7 @@ def _igamma_vjp(lower: bool):
     def vjp(primals, cot, *, grad_mode):
         a, x = primals
         e = jnp.exp((a - 1) * jnp.log(x) - x - jax.lax.lgamma(a))
-        return _NotImplementedGrad(what), (cot if lower else -cot) * e
+        return NotImplementedGrad(what), (cot if lower else -cot) * e
     return vjp
 
 

@@ -49,6 +49,10 @@ SPECS = [
     Spec("asinh", fg.asinh, jnp.arcsinh, [S], grad_fn="AsinhBackward0"),
     Spec("acosh", fg.acosh, jnp.arccosh, [pos(*S, low=1.2, high=3.0)], grad_fn="AcoshBackward0"),
     Spec("atanh", lambda x: x.arctanh(), jnp.arctanh, [unit(*S)], grad_fn="AtanhBackward0"),
+    # the in-place forms: PyTorch has no derivative (tests/test_engine_needed_inputs.py)
+    Spec("asinh_", lambda x: x.asinh_(), jnp.arcsinh, [S], nondiff=True),
+    Spec("acosh_", lambda x: fg.arccosh_(x), jnp.arccosh, [pos(*S, low=1.2, high=3.0)], nondiff=True),
+    Spec("atanh_", lambda x: x.atanh_(), jnp.arctanh, [unit(*S)], nondiff=True),
     Spec("erf", fg.erf, jsp.erf, [S], grad_fn="ErfBackward0"),
     Spec("erfc", fg.erfc, jsp.erfc, [S], grad_fn="ErfcBackward0"),
     Spec("erfinv", fg.erfinv, jsp.erfinv, [unit(*S)], grad_fn="ErfinvBackward0", rtol=1e-6),
