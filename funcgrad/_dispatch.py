@@ -770,8 +770,22 @@ class OpNode(Node):
             if self._packed is not None:  # (what pack_hook returned goes now, as in PyTorch)
                 self._packed = None
 
-    def _apply(self, grads):
+    def _apply_some(self, grads, want):
+        """The backward kernel specialised on the inputs whose gradient is wanted (PyTorch's
+        ``task_should_compute_output``): an unwanted one's is not computed, so a derivative
+        ``derivatives.yaml`` states ``not_implemented`` raises only where it is needed."""
+        key = self._key
+        mask = list(key[3])
+        for w, i in zip(want, self._mask_pos, strict=True):
+            if not w:
+                mask[i] = False
+        if not any(mask):
+            return [None] * len(self._mask_pos)
+        return self._apply(grads, (*key[:3], tuple(mask), key[4]))
+
+    def _apply(self, grads, key=None):
         op = self._op
+        key = self._key if key is None else key
         if self._out_avals is None:
             cots = (grads[0],)
         elif _state.enabled:  # (a recorded backward takes every cotangent as an operand)
@@ -779,17 +793,17 @@ class OpNode(Node):
                          for g, (s, d) in zip(grads, self._out_avals))
         else:  # an output nothing used gets no cotangent (see Op.vjp_fn)
             cots = tuple(grads)
-        mask = self._key[3]
+        mask = key[3]
         saved = self._saved if self._packed is None else self._unpacked_saved()
         if _state.enabled:  # create_graph: the backward kernel is itself a recorded op
-            bop = op.backward_op(*self._key)
-            aval_pos = {i for i, _ in self._key[4]}
+            bop = op.backward_op(*key)
+            aval_pos = {i for i, _ in key[4]}
             ins = [s for i, s in enumerate(saved) if i not in aval_pos]
             res = apply(bop, *ins, *cots)
         else:
-            k = op._bwd.get(self._key)
+            k = op._bwd.get(key)
             if k is None:
-                k = op.backward(*self._key)
+                k = op.backward(*key)
             T = _Tensor
             vals = scalar_arrays([s._value if isinstance(s, T) else s for s in saved])
             res = [T._wrap(r) for r in k(vals, tuple([None if c is None else c._value for c in cots]))]

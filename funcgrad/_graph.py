@@ -101,6 +101,11 @@ class Node:
         hooks.append(fn)
         return RemovableHandle(hooks, fn)
 
+    def _apply_some(self, grads, want):
+        """``_apply`` where only the input gradients ``want`` marks are needed (one bool per edge):
+        the others are dropped. A node that can skip computing them overrides this."""
+        return [g if w else None for g, w in zip(self._apply(grads), want, strict=False)]
+
     def _release(self) -> None:
         """Free saved values (after a backward without retain_graph)."""
 

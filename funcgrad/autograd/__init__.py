@@ -138,12 +138,12 @@ def backward(tensors, grad_tensors=None, retain_graph=None, create_graph=False, 
         inputs = _as_list(inputs)
         if not inputs:
             raise RuntimeError("'inputs' argument to backward() cannot be empty.")
-        res = engine.execute(roots, grads, retain_graph, create_graph,
-                             capture=[t._edge() for t in inputs], accumulate=False)
-        for t, g in zip(inputs, res):
-            if g is not None:
-                g = g if create_graph else g.detach()
-                t._grad = g if t._grad is None else t._grad + g
+        for t in inputs:  # as PyTorch's: a non-leaf input keeps its .grad from now on
+            t.retain_grad()
+        # the inputs' nodes run (a leaf's AccumulateGrad adds into .grad, a non-leaf's retain_grad
+        # fills it), and of the rest only what leads to them
+        engine.execute(roots, grads, retain_graph, create_graph,
+                       capture=[t._edge() for t in inputs], run_captured=True)
         return
     engine.execute(roots, grads, retain_graph, create_graph)
 

@@ -6,6 +6,9 @@
    the results into the slots of ``next_functions``. Leaves' ``AccumulateGrad`` nodes add into
    ``.grad``. Saved inputs are freed as nodes run unless ``retain_graph``.
 With ``create_graph`` grad mode stays on, so every kernel applied here is itself recorded.
+Which input gradients a node computes is decided here, at backward time, as PyTorch's
+``task_should_compute_output``: every edge that requires grad for a plain backward; under
+``inputs`` only the edges that lead to one (a ``not_implemented`` derivative raises only there).
 """
 
 from __future__ import annotations
@@ -36,7 +39,8 @@ def _add(a, b):
     return a + b
 
 
-def _run_hooks(node, grads):
+def _run_hooks(node, grads, node_hooks=True):
+    """Tensor hooks and retain_grad on ``grads``, then (``node_hooks``: the node runs) pre-hooks."""
     th = node._tensor_pre_hooks
     if th:
         for nr, hooks in th.items():
@@ -51,7 +55,7 @@ def _run_hooks(node, grads):
             if t is not None and grads[nr] is not None:
                 g = grads[nr] if grad_mode._state.enabled else grads[nr].detach()
                 t._grad = g if t._grad is None else t._grad + g
-    if node._pre_hooks:
+    if node._pre_hooks and node_hooks:
         for h in list(node._pre_hooks):
             r = h(tuple(grads))
             if r is not None:
@@ -82,11 +86,14 @@ def _accumulate(node, g, create_graph):
             h(var)
 
 
-def execute(roots, grads, retain_graph, create_graph, capture=None, accumulate=True, fused=True):
+def execute(roots, grads, retain_graph, create_graph, capture=None, accumulate=True, fused=True,
+            run_captured=False):
     """Backpropagate ``grads`` (Tensors) from ``roots`` (edges ``(node, output_nr)``).
 
     ``capture``: edges whose incoming gradient is returned (``autograd.grad``), in order;
-    only nodes that lead to them run, and ``.grad`` is not touched unless ``accumulate``.
+    only nodes that lead to them run, each computing only the gradients of its edges that lead
+    to them, and ``.grad`` is not touched unless ``accumulate``. ``run_captured``: the captured
+    nodes run too (``backward(inputs=...)``, whose inputs PyTorch reaches through their nodes).
     ``fused=False``: the caller already tried the fused path (it did not qualify).
     """
     if fused and capture is None and not create_graph and accumulate and not grad_mode._anomaly[0]:
@@ -109,17 +116,21 @@ def execute(roots, grads, retain_graph, create_graph, capture=None, accumulate=T
             if child not in seen:
                 seen.add(child)
                 stack.append(child)
-    needed = None
+    # capturing: PyTorch's exec_info. ``lead``: the nodes with a path to a captured node (they
+    # run); ``wanted``: those and the captured ones (an edge to one gets its gradient computed)
+    needed = wanted = None
     targets = {}
     if capture is not None:
         for i, (n, nr) in enumerate(capture):
             targets.setdefault(n, []).append((nr, i))
-        needed, stack = set(targets), list(targets)
+        lead, stack = set(), list(targets)
         while stack:
             for p in parents.get(stack.pop(), ()):
-                if p not in needed:
-                    needed.add(p)
+                if p not in lead:
+                    lead.add(p)
                     stack.append(p)
+        wanted = lead | targets.keys()
+        needed = wanted if run_captured else lead
     results = [None] * (len(capture) if capture is not None else 0)
 
     # 2. seed
@@ -154,9 +165,14 @@ def execute(roots, grads, retain_graph, create_graph, capture=None, accumulate=T
                             ready.append(child)
                     continue
             outs = None
-            if buf is not None and (needed is None or node in needed):
+            if buf is not None and (wanted is None or node in wanted):
+                runs = needed is None or node in needed
+                if targets and runs:
+                    # PyTorch captures a node that also runs before its hooks (evaluate_function)
+                    for nr, i in targets.get(node, ()):
+                        results[i] = buf[nr]
                 if node._tensor_pre_hooks or node._retain or node._pre_hooks:
-                    _run_hooks(node, buf)
+                    _run_hooks(node, buf, runs)
                 is_leaf = type(node) is AccumulateGrad
                 if is_leaf and buf[0] is not None and getattr(node.variable, "_hooks", None):
                     # a leaf's tensor hooks run before capture too (autograd.grad sees them)
@@ -164,17 +180,20 @@ def execute(roots, grads, retain_graph, create_graph, capture=None, accumulate=T
                         r = h(buf[0])
                         if r is not None:
                             buf[0] = r
-                if targets:
+                if targets and not runs:
                     for nr, i in targets.get(node, ()):
                         results[i] = buf[nr]
-                if is_leaf:
+                if not runs:  # captured, leading to no other captured node: PyTorch skips it
+                    pass
+                elif is_leaf:
                     if accumulate and buf[0] is not None:
                         _accumulate(node, buf[0], create_graph)
                 elif buf[0] is not None or any(g is not None for g in buf):
+                    want = None if wanted is None else _wanted_edges(node, wanted)
                     if anomaly:
-                        outs = _run_node_anomaly(node, buf)
-                    elif node._hooks:
-                        outs = _run_node(node, buf)
+                        outs = _run_node_anomaly(node, buf, want)
+                    elif node._hooks or want is not None:
+                        outs = _run_node(node, buf, want)
                     else:  # the common case, inlined
                         node._check_saved()
                         outs = node._apply(buf)
@@ -196,9 +215,18 @@ def execute(roots, grads, retain_graph, create_graph, capture=None, accumulate=T
     return results
 
 
-def _run_node(node, buf):
+def _wanted_edges(node, wanted):
+    """Which of ``node``'s input gradients to compute (PyTorch's ``task_should_compute_output``
+    under ``inputs``): those whose edge leads to a captured node; None where that is all of them."""
+    want = tuple(c is not None and c in wanted for c, _ in node.next_functions)
+    if all(w or c is None for w, (c, _) in zip(want, node.next_functions, strict=True)):
+        return None
+    return want
+
+
+def _run_node(node, buf, want=None):
     node._check_saved()
-    outs = node._apply(buf)
+    outs = node._apply(buf) if want is None else node._apply_some(buf, want)
     if node._hooks:
         for h in list(node._hooks):
             r = h(tuple(outs), tuple(buf))
@@ -207,10 +235,10 @@ def _run_node(node, buf):
     return outs
 
 
-def _run_node_anomaly(node, buf):
+def _run_node_anomaly(node, buf, want=None):
     """Under detect_anomaly: NaN check, and PyTorch's warning naming the failing node's forward."""
     try:
-        outs = _run_node(node, buf)
+        outs = _run_node(node, buf, want)
         if grad_mode._anomaly[1]:
             _check_nan(node, outs)
     except Exception:
