@@ -8,8 +8,10 @@ jitted XLA program. ``type(node).__name__`` is PyTorch's name (``MulBackward0``â
 from __future__ import annotations
 
 import contextlib
+import itertools
 import threading
 import weakref
+from typing import NamedTuple
 
 from ._device import cuda_is_available
 
@@ -226,3 +228,166 @@ class save_on_cpu(saved_tensors_hooks):  # noqa: N801  (PyTorch's name)
 
 
 save_on_cpu.__module__ = "funcgrad.autograd.graph"
+
+
+# ================================ graph utilities (torch.autograd.graph) =========================
+class _Tasks(threading.local):
+    def __init__(self):
+        self.running = []  # the backward calls running on this thread, innermost last
+
+
+_TASKS = _Tasks()
+_TASK_IDS = itertools.count()
+
+
+def enter_graph_task(roots, capture) -> None:
+    """The engine starts a backward: ``roots`` its root edges, ``capture`` the edges of ``inputs``
+    (None: every node reachable from the roots executes). Hooks ask about it through
+    ``current_graph_task_id`` and ``will_engine_execute_node``; ``leave_graph_task`` ends it."""
+    _TASKS.running.append([roots, capture, None, next(_TASK_IDS)])
+
+
+def leave_graph_task() -> None:
+    _TASKS.running.pop()
+
+
+def current_graph_task_id() -> int:
+    """An id of the backward running on this thread (-1 outside one): PyTorch's
+    ``torch._C._current_graph_task_id``."""
+    return _TASKS.running[-1][3] if _TASKS.running else -1
+
+
+def will_engine_execute_node(node) -> bool:
+    """Whether the running backward executes ``node``: every node reachable from its roots, or
+    under ``inputs`` those with a path to an input's node and the inputs' nodes themselves
+    (PyTorch's ``exec_info`` ``should_execute``)."""
+    if not _TASKS.running:
+        raise RuntimeError("_will_engine_execute_node should only be called during the backward pass")
+    task = _TASKS.running[-1]
+    if task[2] is None:
+        parents, stack = {}, list(dict.fromkeys(n for n, _ in task[0]))
+        reached = set(stack)
+        while stack:
+            n = stack.pop()
+            for child, _ in n.next_functions:
+                if child is not None:
+                    parents.setdefault(child, []).append(n)
+                    if child not in reached:
+                        reached.add(child)
+                        stack.append(child)
+        if task[1] is not None:  # the captured nodes and their ancestors
+            reached = {n for n, _ in task[1]}
+            stack = list(reached)
+            while stack:
+                for p in parents.get(stack.pop(), ()):
+                    if p not in reached:
+                        reached.add(p)
+                        stack.append(p)
+        task[2] = reached
+    return node in task[2]
+
+
+class GradientEdge(NamedTuple):
+    """Where a tensor's gradient is computed in the graph: its node (its ``grad_fn``, or a leaf's
+    ``AccumulateGrad``) and which output of it the tensor is. ``autograd.grad`` and ``backward``
+    take it in ``inputs`` in place of the tensor."""
+
+    node: Node
+    output_nr: int
+    ownership_token: Node | None = None
+
+    def _edge(self):
+        return (self.node, self.output_nr)
+
+
+def get_gradient_edge(tensor) -> GradientEdge:
+    """The ``GradientEdge`` where ``tensor``'s gradient is computed:
+    ``autograd.grad(loss, get_gradient_edge(x))`` is ``autograd.grad(loss, x)``."""
+    if not tensor.requires_grad:
+        raise RuntimeError("It is not possible to get the gradient edge for a Tensor that does not require "
+                           "gradients")
+    node, nr = tensor._edge()
+    return GradientEdge(node, nr)
+
+
+def increment_version(tensor) -> None:
+    """Bump the version counter of ``tensor`` (or of each of an iterable of tensors), as an in-place
+    change the autograd could not see would have: a later backward that saved it then raises.
+    Inference tensors have no counter and are skipped."""
+    try:
+        tensors = (tensor,) if hasattr(tensor, "_ver") else tuple(tensor)
+    except TypeError:
+        tensors = None
+    if tensors is None or not all(hasattr(t, "_ver") for t in tensors):
+        raise RuntimeError("increment_version expect a Iterable[Tensor] as input")
+    for t in tensors:
+        if t._ver is not None:
+            t._ver[0] += 1
+
+
+class _MultiHandle(RemovableHandle):
+    """The handle of a multi-grad hook: removes the hook from every tensor."""
+
+    def __init__(self, handles):
+        self.handles = tuple(handles)
+
+    def remove(self) -> None:
+        for h in self.handles:
+            h.remove()
+
+
+def register_multi_grad_hook(tensors, fn, *, mode: str = "all") -> RemovableHandle:
+    """A hook over several tensors' gradients within one backward.
+
+    ``mode="all"``: ``fn(grads)`` once the gradients of all the tensors this backward computes
+    are ready (``None`` for the others: outside the graph, or not needed for its ``inputs``).
+    ``mode="any"``: ``fn(grad)`` with the first of them computed, once per backward.
+
+    >>> import funcgrad
+    >>> a, b = funcgrad.ones(2, requires_grad=True), funcgrad.ones(2, requires_grad=True)
+    >>> G = funcgrad.autograd.graph
+    >>> h = G.register_multi_grad_hook((a, b), lambda gs: print([g is None for g in gs]))
+    >>> (a * 2).sum().backward()
+    [False, True]
+    """
+    supported_modes = ("all", "any")
+    if mode not in supported_modes:
+        raise ValueError(f"Expects mode to be one of {supported_modes} but got {mode}")
+    lock = threading.Lock()
+    if mode == "all":
+        count, buffer, nb_calls = {}, {}, [None]
+        grad_fns = [t._edge()[0] for t in tensors]
+        n = len(tensors)
+
+        def get_inner_hook(idx):
+            def inner_hook(grad):
+                task = current_graph_task_id()
+                with lock:
+                    curr = count.get(task, 0)
+                    count[task] = curr + 1
+                    if curr == 0:  # (at the first call: how many calls this backward makes)
+                        nb_calls[0] = sum(map(will_engine_execute_node, grad_fns))
+                    buf = buffer.setdefault(task, [None] * n)
+                buf[idx] = grad
+                if curr == nb_calls[0] - 1:
+                    fn(buf)
+                    del count[task], buffer[task]
+            return inner_hook
+
+        handles = [t.register_hook(get_inner_hook(i)) for i, t in enumerate(tensors)]
+    else:
+        ran = set()
+
+        def wrapped_fn(grad):
+            task = current_graph_task_id()
+            with lock:
+                if task in ran:
+                    return
+                ran.add(task)
+            fn(grad)
+
+        handles = [t.register_hook(wrapped_fn) for t in tensors if t.requires_grad]
+    return _MultiHandle(handles)
+
+
+GradientEdge.__module__ = "funcgrad.autograd.graph"

@@ -140,3 +140,94 @@ def test_lowrank_nodes_as_pytorchs():
         a, b = lib.ones(2, 6, 4, requires_grad=True), lib.ones(6, 4, requires_grad=True)
         return _outcome(lambda lib: lib.svd_lowrank(a, q=3), lib) + _outcome(lambda lib: lib.pca_lowrank(b), lib)
     assert nodes(funcgrad) == nodes(torch)
+
+
+# ================================ autograd.graph utilities ========================================
+def _graph_story(lib):
+    """The multi-grad hooks' calls, gradients through GradientEdges, increment_version's effects."""
+    from importlib import import_module
+    G = import_module(lib.__name__ + ".autograd.graph")
+    seen = []
+    a = lib.tensor([1.0, 2.0, 3.0], requires_grad=True)
+    b = lib.tensor([0.5, -1.0, 2.0], requires_grad=True)
+    c, d = a * b, a * b
+    h = G.register_multi_grad_hook((a, b, c, d), lambda gs: seen.append([None if g is None else g.tolist() for g in gs]))
+    c.sum().backward(retain_graph=True)
+    c.sum().backward(inputs=(a,), retain_graph=True)
+    h.remove()
+    c.sum().backward(retain_graph=True)
+    h = G.register_multi_grad_hook((c, d, a), lambda g: seen.append(("any", g.tolist())), mode="any")
+    # (one gradient for c and d: funcgrad's engine runs independent ready nodes in another order
+    # than PyTorch's, which orders them by creation)
+    (c.sum() + d.sum()).backward(retain_graph=True)
+    (d.sum() * 5).backward(retain_graph=True)
+    with h:
+        pass
+    (d.sum() * 5).backward(retain_graph=True)
+    e = G.get_gradient_edge(c)
+    seen.append([type(e).__name__, type(e.node).__name__, e.output_nr, e.ownership_token, e._fields,
+                 type(G.get_gradient_edge(a).node).__name__])
+    y = (c.exp() * d).sum()
+    seen.append([g.tolist() for g in lib.autograd.grad(y, [e, a, G.get_gradient_edge(b)], retain_graph=True)])
+    seen.append([g.tolist() for g in lib.autograd.grad(y, e, retain_graph=True)])
+    a.grad = None
+    y.backward(inputs=[G.get_gradient_edge(a)], retain_graph=True)
+    seen.append(a.grad.tolist())
+    x = lib.ones(2)
+    G.increment_version(x)
+    G.increment_version([x, x])
+    seen.append(x._version)
+    with lib.inference_mode():
+        inf = lib.ones(2)
+    G.increment_version(inf)
+    w = lib.ones(2, requires_grad=True)
+    s = w.exp()
+    z = (s * s).sum()
+    G.increment_version(s)
+    for f in (lambda: z.backward(), lambda: G.increment_version(3), lambda: G.get_gradient_edge(lib.ones(2)),
+              lambda: G.register_multi_grad_hook((a,), print, mode="some"),
+              lambda: lib.autograd.grad((a * 3).sum(), G.get_gradient_edge(d)),
+              lambda: lib.autograd.grad((a * 3).sum(), G.get_gradient_edge(d), allow_unused=True),
+              lambda: lib.autograd.grad((a * 3).sum(), G.get_gradient_edge(d), allow_unused=True,
+                                        materialize_grads=True)):
+        try:
+            seen.append(("ok", f()))
+        except Exception as ex:  # noqa: BLE001
+            seen.append((type(ex).__name__, str(ex).replace("torch.", "funcgrad.")))
+    return seen
+
+
+def _close(x, y):
+    if isinstance(x, float) and isinstance(y, float):
+        return abs(x - y) <= 1e-5 * max(1.0, abs(y))
+    if isinstance(x, (list, tuple)) and isinstance(y, (list, tuple)):
+        return len(x) == len(y) and all(_close(p, q) for p, q in zip(x, y, strict=True))
+    return x == y
+
+
+@pytest.mark.torch
+def test_graph_utilities_as_pytorchs():
+    torch = pytest.importorskip("torch")
+    mine, theirs = _graph_story(funcgrad), _graph_story(torch)
+    assert len(mine) == len(theirs)
+    for i, (m, t) in enumerate(zip(mine, theirs, strict=True)):
+        assert _close(m, t), (i, m, t)
+
+
+def test_graph_utilities():
+    seen = _graph_story(funcgrad)
+    assert seen[:2] == [[[0.5, -1.0, 2.0], [1.0, 2.0, 3.0], [1.0, 1.0, 1.0], None],
+                        [[0.5, -1.0, 2.0], None, [1.0, 1.0, 1.0], None]]
+    assert seen[2:4] == [("any", [1.0, 1.0, 1.0]), ("any", [5.0, 5.0, 5.0])]
+    assert seen[4] == ["GradientEdge", "MulBackward0", 0, None, ("node", "output_nr", "ownership_token"),
+                       "AccumulateGrad"]
+    assert seen[8] == 3
+    assert seen[9][0] == "RuntimeError" and "modified by an inplace operation" in seen[9][1]
+    assert seen[10:] == [
+        ("RuntimeError", "increment_version expect a Iterable[Tensor] as input"),
+        ("RuntimeError", "It is not possible to get the gradient edge for a Tensor that does not require gradients"),
+        ("ValueError", "Expects mode to be one of ('all', 'any') but got some"),
+        ("RuntimeError", "The differentiated Tensor at index 0 appears to not have been used in the graph. Set "
+                         "allow_unused=True if this is the desired behavior."),
+        ("ok", (None,)),
+        ("RuntimeError", "materialize_grads cannot be used when the given input is a GradientEdge")]

@@ -43,7 +43,7 @@ from .gradcheck import register_grad as _gradcheck_register_grad  # noqa: E402
 def _as_list(x):
     if x is None:
         return []
-    if isinstance(x, _Tensor):
+    if isinstance(x, (_Tensor, graph.GradientEdge)):
         return [x]
     return list(x)
 
@@ -139,7 +139,8 @@ def backward(tensors, grad_tensors=None, retain_graph=None, create_graph=False, 
         if not inputs:
             raise RuntimeError("'inputs' argument to backward() cannot be empty.")
         for t in inputs:  # as PyTorch's: a non-leaf input keeps its .grad from now on
-            t.retain_grad()
+            if type(t) is not graph.GradientEdge:  # (a non-leaf's edge: its node runs, no .grad)
+                t.retain_grad()
         # the inputs' nodes run (a leaf's AccumulateGrad adds into .grad, a non-leaf's retain_grad
         # fills it), and of the rest only what leads to them
         engine.execute(roots, grads, retain_graph, create_graph,
@@ -169,8 +170,8 @@ def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph=Fal
     if len(grad_outputs) != len(outputs):
         raise RuntimeError(f"grad requires one grad_output per output: got {len(grad_outputs)} and "
                            f"{len(outputs)}")
-    for t in inputs:
-        if not t.requires_grad:
+    for t in inputs:  # (a GradientEdge stands for a tensor that requires grad)
+        if type(t) is not graph.GradientEdge and not t.requires_grad:
             raise RuntimeError("One of the differentiated Tensors does not require grad")
     if retain_graph is None:
         retain_graph = create_graph
@@ -185,6 +186,9 @@ def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph=Fal
                                    f"used in the graph. Set allow_unused=True if this is the desired "
                                    f"behavior.")
             if materialize_grads:
+                if type(t) is graph.GradientEdge:
+                    raise RuntimeError("materialize_grads cannot be used when the given input is a "
+                                       "GradientEdge")
                 g = _zeros_like(t)
         elif not create_graph:
             g = g.detach()

@@ -17,7 +17,7 @@ from .. import _storage
 from .._tensor import Tensor as _Tensor
 from . import grad_mode
 from .anomaly_mode import warn_error
-from .graph import AccumulateGrad
+from .graph import AccumulateGrad, enter_graph_task, leave_graph_task
 
 
 _fused_run = None  # the fused-backward fast paths: fused.py builds on this engine and registers them
@@ -147,6 +147,7 @@ def execute(roots, grads, retain_graph, create_graph, capture=None, accumulate=T
     regions = capture is None and not create_graph and accumulate and not anomaly
     state = grad_mode._state
     prev, state.enabled = state.enabled, bool(create_graph)
+    enter_graph_task(roots, capture)  # (what hooks ask: autograd.graph.register_multi_grad_hook)
     try:
         while ready:
             node = ready.pop()
@@ -212,6 +213,7 @@ def execute(roots, grads, retain_graph, create_graph, capture=None, accumulate=T
                     ready.append(child)
     finally:
         state.enabled = prev
+        leave_graph_task()
     return results
 
 
