@@ -77,12 +77,21 @@ def raise_mismatch(shapes) -> None:
         raise e from None
 
 
-def expand_size(have, sizes) -> tuple:
-    """ATen's ``inferExpandGeometry`` sizes: ``have`` expanded to ``sizes`` (``-1`` keeps a dim),
-    checked from the last dim. The caller checks ``len(sizes) >= len(have)`` (its message names
-    the tensor's type)."""
+def expand_size(have, sizes, type_name: str) -> tuple:
+    """ATen's ``expand``: ``have`` expanded to ``sizes`` (``-1`` keeps a dim), its sizes as
+    ``inferExpandGeometry`` checks them from the last dim. ``type_name`` names the tensor in the
+    error for too few sizes (``torch.FloatTensor``, or ``CPUBoolType`` where ATen prints that).
+
+    >>> expand_size((2, 3), (4, 5), "torch.FloatTensor")  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    RuntimeError: The expanded size of the tensor (5) must match the existing size (3) at non-singleton...
+    """
     have, sizes = tuple(have), tuple(sizes)
     n, nh = len(sizes), len(have)
+    if n < nh:
+        raise RuntimeError(f"expand({type_name}{{{list(have)}}}, size={list(sizes)}): the number of sizes "
+                           f"provided ({n}) must be greater or equal to the number of dimensions in the "
+                           f"tensor ({nh})")
     out = [0] * n
     for i in range(n - 1, -1, -1):
         dim = i - n + nh

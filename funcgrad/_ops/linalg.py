@@ -200,8 +200,28 @@ def outer(input, vec2, *, out=None) -> Tensor:
 
 
 def _add_product(kind, input, a, b, beta, alpha, out):
-    r = apply(_ADD_PRODUCTS[kind], input, a, b, beta=beta, alpha=alpha, kind=kind)
+    if input.ndim > _PRODUCT_RANKS[kind]:  # (jax would broadcast the product up to input's dims)
+        _product_input_error(kind, input, a, b)
+    try:
+        r = apply(_ADD_PRODUCTS[kind], input, a, b, beta=beta, alpha=alpha, kind=kind)
+    except RuntimeError:  # (ATen expands input to the product's shape: expand's error)
+        _product_input_error(kind, input, a, b)
+        raise
     return _out(r, out, kind)
+
+
+# the shape of the product an add-product op adds its input to (the shape ATen expands input to)
+_PRODUCT_SHAPES = {"addmm": lambda a, b: (a.shape[0], b.shape[1]), "addmv": lambda a, b: (a.shape[0],),
+                   "addbmm": lambda a, b: (a.shape[1], b.shape[2]),
+                   "baddbmm": lambda a, b: (a.shape[0], a.shape[1], b.shape[2])}
+_PRODUCT_RANKS = {"addmm": 2, "addmv": 1, "addbmm": 2, "baddbmm": 3}
+
+
+def _product_input_error(kind, input, a, b) -> None:
+    try:
+        _broadcast.expand_size(input.shape, _PRODUCT_SHAPES[kind](a, b), input.type())
+    except RuntimeError as e:
+        raise e from None
 
 
 _ADDMM_KEY = (("beta", 1), ("alpha", 1), ("kind", "addmm"))
@@ -300,11 +320,11 @@ def addmm(input, mat1, mat2, *, beta=1, alpha=1, out=None) -> Tensor:
 @export("addmv")
 def addmv(input, mat, vec, *, beta=1, alpha=1, out=None) -> Tensor:
     """``beta * input + alpha * (mat @ vec)`` (``AddmvBackward0``)."""
-    if mat.ndim != 2 or vec.ndim != 1:
+    if mat.ndim != 2 or vec.ndim != 1 or input.ndim > 1:
         raise RuntimeError(f"vector + matrix @ vector expected, got {input.ndim}, {mat.ndim}, {vec.ndim}")
-    if mat.shape[1] != vec.shape[0]:
-        raise RuntimeError(f"size mismatch, got input ({mat.shape[0]}), mat ({mat.shape[0]}x{mat.shape[1]}), "
-                           f"vec ({vec.shape[0]})")
+    if mat.shape[1] != vec.shape[0] or (input.numel() != mat.shape[0] and input.numel() != 1):
+        raise RuntimeError(f"size mismatch, got input ({input.shape[0] if input.ndim else 1}), mat "
+                           f"({mat.shape[0]}x{mat.shape[1]}), vec ({vec.shape[0]})")
     if not input.dtype is mat.dtype is vec.dtype:
         raise RuntimeError(f"addmv input tensors must have the same dtype, but got {_scalar_name(input)}, "
                            f"{_scalar_name(mat)}, and {_scalar_name(vec)}")
@@ -523,10 +543,9 @@ _cross = defop("cross", lambda a, b, dim: jnp.cross(a, b, axis=dim), "LinalgCros
 
 
 def _cross_impl(input, other, dim, out):
-    import numpy as np
     if input.ndim != other.ndim:
         raise RuntimeError("linalg.cross: inputs must have the same number of dimensions.")
-    shape = np.broadcast_shapes(tuple(input.shape), tuple(other.shape))
+    shape = _broadcast.infer_size(input.shape, other.shape)
     d = _wrap_dim(dim, len(shape))
     if input.shape[d] != 3 or other.shape[d] != 3:
         raise RuntimeError(f"linalg.cross: inputs dimension {dim} must have length 3. Got "

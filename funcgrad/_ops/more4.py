@@ -327,11 +327,7 @@ def masked_scatter(input: Tensor, mask: Tensor, source: Tensor) -> Tensor:
 
 def _masked_scatter_(self: Tensor, mask: Tensor, source: Tensor) -> Tensor:
     have, target = tuple(mask.shape), tuple(self.shape)
-    if len(have) > len(target):
-        raise RuntimeError(f"expand(CPUBoolType{{{list(have)}}}, size={list(target)}): the number of "
-                           f"sizes provided ({len(target)}) must be greater or equal to the number of "
-                           f"dimensions in the tensor ({len(have)})")
-    expand_size(have, target)
+    expand_size(have, target, "CPUBoolType")
     return masked_scatter(self, mask, source)
 
 

@@ -194,12 +194,7 @@ def unsqueeze(input=REQUIRED, dim=REQUIRED, *args, **numpy) -> Tensor:
 def expand(self, *sizes) -> Tensor:
     """Broadcast to a larger size without copying (-1 keeps a dim)."""
     sizes = _shape_arg(sizes)
-    shape = self.shape
-    if len(sizes) < len(shape):
-        raise RuntimeError(f"expand({self.type()}{{{list(shape)}}}, size={list(sizes)}): the number of "
-                           f"sizes provided ({len(sizes)}) must be greater or equal to the number of "
-                           f"dimensions in the tensor ({len(shape)})")
-    return apply(_expand, self, shape=_broadcast.expand_size(shape, sizes))
+    return apply(_expand, self, shape=_broadcast.expand_size(self.shape, sizes, self.type()))
 
 
 @export("expand_as", function=False)
@@ -760,11 +755,7 @@ def _check_value_shape(x, index, value, basic) -> None:
             raise RuntimeError(f"shape mismatch: value tensor of shape {list(have)} cannot be broadcast to "
                                f"indexing result of shape {list(want)}")
         return
-    if len(have) > len(want):
-        raise RuntimeError(f"expand({value.type()}{{{list(have)}}}, size={list(want)}): the number of "
-                           f"sizes provided ({len(want)}) must be greater or equal to the number of "
-                           f"dimensions in the tensor ({len(have)})")
-    _broadcast.expand_size(have, want)
+    _broadcast.expand_size(have, want, value.type())
 
 
 export("__getitem__", function=False)(_getitem_fn)

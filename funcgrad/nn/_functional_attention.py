@@ -7,16 +7,16 @@ import math
 import warnings
 
 import jax.numpy as jnp
-import numpy as np
 
+from .._broadcast import check_inplace, infer_size
 from .._dispatch import apply
-from ..backends.cuda import _sdp
 from .._factories import zeros
 from .._ops import nn_rnn as _k
 from .._ops.linalg import matmul
 from .._ops.shape import cat
 from .._random import _sample
 from .._tensor import Tensor, _scalar_type_name
+from ..backends.cuda import _sdp
 
 __all__ = ["scaled_dot_product_attention", "multi_head_attention_forward"]
 
@@ -27,7 +27,7 @@ def _noise(p: float, q: Tensor, k: Tensor):
     ``batch (broadcast) + (L, S)``, so the mask is that shape's ``bernoulli_`` draw, row-major."""
     if p <= 0.0:
         return None
-    shape = tuple(np.broadcast_shapes(tuple(q.shape[:-2]), tuple(k.shape[:-2]))) + (q.shape[-2], k.shape[-2])
+    shape = infer_size(q.shape[:-2], k.shape[:-2]) + (q.shape[-2], k.shape[-2])
     return _sample.dropout_noise(None, shape, p, q.dtype.np)
 
 
@@ -62,8 +62,24 @@ def scaled_dot_product_attention(query: Tensor, key: Tensor, value: Tensor,
                            f"{query.shape[-1]}] but got: [{bh}, {key.shape[-1]}].")
     if not (query.dtype.is_floating_point or query.dtype.is_complex):  # (its float scale)
         raise RuntimeError(f"expected scalar type Float but found {_scalar_type_name(query.dtype)}")
-    return apply(kernel, query, key, value, attn_mask,
-                 _noise(p, query, key), scale=s, is_causal=bool(is_causal), dropout_p=p)
+    try:
+        return apply(kernel, query, key, value, attn_mask,
+                     _noise(p, query, key), scale=s, is_causal=bool(is_causal), dropout_p=p)
+    except (ValueError, RuntimeError):
+        _shape_error(query, key, value, attn_mask)
+        raise
+
+
+def _shape_error(q, k, v, mask) -> None:
+    """PyTorch's error for operands whose batch dims do not broadcast, as its math composite meets
+    them: ``q @ kᵀ`` (matmul's infer_size), the scores ``+= mask`` (in place), ``@ v``."""
+    try:
+        batch = infer_size(q.shape[:-2], k.shape[:-2])
+        if mask is not None:
+            check_inplace(batch + (q.shape[-2], k.shape[-2]), (mask.shape,))
+        infer_size(batch, v.shape[:-2])
+    except RuntimeError as e:
+        raise e from None
 
 
 def _math(q, v):
