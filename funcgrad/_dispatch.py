@@ -779,8 +779,8 @@ class OpNode(Node):
         for w, i in zip(want, self._mask_pos, strict=True):
             if not w:
                 mask[i] = False
-        if not any(mask):
-            return [None] * len(self._mask_pos)
+        if not any(mask):  # (PyTorch's NotImplemented node raises whenever it runs)
+            return self._apply(grads) if op_raises(self._op) else [None] * len(self._mask_pos)
         return self._apply(grads, (*key[:3], tuple(mask), key[4]))
 
     def _apply(self, grads, key=None):
@@ -814,6 +814,12 @@ class OpNode(Node):
 
 
 _PY_NUMBERS = frozenset((int, float, bool, complex))
+
+
+def op_raises(op) -> bool:
+    """Whether ``op``'s node is PyTorch's ``NotImplemented`` (an op without derivatives.yaml entry,
+    heaviside, histogram): its backward raises whenever the node runs, whichever inputs it serves."""
+    return op.grad_name == "NotImplemented"
 
 
 def saved_nothing(node) -> bool:

@@ -2,7 +2,7 @@
 (``task_should_compute_output``): a plain ``backward()`` computes every input's that requires grad,
 ``autograd.grad(out, inputs)`` and ``backward(inputs=...)`` only those on a path to ``inputs``. So a
 derivative ``derivatives.yaml`` states ``not_implemented`` (igamma's and igammac's ``self``, zeta's
-``self``; the in-place acosh_/asinh_/atanh_ have none at all) raises PyTorch's NotImplementedError
+``self``; the in-place acosh_/asinh_/atanh_ and unique's values have none at all) raises PyTorch's NotImplementedError
 only where it is needed: ``autograd.grad(igamma(a, x).sum(), x)`` gives x's gradient although ``a``
 requires grad too.
 
@@ -48,6 +48,13 @@ OPS = {
     "Tensor.acosh_": "({S} * 1).acosh_() + {O}",
     "Tensor.arcsinh_": "({S} * 1).arcsinh_() * {O} * {O}",
     "atanh_": "L.atanh_({S} / 4) + {O}",
+    # unique's values (Unique2Backward0...)
+    "unique": "L.unique({S}).sum() + {O}",
+    "Tensor.unique dim": "{S}[None].unique(dim=0)[0] * {O} * {O}",
+    "unique_consecutive": "L.unique_consecutive({S}, return_counts=True)[0] + {O}",
+    # no derivatives.yaml entry: PyTorch's NotImplemented node raises whenever it runs
+    "heaviside": "L.heaviside({S}, {O} * 0 + 0.5) + {O}",
+    "histogram": "L.histogram({S}, 3)[0].sum() + {O}",
 }
 # what is asked of y (``{y}``: the op on s and o; ``{y2}``: on the non-leaf ``s * 2`` and o)
 ASKS = [
@@ -59,6 +66,7 @@ ASKS = [
     "B({y}, [o])",
     "B({y}, [s])",
     "Cap(lambda: {y})",               # y itself captured: y's node does not run
+    "Keep(lambda: {y})",              # backward(inputs=[y]): y's node runs, needing nothing
     "G({y} + s, o)",                  # s has another path, o is asked
     "G({y} + s, s)",                  # s asked: its path through y needs the missing derivative
     "G({y} * s, o)",
@@ -74,7 +82,8 @@ ENGINE = [
     "Hooked('backward inputs x')", "Hooked('grad w')", "Hooked('backward')",
     "Inputs('does not require grad')", "Inputs('unused')", "Inputs('post accumulate hook')",
     "Inputs('twice')", "Inputs('view')", "Inputs('non-leaf then backward')",
-    "Inputs('non-leaf hooked, and its leaf')",
+    "Inputs('non-leaf hooked, and its leaf')", "Inputs('NotImplemented node kept')",
+    "Inputs('NotImplemented node captured')",
 ]
 
 
@@ -105,6 +114,11 @@ def _env(L) -> dict:
         y = f()
         return L.autograd.grad((y * 2).sum(), y)
 
+    def Keep(f):
+        y = f()
+        (y * 2).sum().backward(inputs=[y])
+        return y.grad, s.grad, o.grad
+
     def G2(f, first, then):
         (g,) = L.autograd.grad(f().sum(), first, create_graph=True)
         return L.autograd.grad(g.sum(), then)
@@ -115,7 +129,7 @@ def _env(L) -> dict:
         y.backward(inputs=[o])
         return s.grad, o.grad
 
-    return dict(L=L, s=s, o=o, G=G, B=B, Cap=Cap, G2=G2, Twice=Twice,
+    return dict(L=L, s=s, o=o, G=G, B=B, Cap=Cap, Keep=Keep, G2=G2, Twice=Twice,
                 Hooked=lambda mode: _hooked(L, mode), Inputs=lambda case: _inputs(L, case))
 
 
@@ -179,6 +193,12 @@ def _inputs(L, case):
         first = y.grad.clone(), y.retains_grad, x.grad
         (y * y).sum().backward()
         return first, y.grad, x.grad
+    elif case.startswith("NotImplemented"):  # PyTorch's Error node raises whenever it runs
+        y = L.heaviside(x, w)
+        if case.endswith("kept"):
+            (y * 2).sum().backward(inputs=[y])
+            return y.grad
+        return L.autograd.grad((y * 2).sum(), y)
     else:
         y = x * 3
         y.register_hook(lambda g: g * 10)

@@ -16,7 +16,7 @@ import numpy as np
 from .. import _broadcast
 from .._host import host_exact, host_scalar
 from .._tensor import _is_tracer, _wrap_dim
-from ._registry import Tensor, apply, defop, export, inplace_method
+from ._registry import NotImplementedGrad, Tensor, apply, defop, export, inplace_method
 from ._registry import same_dtype
 from ._registry import write_out as _out
 from .shape import nonzero
@@ -490,6 +490,33 @@ def argwhere(input) -> Tensor:
     return nonzero(input)
 
 
+def _unique_values(input, vals):
+    """``vals`` as a result of ``input``: PyTorch's unique ops record a node whose derivative is
+    ``not_implemented`` (raising only where a backward needs it)."""
+    return vals
+
+
+def _unique_op(key: str, node: str, what: str):
+    return defop(key, _unique_values, node, diff=(0,),
+                 vjp=lambda primals, cot, *, grad_mode: (NotImplementedGrad(what), None))
+
+
+_UNIQUE_NODES = {
+    "unique": _unique_op("unique_values", "Unique2Backward0", "_unique2"),
+    "unique_dim": _unique_op("unique_dim_values", "UniqueDimBackward0", "unique_dim"),
+    "unique_consecutive": _unique_op("unique_consecutive_values", "UniqueConsecutiveBackward0",
+                                     "unique_consecutive"),
+}
+
+
+def _unique_result(input, vals, kind):
+    """The values output of a unique op: recorded on ``input`` where it requires grad."""
+    out = Tensor._wrap(jnp.asarray(vals))
+    if not input.requires_grad:
+        return out
+    return apply(_UNIQUE_NODES[kind], input, out)
+
+
 @export("unique")
 def unique(input, sorted=True, return_inverse=False, return_counts=False, dim=None):
     """Unique values (sorted), optionally with inverse indices and counts (eager only, no grad).
@@ -506,7 +533,7 @@ def unique(input, sorted=True, return_inverse=False, return_counts=False, dim=No
         d = _wrap_dim(dim, a.ndim)
         vals, inv, cnt = np.unique(a, return_inverse=True, return_counts=True, axis=d)
         inv = inv.reshape(-1)
-    res = [Tensor._wrap(jnp.asarray(vals, a.dtype))]
+    res = [_unique_result(input, vals.astype(a.dtype), "unique" if dim is None else "unique_dim")]
     if return_inverse:
         res.append(Tensor._wrap(jnp.asarray(inv, jnp.int64)))
     if return_counts:
@@ -526,7 +553,7 @@ def unique_consecutive(input, return_inverse=False, return_counts=False, dim=Non
     vals = flat[start]
     inv = np.cumsum(start) - 1
     cnt = np.diff(np.append(np.flatnonzero(start), flat.size))
-    res = [Tensor._wrap(jnp.asarray(vals, a.dtype))]
+    res = [_unique_result(input, vals.astype(a.dtype), "unique_consecutive")]
     if return_inverse:
         res.append(Tensor._wrap(jnp.asarray(inv.reshape(a.shape), jnp.int64)))
     if return_counts:

@@ -80,6 +80,13 @@ SPECS = [
     Spec("pad_replicate3d", lambda x: pad(x, (2, 1, 1, 2, 0, 0), mode="replicate"),
          _np_pad("edge", (0, 0), (1, 2), (2, 1)), [(1, 2, 3, 4)], grad_fn="ReplicationPad3DBackward0"),
     # ---- indexing ----
+    # unique's values: a node whose derivative is not implemented (tests/test_engine_needed_inputs.py)
+    Spec("unique_values", lambda x: fg.unique(x), lambda x: jnp.unique(x), [np.array([3.0, 1.0, 3.0, 2.0])],
+         nondiff=True),
+    Spec("unique_dim_values", lambda x: x.unique(dim=0), lambda x: jnp.unique(x, axis=0),
+         [np.array([[1.0, 2.0], [0.0, 1.0], [1.0, 2.0]])], nondiff=True),
+    Spec("unique_consecutive_values", lambda x: fg.unique_consecutive(x), lambda x: jnp.array([3.0, 1.0, 2.0]),
+         [np.array([3.0, 3.0, 1.0, 2.0])], nondiff=True),
     Spec("index_select", lambda x, i: x.index_select(-1, i), lambda x, i: x[:, i], [S, ROWS],
          grad_fn="IndexSelectBackward0"),
     Spec("take", lambda x, i: x.take(i), lambda x, i: x.ravel()[jnp.where(i < 0, i + 12, i)],
