@@ -345,6 +345,7 @@ from ._ops.more5 import get_device as get_device  # noqa: E402
 from ._ops.more5 import lstsq as lstsq  # noqa: E402
 from ._ops.linalg2 import lu_legacy as lu, lu_solve_legacy as lu_solve, lu_unpack as lu_unpack  # noqa: E402
 from ._ops.lowrank import pca_lowrank as pca_lowrank, svd_lowrank as svd_lowrank  # noqa: E402
+from . import __future__ as __future__  # noqa: E402  (torch.__future__: nn.Module conversion switches)
 from ._ops.more5 import matrix_rank as matrix_rank  # noqa: E402
 from ._ops.more5 import range as range  # noqa: E402,A004
 from ._ops.more5 import scalar_tensor as scalar_tensor  # noqa: E402

@@ -231,3 +231,76 @@ def test_graph_utilities():
                          "allow_unused=True if this is the desired behavior."),
         ("ok", (None,)),
         ("RuntimeError", "materialize_grads cannot be used when the given input is a GradientEdge")]
+
+
+# ================================ swap_tensors and the __future__ switches ========================
+def _swap_story(lib):
+    import importlib
+    import weakref
+    nn, fut = importlib.import_module(lib.__name__ + ".nn"), importlib.import_module(lib.__name__ + ".__future__")
+    seen = [fut.get_swap_module_params_on_conversion(), fut.get_overwrite_module_params_on_conversion()]
+    a, b = lib.ones(2, requires_grad=True), nn.Parameter(lib.zeros(3, dtype=lib.float64))
+    a.note = "a's"
+    ida, idb = id(a), id(b)
+    lib.utils.swap_tensors(a, b)
+    seen.append([id(a) == ida, id(b) == idb, type(a).__name__, type(b).__name__, a.tolist(), b.tolist(),
+                 str(a.dtype).split(".")[-1], a.requires_grad, b.requires_grad, getattr(b, "note", None),
+                 hasattr(a, "note")])
+
+    class Slotted(type(lib.ones(1))):
+        __slots__ = ("extra",)
+
+    r = weakref.ref(a)
+    for f in (lambda: lib.utils.swap_tensors(a, b), lambda: lib.utils.swap_tensors(b, a),
+              lambda: lib.utils.swap_tensors(b, Slotted(lib.ones(1)))):
+        try:
+            f()
+            seen.append("ok")
+        except RuntimeError as e:
+            seen.append(str(e))
+    del r
+    for mode in ("swap", "overwrite"):
+        getattr(fut, f"set_{mode}_module_params_on_conversion")(True)
+        try:
+            m = nn.Linear(2, 3)
+            w = m.weight
+            m(lib.ones(1, 2)).sum().backward()
+            g = m.weight.grad
+            m.double()
+            seen.append([mode, m.weight is w, str(m.weight.dtype).split(".")[-1], type(m.weight).__name__,
+                         m.weight.grad is g, str(m.weight.grad.dtype).split(".")[-1], m.weight.requires_grad,
+                         str(m.bias.dtype).split(".")[-1]])
+            out = m(lib.ones(1, 2, dtype=lib.float64)).sum()
+            m.float()
+            try:
+                out.backward()
+                seen.append(str(m.weight.grad.dtype).split(".")[-1])
+            except RuntimeError as e:
+                seen.append(str(e).replace("torch.", "funcgrad."))
+            del out
+            m(lib.ones(1, 2)).sum().backward()
+            seen.append(m.weight.grad.tolist())
+        finally:
+            getattr(fut, f"set_{mode}_module_params_on_conversion")(False)
+    return seen
+
+
+@pytest.mark.torch
+def test_swap_tensors_as_pytorchs():
+    torch = pytest.importorskip("torch")
+    assert _swap_story(funcgrad) == [s.replace("torch.", "funcgrad.") if isinstance(s, str) else s
+                                     for s in _swap_story(torch)]
+
+
+def test_swap_tensors():
+    seen = _swap_story(funcgrad)
+    assert seen[:2] == [False, False]
+    assert seen[2] == [True, True, "Parameter", "Tensor", [0.0, 0.0, 0.0], [1.0, 1.0], "float64", True, True, "a's",
+                       False]
+    assert seen[3:6] == ["Cannot swap t1 because it has weakref associated with it",
+                         "Cannot swap t2 because it has weakref associated with it",
+                         "Cannot swap t1 and t2 if they have different slots"]
+    assert seen[6] == ["swap", True, "float64", "Parameter", True, "float64", True, "float64"]
+    assert seen[7].startswith("Trying to execute AccumulateGrad node that was poisoned by swap_tensors")
+    assert seen[9] == ["overwrite", False, "float64", "Parameter", False, "float64", True, "float64"]
+    assert seen[10] == "float32"

@@ -76,7 +76,7 @@ def _plan(root):
         node = stack.pop()
         if type(node) is acc:
             v = node._variable()
-            if v is None or v._hooks or v._post_hooks:
+            if v is None or v._hooks or v._post_hooks or node._pre_hooks:  # (the engine runs those)
                 return None
             leaf_ids.append(ids[node])
             leaves.append(node)

@@ -15,7 +15,7 @@ from typing import Any, Callable, Iterator
 from .. import _dtype, _factories, _structure
 from .._tensor import Tensor
 from ..autograd import grad_mode
-from . import _hooks
+from . import _hooks, _swap
 from .parameter import Buffer, Parameter, UninitializedBuffer, UninitializedParameter
 
 _LAZY = (UninitializedParameter, UninitializedBuffer)  # a lazy module's tensors before their first call
@@ -484,10 +484,15 @@ class Module:
         and only its storage changes (optimizers and the jit bridge keep their references)."""
         for m in self.children():
             m._apply(fn)
+        swap = _swap.get_swap_module_params_on_conversion()
+        overwrite = _swap.get_overwrite_module_params_on_conversion()
         with grad_mode.no_grad():
             for store in (self._parameters, self._buffers):
-                for t in store.values():
+                for key, t in store.items():
                     if t is None:
+                        continue
+                    if store is self._parameters and (swap or overwrite):
+                        self._convert_param(key, t, fn, swap)
                         continue
                     new = fn(t)
                     if new is not t:
@@ -498,6 +503,32 @@ class Module:
                         if ng is not g:
                             t._grad = ng
         return self
+
+    def _convert_param(self, key, param, fn, swap):
+        """``_apply`` of one parameter under ``funcgrad.__future__``'s switches, as PyTorch's: its
+        converted copy swapped into it (``swap_tensors``), or a new ``Parameter`` in its place."""
+        grad = param._grad
+        if swap:
+            try:
+                param._grad = None
+                _swap.swap_tensors(param, Parameter(fn(param), requires_grad=param.requires_grad))
+            except Exception as e:
+                param._grad = grad
+                raise RuntimeError(f"_apply(): Couldn't swap {self._get_name()}.{key}") from e
+            out = param
+        else:
+            out = self._parameters[key] = Parameter(fn(param), param.requires_grad)
+        if grad is not None:
+            new = fn(grad)
+            if swap:
+                new.requires_grad_(grad.requires_grad)
+                try:
+                    _swap.swap_tensors(grad, new)
+                except Exception as e:
+                    raise RuntimeError(f"_apply(): Couldn't swap {self._get_name()}.{key}.grad") from e
+                out._grad = grad
+            else:
+                out._grad = new.requires_grad_(grad.requires_grad)
 
     def to_empty(self, *, device, recurse: bool = True) -> "Module":
         """Give every parameter and buffer new uninitialised storage (``empty_like``) on ``device``,

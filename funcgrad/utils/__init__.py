@@ -6,3 +6,4 @@ __all__ = ["data"]
 from . import checkpoint as checkpoint  # noqa: E402
 from . import benchmark as benchmark  # noqa: E402
 from . import hooks as hooks  # noqa: E402
+from ..nn._swap import swap_tensors as swap_tensors  # noqa: E402
