@@ -7,6 +7,7 @@ the op library, with every op a jitted XLA kernel and every derivative a jitted 
 from __future__ import annotations
 
 import jax as _jax
+import warnings as _warnings
 
 from . import _xla_flags  # noqa: E402,F401  (before anything starts JAX's backend: see there)
 
@@ -164,6 +165,17 @@ class cuda:  # noqa: N801  (torch.cuda namespace)
     memory_allocated = staticmethod(_device.cuda_memory_allocated)
     max_memory_allocated = staticmethod(_device.cuda_max_memory_allocated)
     memory_reserved = staticmethod(_device.cuda_memory_reserved)
+    max_memory_reserved = staticmethod(_device.cuda_max_memory_reserved)
+    memory_stats = staticmethod(_device.cuda_memory_stats)
+    reset_peak_memory_stats = staticmethod(_device.cuda_reset_peak_memory_stats)
+    reset_accumulated_memory_stats = staticmethod(_device.cuda_reset_accumulated_memory_stats)
+
+    @staticmethod
+    def reset_max_memory_allocated(device=None) -> None:
+        """Deprecated: ``reset_peak_memory_stats`` (PyTorch's FutureWarning first)."""
+        _warnings.warn("torch.cuda.reset_max_memory_allocated now calls torch.cuda.reset_peak_memory_stats, "
+                       "which resets /all/ peak memory stats.", FutureWarning, stacklevel=2)
+        return _device.cuda_reset_peak_memory_stats(device)
     empty_cache = staticmethod(_device.cuda_empty_cache)
     current_device = staticmethod(_device.cuda_current_device)
     get_device_name = staticmethod(_device.cuda_get_device_name)

@@ -170,11 +170,61 @@ def cuda_memory_allocated(device=None) -> int:
 
 
 def cuda_max_memory_allocated(device=None) -> int:
-    return _stat("peak_bytes_in_use", device)
+    peak = _stat("peak_bytes_in_use", device)
+    if _PEAK_AT_RESET and _devices("gpu") and _PEAK_AT_RESET.get(id(_gpu(device)), -1) >= peak:
+        return _stat("bytes_in_use", device)  # (no new peak since reset_peak_memory_stats)
+    return peak
 
 
 def cuda_memory_reserved(device=None) -> int:
     return _stat("bytes_reserved", device)
+
+
+def cuda_max_memory_reserved(device=None) -> int:
+    return _stat("peak_bytes_reserved", device)
+
+
+def _no_cuda_c(name: str) -> AttributeError:
+    """What PyTorch's CPU build raises for a torch.cuda call that reaches its missing C binding."""
+    return AttributeError(f"module 'torch._C' has no attribute '{name}'")
+
+
+def cuda_reset_peak_memory_stats(device=None) -> None:
+    """Without a GPU: PyTorch's CPU build's AttributeError. With one, XLA keeps its own peak,
+    which cannot be reset: the peak reported after this is XLA's where it grew since, else the
+    memory in use (a lower bound of the peak since the reset)."""
+    if not _devices("gpu"):
+        raise _no_cuda_c("_cuda_resetPeakMemoryStats")
+    _PEAK_AT_RESET[id(_gpu(device))] = _stat("peak_bytes_in_use", device)
+
+
+_PEAK_AT_RESET: dict = {}
+
+
+def cuda_reset_accumulated_memory_stats(device=None) -> None:
+    """Without a GPU: PyTorch's CPU build's AttributeError; with one, nothing (XLA's counters are
+    not resettable)."""
+    if not _devices("gpu"):
+        raise _no_cuda_c("_cuda_resetAccumulatedMemoryStats")
+    _gpu(device)
+
+
+def cuda_memory_stats(device=None) -> dict:
+    """PyTorch's ``torch.cuda.memory_stats`` keys for what XLA's allocator reports (an empty
+    OrderedDict without a GPU, as PyTorch's CPU build answers).
+
+    >>> import funcgrad
+    >>> funcgrad.cuda.memory_stats() if not funcgrad.cuda.is_available() else {}
+    OrderedDict()
+    """
+    import collections
+    if not _devices("gpu"):
+        return collections.OrderedDict()
+    names = {"allocated_bytes.all.current": "bytes_in_use", "allocated_bytes.all.peak": "peak_bytes_in_use",
+             "reserved_bytes.all.current": "bytes_reserved", "reserved_bytes.all.peak": "peak_bytes_reserved",
+             "allocation.all.allocated": "num_allocs", "max_split_size": "largest_alloc_size"}
+    stats = _gpu(device).memory_stats() or {}
+    return collections.OrderedDict(sorted((k, int(stats[v])) for k, v in names.items() if v in stats))
 
 
 def cuda_empty_cache() -> None:

@@ -304,3 +304,39 @@ def test_swap_tensors():
     assert seen[7].startswith("Trying to execute AccumulateGrad node that was poisoned by swap_tensors")
     assert seen[9] == ["overwrite", False, "float64", "Parameter", False, "float64", True, "float64"]
     assert seen[10] == "float32"
+
+
+# ================================ torch.cuda memory statistics ===================================
+def _cuda_memory(lib):
+    out = []
+    for name in ("max_memory_reserved", "memory_stats", "reset_peak_memory_stats", "reset_accumulated_memory_stats",
+                 "reset_max_memory_allocated", "max_memory_allocated"):
+        for args in ((), (0,), ("cuda:0",)):
+            with warnings.catch_warnings(record=True) as w:
+                warnings.simplefilter("always")
+                try:
+                    r = repr(getattr(lib.cuda, name)(*args))
+                except Exception as e:  # noqa: BLE001
+                    r = (type(e).__name__, str(e))
+            out.append((name, args, r, [(x.category.__name__, str(x.message)) for x in w]))
+    return out
+
+
+@pytest.mark.torch
+@pytest.mark.skipif(funcgrad.cuda.is_available(), reason="PyTorch's CPU build's answers: a machine without a GPU")
+def test_cuda_memory_statistics_as_pytorchs_cpu_build():
+    torch = pytest.importorskip("torch")
+    assert _cuda_memory(funcgrad) == _cuda_memory(torch)
+
+
+@pytest.mark.skipif(funcgrad.cuda.is_available(), reason="PyTorch's CPU build's answers: a machine without a GPU")
+def test_cuda_memory_statistics_without_a_gpu():
+    got = {(n, a): (r, w) for n, a, r, w in _cuda_memory(funcgrad)}
+    assert got["max_memory_reserved", ()] == ("0", []) and got["memory_stats", (0,)] == ("OrderedDict()", [])
+    assert got["reset_peak_memory_stats", ()] == (
+        ("AttributeError", "module 'torch._C' has no attribute '_cuda_resetPeakMemoryStats'"), [])
+    assert got["reset_accumulated_memory_stats", ("cuda:0",)] == (
+        ("AttributeError", "module 'torch._C' has no attribute '_cuda_resetAccumulatedMemoryStats'"), [])
+    assert got["reset_max_memory_allocated", ()][1] == [
+        ("FutureWarning", "torch.cuda.reset_max_memory_allocated now calls torch.cuda.reset_peak_memory_stats, "
+                          "which resets /all/ peak memory stats.")]
