@@ -340,3 +340,48 @@ def test_cuda_memory_statistics_without_a_gpu():
     assert got["reset_max_memory_allocated", ()][1] == [
         ("FutureWarning", "torch.cuda.reset_max_memory_allocated now calls torch.cuda.reset_peak_memory_stats, "
                           "which resets /all/ peak memory stats.")]
+
+
+# ================================ grad_fn._saved_exponent / _saved_dim ===========================
+def _saved_story(lib):
+    x = lib.tensor([1.0, 2.0, 3.0], requires_grad=True)
+    m = lib.tensor([[1.0, -2.0], [0.5, 3.0]], requires_grad=True)
+    out = []
+    for y in (x ** 2.5, x ** 2, lib.pow(x, 3), x ** True, 2.0 ** x, x ** lib.tensor([1.0, 2.0, 0.5]),
+              lib.softmax(m, 1), lib.log_softmax(m, 0), lib.nn.functional.softmax(m, dim=1), m.sum(1), m.sum((0, 1)),
+              m.mean(0), m.cumsum(1), lib.cat([m, m], 1), lib.stack([m, m], 0), m.unsqueeze(2), m.split(1, 1)[0],
+              m.unbind(1)[0]):
+        g = y.grad_fn
+        got = {}
+        for a in ("_saved_exponent", "_saved_self", "_saved_result", "_saved_dim"):
+            if hasattr(type(g), a):
+                v = getattr(g, a)
+                got[a] = v.tolist() if isinstance(v, lib.Tensor) else v
+        out.append((type(g).__name__, got))
+    y = x ** 2.5
+    y.sum().backward(retain_graph=True)
+    out.append(y.grad_fn._saved_exponent)
+    return out
+
+
+@pytest.mark.torch
+def test_saved_exponent_and_dim_as_pytorchs():
+    torch = pytest.importorskip("torch")
+    mine, theirs = _saved_story(funcgrad), _saved_story(torch)
+    assert len(mine) == len(theirs)
+    for m, t in zip(mine, theirs, strict=True):
+        assert _close(m, t), (m, t)
+
+
+def test_saved_exponent_and_dim():
+    seen = dict(_saved_story(funcgrad)[:6])
+    assert seen["PowBackward0"] == {"_saved_exponent": True, "_saved_self": [1.0, 2.0, 3.0]}
+    assert seen["PowBackward2"]["_saved_self"] == 2.0 and seen["PowBackward2"]["_saved_exponent"] == [1.0, 2.0, 3.0]
+    story = _saved_story(funcgrad)
+    assert [type(v) for _, d in story[:4] for v in [d["_saved_exponent"]]] == [float, int, int, bool]
+    assert [d["_saved_dim"] for _, d in story[6:-1]] == [1, 0, 1, (1,), (0, 1), (0,), 1, 1, 0, 2, 1, 1]
+    x = funcgrad.ones(2, requires_grad=True)
+    y = x ** 2.5
+    y.sum().backward()  # (freed: funcgrad's node keeps its numbers with its tensors, PyTorch's apart)
+    with pytest.raises(RuntimeError, match="Trying to backward through the graph a second time"):
+        _ = y.grad_fn._saved_exponent

@@ -38,11 +38,14 @@ _WRAPPED = {bool: _dtype.bool_, int: _dtype.int64, float: _dtype.float64, comple
 # op), ("arg", i, default) (a Python number operand, absent: default), ("sizes", i) / ("numel", i)
 # (input i's shape, kept by a linear op); "needed by": PyTorch saves the variable only when one of
 # those inputs needs a gradient (None: always).
+_DIM = ("dim", ("key", "dim"), None)
 SAVED = {
     "MulBackward0": (("other", 1, (0,)), ("self", 0, (1,))),
-    "PowBackward0": (("self", 0, None),),
+    "PowBackward0": (("self", 0, None), ("exponent", ("arg", 1, None), None)),
     "DivBackward0": (("other", 1, (0, 1)), ("self", 0, (1,))),
     "PowBackward1": (("exponent", 1, None), ("self", 0, None), ("result", "result", None)),
+    "PowBackward2": (("exponent", 0, None), ("self", ("arg", 1, None), None),
+                     ("result", "result", None)),
     "MmBackward0": (("mat2", 1, (0,)), ("self", 0, (1,))),  # (PyTorch packs mat2 first)
     "AddmmBackward0": (("mat1", 1, (2,)), ("mat2", 2, (1,)), ("alpha", ("key", "alpha"), None),
                        ("beta", ("key", "beta"), None)),
@@ -53,8 +56,8 @@ SAVED = {
     "MeanBackward0": (("self_sym_numel", ("numel", 0), None), ("self_sym_sizes", ("sizes", 0), None)),
     "ViewBackward0": (("self_sym_sizes", ("sizes", 0), None),),
     "ExpBackward0": (("result", "result", None),),
-    "SoftmaxBackward0": (("result", "result", None),),  # (and PyTorch's _saved_dim: not kept)
-    "LogSoftmaxBackward0": (("result", "result", None),),
+    "SoftmaxBackward0": (("result", "result", None), _DIM),
+    "LogSoftmaxBackward0": (("result", "result", None), _DIM),
     "TanhBackward0": (("result", "result", None),),
     "SigmoidBackward0": (("result", "result", None),),
     "SqrtBackward0": (("result", "result", None),),
@@ -64,6 +67,12 @@ SAVED = {
     "LogBackward0": (("self", 0, None),),
     "AbsBackward0": (("self", 0, None),),
 }
+# the nodes that keep a dim and no tensor (a node in this table packs only the table's tensors under
+# saved_tensors_hooks): the dim is funcgrad's, made non-negative (PyTorch's is the dim as given, a
+# negative one read back as 2**64 + dim, and dims in the order given)
+SAVED.update({name: (_DIM,) for name in (
+    "SumBackward1", "MeanBackward1", "CumsumBackward0", "CatBackward0", "StackBackward0",
+    "UnsqueezeBackward0", "SplitBackward0", "UnbindBackward0")})
 
 
 PACK_IN_PLACE_MSG = (
@@ -296,6 +305,8 @@ def _number(node, kind, key, default=None):
     if kind == "key":
         return dict(node._key[0])[key]
     if kind == "arg":  # (an op that keeps only numbers is never freed: saved_nothing)
+        if node._saved is None:  # (freed with the node's tensors: PyTorch keeps its numbers)
+            raise RuntimeError(FREED_MSG)
         return node._saved[key] if len(node._saved) > key else default
     shape = dict(node._key[4])[key][0]  # (a linear op's avals: kept after the graph is freed)
     return tuple(shape) if kind == "sizes" else math.prod(shape)
