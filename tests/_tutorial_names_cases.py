@@ -102,3 +102,9 @@ CASES = {"lu_factor_ex": lu_factor_ex, "lu_unpack_grads": lu_unpack_grads, "lu_u
          "pca_lowrank_f32": lambda lib: pca_lowrank(lib, "float32"), "lowrank_wide": lowrank_wide}
 TOLERANCE = {"svd_lowrank": 1e-12, "svd_lowrank_f32": 2e-4, "pca_lowrank": 1e-12, "pca_lowrank_f32": 2e-4,
              "lowrank_wide": 1e-12, "lu_factor_ex": 1e-14, "lu_unpack_grads": 1e-13, "lu_solve_grads": 1e-13, "lu_solve_f32": 2e-6}
+
+
+def outcomes(torch) -> dict:
+    """PyTorch's value of each case, as tests/fixtures/tutorial_names/cases.json holds them."""
+    assert torch.__version__.startswith("2.13"), torch.__version__
+    return {name: {"dtype": str(a.dtype), "values": a.tolist()} for name, a in ((n, f(torch)) for n, f in CASES.items())}
