@@ -323,6 +323,9 @@ from ._ops.poisson import poisson as poisson  # noqa: E402
 from math import e as e, inf as inf, nan as nan, pi as pi  # noqa: E402  (plain floats, as torch.pi)
 newaxis = None  # (torch.newaxis: None, as NumPy's)
 from ._strides import layout as layout, memory_format as memory_format, strided as strided  # noqa: E402
+from ._sparse import sparse_coo as sparse_coo, sparse_coo_tensor as sparse_coo_tensor  # noqa: E402
+from ._sparse import spmm as spmm  # noqa: E402
+from . import sparse as sparse  # noqa: E402
 from ._strides import (channels_last as channels_last, channels_last_3d as channels_last_3d,  # noqa: E402
                        contiguous_format as contiguous_format, preserve_format as preserve_format)
 from ._runtime import is_warn_always_enabled as is_warn_always_enabled  # noqa: E402

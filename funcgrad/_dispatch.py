@@ -313,6 +313,10 @@ _MISSING = object()
 
 # ---- apply ----------------------------------------------------------------------------------
 _amp_hook = [None]  # funcgrad.amp's autocast cast, installed only while some thread has autocast on
+# funcgrad/_sparse.py's ``holds(vals)`` and ``on_kernel_error(op, args, static)``, asked only after a
+# kernel refused its operands (a sparse tensor's storage is no JAX type): the dense path pays nothing
+SPARSE_HOLDS = [None]
+SPARSE_HOOK = [None]
 
 
 def apply(op: Op, *args, **static):
@@ -488,6 +492,8 @@ def _apply(op: Op, args: tuple, static: dict, dual: bool = True):
         except Exception as e:
             if new:  # a kernel whose first call failed is not kept: a valid call's key may equal its
                 op._fwd.pop((skey, cast, nargs), None)  # own (dim=1 after a refused dim=1.0: 1 == 1.0)
+            if SPARSE_HOLDS[0] is not None and SPARSE_HOLDS[0](vals):  # a sparse COO operand: PyTorch's
+                return SPARSE_HOOK[0](op, args, static)  # sparse kernel or its error (funcgrad/_sparse.py)
             if isinstance(e, (ValueError, TypeError)):  # jax's broadcasting error -> PyTorch's
                 _raise_broadcast_error(vals, e)
             raise

@@ -268,3 +268,28 @@ def format_tensor(arr: "np.ndarray", *, dtype_name: str, is_default_dtype: bool,
             extra.append(dtype_suffix)
         body = _body(arr, kind, indent)
     return _add_suffixes(prefix + body, extra + list(suffixes), indent)
+
+
+def format_sparse(indices: np.ndarray, values: np.ndarray, dtype_name: str, is_default_dtype: bool,
+                  suffixes: Sequence[str]) -> str:
+    """PyTorch's repr of a sparse COO tensor: ``tensor(indices=tensor([[...]]),\\n       values=
+    tensor([...]),\\n       size=(3, 3), nnz=2, layout=torch.sparse_coo)`` (``suffixes``: size,
+    nnz, dtype, layout, grad; the first on a line of its own, the rest wrapped as PyTorch's)."""
+    indent = len("tensor(")
+
+    def part(prefix, a, kind):
+        body = _body(a, kind, indent + len(prefix)) if a.size else "[]"
+        return prefix + body + (f", size={tuple(a.shape)}" if not a.size else "") + ")"
+
+    text = ("tensor(" + part("indices=tensor(", indices, "int") + ",\n" + " " * indent
+            + part("values=tensor(", values, _kind(dtype_name)))
+    parts, last, force = [text], 0, True  # (PyTorch's _add_suffixes with force_newline)
+    for suffix in suffixes:
+        n = len(suffix.replace(_DTYPE_PREFIX, "torch."))  # (wrapped where PyTorch's text would be)
+        if force or last + n + 2 > _OPTS["linewidth"]:
+            parts.append(",\n" + " " * indent + suffix)
+            last, force = indent + n, False
+        else:
+            parts.append(", " + suffix)
+            last += n + 2
+    return "".join(parts) + ")"

@@ -31,7 +31,8 @@ LAYERS = [
     (1, ["_tensor", "_numpy_share", "_random"]),   # the Generator and samplers hand out Tensors
     (2, ["_factories", "_legacy"]),
     (3, ["_dispatch", "_host", "amp.autocast_mode"]),       # autocast sets its cast hook in dispatch's slot
-    (4, ["_ops", "linalg", "special", "fft", "functional"]),  # the op table and its public namespaces
+    # the op table and its public namespaces; sparse COO tensors, whose kernels are ops of the table
+    (4, ["_ops", "linalg", "special", "fft", "functional", "_sparse", "sparse"]),
     (5, ["autograd", "amp"]),
     # parallel's sharding helpers are the base of nn.parallel (DistributedDataParallel), so the
     # module sits with nn (its one call into _jit, compiled_text, is in ALLOWED_LOCAL)

@@ -43,6 +43,8 @@ def matmul(input, other, *, out=None) -> Tensor:
     ka = input.shape[-1]
     kb = other.shape[0] if b == 1 else other.shape[-2]
     if ka != kb:
+        if input.is_sparse or other.is_sparse:  # (a sparse operand: its kernel's errors, funcgrad/_sparse.py)
+            return apply(_mm if b == 2 else _mv, input, other)
         if b > 2:  # the batched case runs as bmm on the broadcast batch
             batch = math.prod(_broadcast.infer_size(input.shape[:-2], other.shape[:-2]))  # (ATen's order)
             raise RuntimeError(f"Expected size for first two dimensions of batch2 tensor to be: "
@@ -57,6 +59,8 @@ def matmul(input, other, *, out=None) -> Tensor:
                            f"and {kb}x{other.shape[-1] if b > 1 else 1})")
     if input.dtype is not other.dtype and _dispatch._amp_hook[0] is None:  # PyTorch does not promote
         # in products (under autocast the operands are cast to one dtype first)
+        if input.is_sparse or other.is_sparse:  # (a sparse operand: its kernel's errors, funcgrad/_sparse.py)
+            return apply(_mm if b == 2 else _mv, input, other)
         _dtype_mismatch(input, other)
     op = {(2, 2): _mm, (1, 1): _dot, (2, 1): _mv, (1, 2): _vm}.get((a, b), _matmul)
     try:
