@@ -14,6 +14,7 @@ its jitted vjp, as every op), taking the indices as a non-differentiable operand
 
 from __future__ import annotations
 
+import functools
 import warnings
 
 import jax
@@ -343,6 +344,55 @@ def _dense_dense_dim(self) -> int:
 
 
 # ---- construction ---------------------------------------------------------------------------
+_CHECK = [None]  # the global default of check_invariants; None: never set (sparse_coo_tensor warns)
+
+
+class check_sparse_tensor_invariants:  # noqa: N801  (PyTorch's name)
+    """``torch.sparse.check_sparse_tensor_invariants``: whether ``sparse_coo_tensor`` checks its
+    indices against its size by default; ``enable()``/``disable()``, a context manager and a
+    decorator (``check_sparse_tensor_invariants(enable=True)``).
+
+    >>> import funcgrad
+    >>> with funcgrad.sparse.check_sparse_tensor_invariants():
+    ...     funcgrad.sparse_coo_tensor([[0, 5]], [1., 2.], (2,))
+    Traceback (most recent call last):
+    ...
+    RuntimeError: size is inconsistent with indices: for dim 0, size is 2 but found index 5
+    """
+
+    @staticmethod
+    def is_enabled() -> bool:
+        return bool(_CHECK[0])
+
+    @staticmethod
+    def enable() -> None:
+        _CHECK[0] = True
+
+    @staticmethod
+    def disable() -> None:
+        _CHECK[0] = False
+
+    def __init__(self, enable: bool = True):
+        self.state, self.saved_state = enable, None
+
+    def __enter__(self):
+        if self.saved_state is not None:
+            raise RuntimeError("This context manager instance is already activated. Use a different "
+                               "context manager instance for context nesting.")
+        self.saved_state = _CHECK[0]
+        _CHECK[0] = self.state
+
+    def __exit__(self, *exc):
+        _CHECK[0], self.saved_state = self.saved_state, None
+
+    def __call__(self, fn):
+        @functools.wraps(fn)
+        def call(*args, **kwargs):
+            with check_sparse_tensor_invariants(self.state):
+                return fn(*args, **kwargs)
+        return call
+
+
 def sparse_coo_tensor(indices, values, size=None, *, dtype=None, device=None, pin_memory=False,
                       requires_grad=False, check_invariants=None, is_coalesced=None) -> Tensor:
     """PyTorch's ``torch.sparse_coo_tensor``: a tensor with ``values[k]`` at ``indices[:, k]``
@@ -358,8 +408,10 @@ def sparse_coo_tensor(indices, values, size=None, *, dtype=None, device=None, pi
     """
     if requires_grad:
         raise NotImplementedError(REQUIRES_GRAD_MSG)
-    if check_invariants is None and _runtime.warn_once(_INVARIANTS_WARNED):
-        warnings.warn(INVARIANTS_MSG, UserWarning, stacklevel=2)
+    if check_invariants is None:
+        if _CHECK[0] is None and _runtime.warn_once(_INVARIANTS_WARNED):
+            warnings.warn(INVARIANTS_MSG, UserWarning, stacklevel=2)
+        check_invariants = bool(_CHECK[0])
     idx = indices if isinstance(indices, Tensor) else _tensor_of(np.asarray(indices))
     val = values if isinstance(values, Tensor) else _tensor_of(values)
     if idx.dtype is not _dtype.int64:
@@ -596,6 +648,13 @@ def _sum(input, dim, keepdim, dtype, ops) -> Tensor:
 
 
 # ---- dispatch's failure branch: a kernel handed a sparse operand ------------------------------
+# the pointwise ops PyTorch's SparseCPU backend runs on the values (each maps 0 to 0)
+ZERO_PRESERVING = frozenset(
+    "abs sqrt sin tan tanh relu sign sgn floor ceil round trunc expm1 log1p asin atan sinh asinh atanh "
+    "erf square frac deg2rad rad2deg signbit isnan isinf nan_to_num erfinv conj positive isneginf "
+    "isposinf".split())
+
+
 def holds(vals) -> bool:
     return any(type(v) is _COO for v in vals)
 
@@ -635,6 +694,9 @@ def on_kernel_error(op, args, static):
         raise _not_implemented(name)
     if name == "neg":
         return _scale(a, lambda v: -v)
+    if name in ZERO_PRESERVING and len(args) == 1:  # f(0) == 0: f of the (coalesced) values
+        c = _coo(_coalesce(a))
+        return _make(c.indices, _dispatch.apply(op, c.values, **static), c.shape, True)
     if name in ("sum", "sum_dim"):
         dim = static.get("dim")
         return _sum(a, None if name == "sum" else dim, static.get("keepdim", False), static.get("dtype"),

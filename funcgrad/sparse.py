@@ -11,7 +11,8 @@ tensor(2.)
 
 from __future__ import annotations
 
+from ._sparse import check_sparse_tensor_invariants as check_sparse_tensor_invariants
 from ._sparse import mm as mm  # noqa: A004  (PyTorch's names)
 from ._sparse import sum as sum
 
-__all__ = ["mm", "sum"]
+__all__ = ["check_sparse_tensor_invariants", "mm", "sum"]

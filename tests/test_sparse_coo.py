@@ -63,6 +63,14 @@ ROWS = [
     f"{S} + S(i, c, (2, 4))", "x + S(i, v, (2, 3))", "t.eye(2, 3) + S(i, c, (2, 3), dtype=t.int64)",
     "S(i, v, (2, 3)) * 3", "S(i, v, (2, 3)) + S(i, v, (2, 3))", f"t.add(x, {S}, alpha=2)",
     f"x - {S}", "S([[1, 0]], t.tensor([1., 2.]), (2,)) + S([[0, 1]], t.tensor([5., 6.]), (2,))",
+    # pointwise ops mapping 0 to 0 (on the coalesced values), PyTorch's SparseCPU kernels
+    "S([[0, 1, 0]], t.tensor([.3, -.4, .5]), (2,)).sqrt()", "t.relu(S(i, v, (2, 3)) * -1)", "S(i, v, (2, 3)).abs()",
+    f"t.isnan({S})", "t.square(S(i, v, (2, 3)))", f"t.tanh({S})", f"{S}.sign()",
+    # invariant checks
+    "t.sparse_coo_tensor([[0, 2]], c[:2], (2,), check_invariants=True)",
+    "t.sparse_coo_tensor([[0, -1]], c[:2], (2,), check_invariants=True)",
+    "t.sparse_coo_tensor([[0, -1]], c[:2], (2,), check_invariants=False)",
+    "t.sparse.check_sparse_tensor_invariants.is_enabled()",
     # conversions
     f"{S}.to(t.float64)", f"{S}.double()", f"{S}.to('cpu')", f"{S}.t()", f"{S}.t().is_coalesced()",
     f"{S}.clone()", f"{S}.detach()", "S(i, v, (2, 3)).detach()",
@@ -137,6 +145,10 @@ out_ = L.spmm(adj.to_sparse(), w)
 show(lambda: out_)
 out_.sum().backward()
 show(lambda: w.grad)
+with L.sparse.check_sparse_tensor_invariants():
+    show(lambda: L.sparse.check_sparse_tensor_invariants.is_enabled())
+    show(lambda: L.sparse_coo_tensor([[0, 5]], [1., 2.], (2,)))
+show(lambda: L.sparse.check_sparse_tensor_invariants.is_enabled())
 json.dump(out, sys.stdout)
 """
 
