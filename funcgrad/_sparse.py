@@ -122,9 +122,13 @@ _sub_dense = defop("dense_sub_sparse", _add_fn, "SubBackward0", diff=(0, 2))
 _coalesce_values = defop("sparse_coalesce", _segment_fn, "CoalesceBackward0", diff=(0,), linear=True)
 _merge_values = defop("sparse_add_sparse", _merge_fn, "AddBackward0", diff=(0, 1), linear=True)
 _sum_values = defop("sparse_sum_dim", _segment_fn, "SumBackward1", diff=(0,), linear=True)
-_sum_all = defop("sparse_sum_all", lambda v: v.sum(0), "SumBackward1", linear=True)
+def _sum_all_fn(v, *, shape=None):
+    return v.sum(0) if shape is None else v.sum(0).reshape(shape)
+
+
+_sum_all = defop("sparse_sum_all", _sum_all_fn, "SumBackward1", linear=True)
 _sparse_sum_values = defop("sparse_sparse_sum", _segment_fn, "SparseSumBackward0", diff=(0,), linear=True)
-_sparse_sum_all = defop("sparse_sparse_sum_all", lambda v: v.sum(0), "SparseSumBackward0", linear=True)
+_sparse_sum_all = defop("sparse_sparse_sum_all", _sum_all_fn, "SparseSumBackward0", linear=True)
 
 
 # ---- the value in the storage cell, and the Tensor that holds it ------------------------------
@@ -236,6 +240,31 @@ class SparseTensor(Tensor):
 
     def reshape(self, *shape):
         raise RuntimeError("reshape is not implemented for sparse tensors")
+
+    @property
+    def data(self) -> Tensor:
+        return self.detach()
+
+    @property
+    def nbytes(self) -> int:
+        raise RuntimeError("nbytes is not defined for sparse tensors.  If you want the size of the "
+                           "constituent tensors, add the nbytes of the indices and values.  If you want the "
+                           "size of the  equivalent dense tensor, multiply numel() by element_size()")
+
+    def untyped_storage(self):
+        raise NotImplementedError("Cannot access storage of SparseTensorImpl")
+
+    storage = untyped_storage
+
+    def __float__(self) -> float:
+        if self.numel() != 1:
+            raise ValueError("only one element tensors can be converted to Python scalars")
+        return float(self.to_dense())
+
+    def __int__(self) -> int:
+        if self.numel() != 1:
+            raise ValueError("only one element tensors can be converted to Python scalars")
+        return int(self.to_dense())
 
     def detach(self) -> Tensor:
         c = _coo(self)
@@ -625,8 +654,6 @@ def _sum(input, dim, keepdim, dtype, ops) -> Tensor:
     vals = c.values if dtype is None else c.values.to(dtype)
     if dim is None:
         return vals.sum()
-    if keepdim:
-        raise _not_implemented("sum.dim_IntList")
     dims = sorted({_wrap_dim(d, c.ndim) for d in ((dim,) if isinstance(dim, int) else dim)})
     sd = c.indices.shape[0]
     dense = [d - sd + 1 for d in dims if d >= sd]
@@ -634,14 +661,20 @@ def _sum(input, dim, keepdim, dtype, ops) -> Tensor:
         vals = vals.sum(dense)
     keep = [d for d in range(sd) if d not in dims]
     shape = tuple(n for i, n in enumerate(c.shape) if i not in dims)
+    if keepdim:  # (the summed dims stay, of size 1: their index rows all 0; dense if all are summed)
+        shape = tuple(1 if i in dims else n for i, n in enumerate(c.shape))
+        if not keep:
+            return _dispatch.apply(ops[0], vals, shape=shape)
+        keep = list(range(sd))
     if not keep:
         return _dispatch.apply(ops[0], vals)
-    ii = np.asarray(c.indices._value)[keep]
+    ii = np.asarray(c.indices._value)[keep] * np.array([[d not in dims] for d in keep], np.int64)
     if not ii.shape[1]:
         return _make(_tensor_of(ii.astype(np.int64)), vals, shape, True)
-    lin = np.ravel_multi_index(tuple(ii), tuple(c.shape[d] for d in keep))
+    sizes = tuple(shape[:len(keep)] if keepdim else (c.shape[d] for d in keep))
+    lin = np.ravel_multi_index(tuple(ii), sizes)
     uniq, inv = np.unique(lin, return_inverse=True)
-    idx = np.stack(np.unravel_index(uniq, tuple(c.shape[d] for d in keep))).astype(np.int64)
+    idx = np.stack(np.unravel_index(uniq, sizes)).astype(np.int64)
     dev = c.values.device
     val = _dispatch.apply(ops[1], vals, _tensor_of(inv.reshape(-1), device=dev), n=len(uniq))
     return _make(_tensor_of(idx.reshape(len(keep), -1), device=dev), val, shape, True)
@@ -703,10 +736,32 @@ def on_kernel_error(op, args, static):
                     (_sum_all, _sum_values))
     if name == "t":
         return a.t()
+    if name in ("transpose", "permute"):
+        sd = _coo(a).indices.shape[0]
+        if name == "transpose":
+            dd = args[1:3] if len(args) >= 3 else (static["d0"], static["d1"])
+            d0, d1 = (_wrap_dim(d, a.ndim) for d in dd)
+            dims = list(range(a.ndim))
+            dims[d0], dims[d1] = d1, d0
+        else:
+            dims = list(static["dims"])
+        if sorted(dims[:sd]) != list(range(sd)) or dims[sd:] != list(range(sd, a.ndim)):
+            raise _not_implemented(name)  # (a dense dim moved: not here)
+        c = _coo(a)
+        idx = c.indices[_tensor_of(dims[:sd])] if dims[:sd] != list(range(sd)) else c.indices
+        return _make(idx, c.values, tuple(c.shape[d] for d in dims), c.coalesced and idx is c.indices)
+    if name == "pow_scalar" and is_sparse(a) and not isinstance(b, Tensor):
+        if b == 0:
+            raise RuntimeError("pow: cannot raise to zeroth power on sparse tensor; it would make the "
+                               "result tensor dense")
+        c = _coo(_coalesce(a))
+        return _make(c.indices, c.values ** b, c.shape, True)
     if name == "clone":
         return a.clone()
     if name == "to_copy":
         return a.to(_dtype.from_np(np.dtype(static["dtype"])))
+    if name in ("eq", "ne", "gt", "ge", "lt", "le"):
+        raise _not_implemented(f"{name}.{'Tensor' if isinstance(b, Tensor) else 'Scalar'}")
     raise _not_implemented(name)
 
 

@@ -66,6 +66,11 @@ ROWS = [
     # pointwise ops mapping 0 to 0 (on the coalesced values), PyTorch's SparseCPU kernels
     "S([[0, 1, 0]], t.tensor([.3, -.4, .5]), (2,)).sqrt()", "t.relu(S(i, v, (2, 3)) * -1)", "S(i, v, (2, 3)).abs()",
     f"t.isnan({S})", "t.square(S(i, v, (2, 3)))", f"t.tanh({S})", f"{S}.sign()",
+    f"{S} ** 2", f"{S} ** 0", f"{S} ** -1.5", f"{S} == {S}", f"{S} > 0",
+    # transposes, keepdim sums, what a sparse tensor has no answer for
+    f"{S}.T", f"{S}.mT", f"{S}.transpose(0, 1)", f"{S}.permute(1, 0)", f"{S}.sum(1, keepdim=True)",
+    f"t.sum({S}, (0, 1), keepdim=True)", f"{S}.nbytes", f"{S}.untyped_storage()", f"float({S})", f"{S}.data",
+    "float(S([[0]], c[:1], (1,)))",
     # invariant checks
     "t.sparse_coo_tensor([[0, 2]], c[:2], (2,), check_invariants=True)",
     "t.sparse_coo_tensor([[0, -1]], c[:2], (2,), check_invariants=True)",
