@@ -95,6 +95,7 @@ def _segment_fn(values, segments, *, n):
 _to_dense = defop("sparse_to_dense", _to_dense_fn, "ToDenseBackward0", diff=(1,))
 _to_sparse1 = defop("sparse_from_dense", _gather_fn, "ToSparseBackward1", diff=(0,))
 _to_sparse0 = defop("sparse_from_dense_dim", _gather_fn, "ToSparseBackward0", diff=(0,))
+_values_out = defop("sparse_values", lambda v: v + jnp.zeros((), v.dtype), "ValuesBackward0", linear=True)
 _values_of = defop("sparse_coo_values", lambda v: v + jnp.zeros((), v.dtype),
                    "SparseCooTensorWithDimsAndTensorsBackward0", linear=True)
 _spmm = defop("sparse_mm", _sparse_mm_fn, "MmBackward0", diff=(1, 2))
@@ -114,8 +115,6 @@ def _spmm_dense_vjp(primals, cot, *, grad_mode, rows):
 
 
 _spmm_dense = defop("sparse_mm_of_dense", _spmm_dense_fn, "MmBackward0", diff=(0, 2), vjp=_spmm_dense_vjp)
-_spaddmm_dense = defop("sparse_addmm_of_dense", _spmm_dense_fn, "SparseAddmmBackward0", diff=(0, 2),
-                       vjp=_spmm_dense_vjp)
 _dsmm = defop("dense_sparse_mm", _dense_sparse_mm_fn, "MmBackward0", diff=(0, 2))
 _add_dense = defop("dense_add_sparse", _add_fn, "AddBackward0", diff=(0, 2))
 _sub_dense = defop("dense_sub_sparse", _add_fn, "SubBackward0", diff=(0, 2))
@@ -272,7 +271,7 @@ class SparseTensor(Tensor):
 
     def clone(self, *, memory_format=None) -> Tensor:
         c = _coo(self)
-        return _make(c.indices.clone(), c.values.clone(), c.shape, c.coalesced)
+        return _make(c.indices.clone(), c.values.clone(), c.shape, c.coalesced, _on_dense(c, Tensor.clone))
 
     def to(self, *args, **kwargs) -> Tensor:
         """``to(dtype)``, ``to(device)``: the indices and values moved/cast (same pattern)."""
@@ -281,7 +280,7 @@ class SparseTensor(Tensor):
         if probe is c.values:
             return self
         idx = c.indices.to(probe.device)
-        return _make(idx, probe, c.shape, c.coalesced)
+        return _make(idx, probe, c.shape, c.coalesced, _on_dense(c, lambda d: d.to(*args, **kwargs)))
 
     def t(self) -> Tensor:
         c = _coo(self)
@@ -290,7 +289,7 @@ class SparseTensor(Tensor):
                                f"{c.indices.shape[0]} sparse and {c.values.ndim - 1} dense dimensions")
         if c.ndim < 2 or c.indices.shape[0] < 2:
             return self
-        return _make(c.indices.flip(0), c.values, (c.shape[1], c.shape[0]), False)
+        return _make(c.indices.flip(0), c.values, (c.shape[1], c.shape[0]), False, _on_dense(c, Tensor.t))
 
     # the sparse-only methods (on a dense tensor, Tensor's versions raise PyTorch's errors)
     def to_dense(self, dtype=None, *, masked_grad=None) -> Tensor:
@@ -307,8 +306,8 @@ class SparseTensor(Tensor):
     def _indices(self) -> Tensor:
         return _coo(self).indices
 
-    def _values(self) -> Tensor:
-        return _coo(self).values
+    def _values(self) -> Tensor:  # (PyTorch's alias is not differentiable)
+        return _coo(self).values.detach()
 
     def indices(self) -> Tensor:
         if not _coo(self).coalesced:
@@ -318,7 +317,7 @@ class SparseTensor(Tensor):
     def values(self) -> Tensor:
         if not _coo(self).coalesced:
             raise RuntimeError("Cannot get values on an uncoalesced tensor, please call .coalesce() first")
-        return _coo(self).values
+        return _dispatch.apply(_values_out, _coo(self).values)
 
     def _nnz(self) -> int:
         return _coo(self).values.shape[0]
@@ -512,7 +511,7 @@ def _coalesce(s) -> Tensor:
                      device=c.values.device)
     val = _dispatch.apply(_coalesce_values, c.values, _tensor_of(inv.reshape(-1), device=c.values.device),
                           n=len(uniq))
-    return _make(idx, val, c.shape, True)
+    return _make(idx, val, c.shape, True, c.dense)
 
 
 # ---- products -------------------------------------------------------------------------------
@@ -536,14 +535,15 @@ def _sparse_mm(a, b, op=_spmm):
     if is_sparse(a):
         _check_mm(a, b)
         c = _coo(a)
-        if c.dense is not None:
-            return _dispatch.apply(_spmm_dense if op is _spmm else _spaddmm_dense, c.dense, c.indices, b,
-                                   rows=a.shape[0])
+        if c.dense is not None and op is _spmm:  # (torch.sparse.mm's derivative is masked: the values')
+            return _dispatch.apply(_spmm_dense, c.dense, c.indices, b, rows=a.shape[0])
         return _dispatch.apply(op, c.indices, c.values, b, rows=a.shape[0])
     if b.ndim != 2 or _coo(b).indices.shape[0] != 2 or a.ndim != 2:
         raise _not_implemented("mm")
     _check_mm(b.t(), a.t())  # (ATen's dense @ sparse: (sparse.t() @ dense.t()).t())
     c = _coo(b)
+    if c.dense is not None:  # (mm's derivative for a sparse mat2 is dense)
+        return _mm(a, c.dense)
     return _dispatch.apply(_dsmm, a, c.indices, c.values, cols=b.shape[1])
 
 
@@ -577,6 +577,8 @@ def _add(a, b, alpha=1, op=None):
                            f"{list(a.shape)} while other has size {list(b.shape)} (FYI: dense-sparse "
                            f"addition does not currently support broadcasting)")
     c = _coo(b)
+    if c.dense is not None:  # (add's derivative for a sparse other is dense)
+        return (a - c.dense) if op is _sub_dense else a.add(c.dense, alpha=alpha)
     dt = _dtype.result_type([(a.dtype, 2), (b.dtype, 2)])
     return _dispatch.apply(op or _add_dense, a, c.indices, c.values, dtype=dt.np, alpha=alpha)
 
@@ -611,7 +613,12 @@ def _merge(a, b, alpha):
     dev = ca.values.device
     val = _dispatch.apply(_merge_values, ca.values, cb.values, _tensor_of(pa, device=dev),
                           _tensor_of(pb, device=dev), n=len(cols), dtype=dt.np, alpha=alpha)
-    return _make(_tensor_of(idx.astype(np.int64), device=dev), val, a.shape, ca.coalesced and cb.coalesced)
+    dense = None
+    if ca.dense is not None or cb.dense is not None:  # (add's derivative is dense: both sides whole)
+        dense = (a.to_dense() if ca.dense is None else ca.dense).add(
+            b.to_dense() if cb.dense is None else cb.dense, alpha=alpha).to(dt)
+    return _make(_tensor_of(idx.astype(np.int64), device=dev), val, a.shape, ca.coalesced and cb.coalesced,
+                 dense)
 
 
 def _mul(s, o):
@@ -636,7 +643,14 @@ def _mul(s, o):
 def _scale(s, fn):
     """An op on the values alone (``s * 2``, ``s / 2``, ``-s``): same pattern."""
     c = _coo(s)
-    return _make(c.indices, fn(c.values), c.shape, c.coalesced)
+    return _make(c.indices, fn(c.values), c.shape, c.coalesced, _on_dense(c, fn))
+
+
+def _on_dense(c, fn):
+    """``fn`` of the dense source of a sparse tensor made by ``to_sparse()`` of a tensor requiring
+    grad (``_COO.dense``), for an op whose derivative passes a dense gradient on (t, to, a number's
+    product...); None where there is none."""
+    return None if c.dense is None else fn(c.dense)
 
 
 def sum(input, dim=None, dtype=None) -> Tensor:  # noqa: A001  (PyTorch's name)
@@ -652,8 +666,8 @@ def _sum(input, dim, keepdim, dtype, ops) -> Tensor:
     nodes: ``torch.sum``'s SumBackward1, ``torch.sparse.sum``'s SparseSumBackward0)."""
     c = _coo(input)
     vals = c.values if dtype is None else c.values.to(dtype)
-    if dim is None:
-        return vals.sum()
+    if dim is None:  # (torch.sum's derivative for a sparse self is dense, torch.sparse.sum's masked)
+        return vals.sum() if c.dense is None or dtype is not None or ops[0] is not _sum_all else c.dense.sum()
     dims = sorted({_wrap_dim(d, c.ndim) for d in ((dim,) if isinstance(dim, int) else dim)})
     sd = c.indices.shape[0]
     dense = [d - sd + 1 for d in dims if d >= sd]
@@ -749,7 +763,8 @@ def on_kernel_error(op, args, static):
             raise _not_implemented(name)  # (a dense dim moved: not here)
         c = _coo(a)
         idx = c.indices[_tensor_of(dims[:sd])] if dims[:sd] != list(range(sd)) else c.indices
-        return _make(idx, c.values, tuple(c.shape[d] for d in dims), c.coalesced and idx is c.indices)
+        return _make(idx, c.values, tuple(c.shape[d] for d in dims), c.coalesced and idx is c.indices,
+                     _on_dense(c, lambda d: d.permute(dims)))
     if name == "pow_scalar" and is_sparse(a) and not isinstance(b, Tensor):
         if b == 0:
             raise RuntimeError("pow: cannot raise to zeroth power on sparse tensor; it would make the "

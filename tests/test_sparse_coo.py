@@ -71,6 +71,15 @@ ROWS = [
     f"{S}.T", f"{S}.mT", f"{S}.transpose(0, 1)", f"{S}.permute(1, 0)", f"{S}.sum(1, keepdim=True)",
     f"t.sum({S}, (0, 1), keepdim=True)", f"{S}.nbytes", f"{S}.untyped_storage()", f"float({S})", f"{S}.data",
     "float(S([[0]], c[:1], (1,)))",
+    # gradients through to_sparse() of a tensor requiring grad: dense where PyTorch's derivative is
+    # (mm, sum, add, t, to, a number's product), masked where it is (to_dense, sparse.mm, sparse.sum, abs)
+    "t.sum(x.to_sparse())", "t.sparse.sum(x.to_sparse())", "t.ones(2, 3) + x.to_sparse()", "x - x.to_sparse()",
+    "(x.to_sparse() * 2) @ d", "t.sparse.mm(x.to_sparse(), d)", "x.to_sparse().t() @ d.t()",
+    "d.t() @ x.to_sparse().t()", "x.to_sparse().coalesce() @ d", "(x.to_sparse() + x.to_sparse()).to_dense()",
+    "(x.to_sparse() + x.to_sparse()) @ d", "x.to_sparse().abs().to_dense()", "x.to_sparse().to(t.float64).to_dense()",
+    "(S(i, v, (2, 3)) + x.to_sparse()) @ d", "x.to_sparse()._values()", "S(i, v, (2, 3))._values()",
+    "S(i, v, (2, 3)).coalesce().values()", "x.to_sparse().values()", "-x.to_sparse() @ d", "(x.to_sparse() / 2) @ d",
+    "x.to_sparse().T @ d.t()",
     # invariant checks
     "t.sparse_coo_tensor([[0, 2]], c[:2], (2,), check_invariants=True)",
     "t.sparse_coo_tensor([[0, -1]], c[:2], (2,), check_invariants=True)",
