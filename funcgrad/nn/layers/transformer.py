@@ -5,12 +5,14 @@
 from __future__ import annotations
 
 import copy
+import warnings
 
 from ... import _dtype
 from ..._tensor import Tensor
 from .. import functional as F
 from ..init import xavier_uniform_
 from ..module import Module
+from .activation import GELU, ReLU
 from .attention import MultiheadAttention
 from .container import ModuleList
 from .dropout import Dropout
@@ -67,6 +69,10 @@ class TransformerEncoderLayer(Module):
         self.dropout1 = Dropout(dropout)
         self.dropout2 = Dropout(dropout)
         self.activation = _activation(activation)
+        # PyTorch's flag for its fast path (read by TransformerEncoder's reasons below)
+        act = self.activation
+        self.activation_relu_or_gelu = (1 if act is F.relu or isinstance(act, ReLU) else
+                                        2 if act is F.gelu or isinstance(act, GELU) else 0)
 
     def _sa_block(self, x, attn_mask, key_padding_mask, is_causal=False):
         x = self.self_attn(x, x, x, attn_mask=attn_mask, key_padding_mask=key_padding_mask,
@@ -90,6 +96,26 @@ class TransformerEncoderLayer(Module):
         return x
 
 
+def _why_not_nested(layer) -> str:
+    """PyTorch's reason (TransformerEncoder.__init__, in its order) why an encoder built from
+    ``layer`` does not take its nested-tensor fast path; "" where it would."""
+    name = "encoder_layer"
+    if not isinstance(layer, TransformerEncoderLayer):
+        return f"{name} was not TransformerEncoderLayer"
+    attn = layer.self_attn
+    for bad, why in ((layer.norm_first, "norm_first was True"),
+                     (not attn.batch_first, "self_attn.batch_first was not True"
+                                            "(use batch_first for better inference performance)"),
+                     (not attn._qkv_same_embed_dim, "self_attn._qkv_same_embed_dim was not True"),
+                     (attn.in_proj_bias is None, "self_attn was passed bias=False"),
+                     (not layer.activation_relu_or_gelu, "activation_relu_or_gelu was not True"),
+                     (layer.norm1.eps != layer.norm2.eps, f"norm1.eps was not equal to {name}.norm2.eps"),
+                     (attn.num_heads % 2 == 1, "self_attn.num_heads is odd")):
+        if bad:
+            return f"{name}.{why}"
+    return ""
+
+
 class TransformerEncoder(Module):
     """A stack of ``num_layers`` deep copies of ``encoder_layer``, then an optional ``norm``."""
 
@@ -99,6 +125,13 @@ class TransformerEncoder(Module):
         self.layers = ModuleList([copy.deepcopy(encoder_layer) for _ in range(num_layers)])
         self.num_layers = num_layers
         self.norm = norm
+        self.enable_nested_tensor = self.use_nested_tensor = enable_nested_tensor
+        self.mask_check = mask_check
+        why_not = _why_not_nested(encoder_layer)
+        if enable_nested_tensor and why_not:  # (funcgrad has no nested tensors: PyTorch's warning)
+            warnings.warn("enable_nested_tensor is True, but self.use_nested_tensor is False "
+                          f"because {why_not}", stacklevel=2)
+            self.use_nested_tensor = False
 
     def forward(self, src, mask=None, src_key_padding_mask=None, is_causal: bool | None = None):
         out = src
