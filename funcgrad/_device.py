@@ -6,6 +6,8 @@ import functools
 
 import jax
 
+from . import _meta
+
 
 # PyTorch's device types, in the order its error lists them (funcgrad runs on cpu and cuda, and
 # JAX's tpu; a device of another type can be named, not used: jax_device refuses it)
@@ -62,6 +64,8 @@ def jax_device(d) -> "jax.Device":
     """The JAX device for a funcgrad device spec; PyTorch-like error if absent."""
     d = device(d) if not isinstance(d, device) else d
     if d.type not in _PLATFORM:
+        if d.type == "meta":  # (no JAX device: a meta tensor holds no data, funcgrad/_meta.py)
+            return _meta.DEVICE
         raise RuntimeError(f"funcgrad does not support the '{d.type}' device")
     devs = _devices(_PLATFORM[d.type])
     if not devs:
@@ -121,8 +125,8 @@ def from_platform(platform: str) -> device:
 
 def from_jax(jd) -> device:
     t = _TYPE.get(jd.platform, jd.platform)
-    if t == "cpu":
-        return device("cpu")
+    if t == "cpu" or t == "meta":
+        return device(t)
     return device(t, jd.id if hasattr(jd, "id") else 0)
 
 

@@ -16,6 +16,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from . import _broadcast, _cache, _dtype, _grad_mode as grad_mode, _tensor
+from . import _meta
 from ._grad_mode import _anomaly
 from ._graph import FREED_MSG, AccumulateGrad, Node, node_class  # noqa: F401
 from ._graph import PACK as _PACK, SAVED_HOOKS_ON as _hooks_on
@@ -494,9 +495,12 @@ def _apply(op: Op, args: tuple, static: dict, dual: bool = True):
                 op._fwd.pop((skey, cast, nargs), None)  # own (dim=1 after a refused dim=1.0: 1 == 1.0)
             if SPARSE_HOLDS[0] is not None and SPARSE_HOLDS[0](vals):  # a sparse COO operand: PyTorch's
                 return SPARSE_HOOK[0](op, args, static)  # sparse kernel or its error (funcgrad/_sparse.py)
-            if isinstance(e, (ValueError, TypeError)):  # jax's broadcasting error -> PyTorch's
-                _raise_broadcast_error(vals, e)
-            raise
+            if not _meta.holds(vals):
+                if isinstance(e, (ValueError, TypeError)):  # jax's broadcasting error -> PyTorch's
+                    _raise_broadcast_error(vals, e)
+                raise
+            # a meta tensor's value is no JAX type: the result's shape and dtype (funcgrad/_meta.py)
+            out = _meta_forward(op, args, vals, skey, cast)
         if op._fast is not None and direct and (nargs == 1 or not static):
             _remember(op, args, vals, cast, k, out, skey)
     if op.grad_name is not None and _state.enabled:
@@ -537,6 +541,24 @@ def _apply(op: Op, args: tuple, static: dict, dual: bool = True):
         t._viewinfo, t._ver, t._requires_grad, t._grad_fn = None, [0], False, None
         return t
     return T._wrap(out)
+
+
+def _meta_forward(op, args, vals, skey, cast):
+    """``op``'s result where some operand is a meta tensor: its shape and dtype, from the kernel's
+    function (``_meta.forward``); PyTorch's errors for mixed devices and refused shapes."""
+    if op.name == "copy" and not _meta.is_meta(args[0]):  # (copy_ into a meta tensor: a no-op)
+        raise NotImplementedError(_meta.COPY_OUT_MSG)
+    if op.name not in _meta.ANY_DEVICE:  # (an index operand may lie on the CPU, as in PyTorch)
+        order = _meta.DEVICE_ORDER.get(op.name, op.positions(len(args)))
+        ts = [i for i in order if isinstance(args[i], _Tensor)]
+        _meta.check_devices([args[i] for i in ts], [vals[i] for i in ts])
+    try:
+        return _meta.forward(op, skey, cast, scalar_arrays(vals))
+    except (ValueError, TypeError) as e:
+        if "broadcast" in str(e):  # (PyTorch's meta kernels: torch._refs' message)
+            _broadcast.broadcast_shapes(*[a.shape for a in args if isinstance(a, _Tensor)])
+        _raise_broadcast_error(vals, e)
+        raise
 
 
 _SCALARS = (*_NUMBERS, type(None))
@@ -812,7 +834,14 @@ class OpNode(Node):
                 k = op.backward(*key)
             T = _Tensor
             vals = scalar_arrays([s._value if isinstance(s, T) else s for s in saved])
-            res = [T._wrap(r) for r in k(vals, tuple([None if c is None else c._value for c in cots]))]
+            cv = tuple([None if c is None else c._value for c in cots])
+            try:
+                res = [T._wrap(r) for r in k(vals, cv)]
+            except Exception:
+                if not (_meta.holds(vals) or _meta.holds(cv)):
+                    raise
+                # a meta graph: the gradients' shapes and dtypes (funcgrad/_meta.py)
+                res = [T._wrap(r) for r in _meta.backward(op, key, vals, cv)]
         if len(res) == len(self._mask_pos):
             return res
         it = iter(res)

@@ -9,7 +9,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from . import _cache, _dtype, _numpy_share, _strides, _tensor
+from . import _cache, _dtype, _meta, _numpy_share, _strides, _tensor
 from ._broadcast import infer_size
 from ._random import _multinomial, _sample
 from ._device import jax_device, put
@@ -19,18 +19,31 @@ from ._tensor import Size, Tensor, _scalar_type_name
 from ._grad_mode import _state as _inference_mode
 
 
-def _device_first(device) -> None:
+def _device_first(device) -> bool:
     """A sampler's ``device`` checked before it draws: a bad one (PyTorch's error) leaves the
-    generator where it was, as PyTorch's parser refuses it before any kernel runs."""
+    generator where it was, as PyTorch's parser refuses it before any kernel runs. True for the
+    meta device (``device`` or the default): the sampler draws nothing, as PyTorch's meta ones."""
     if device is not None:
         jax_device(device)
+    return _meta.wants(device)
+
+
+def _filled(shape, fill, np_dtype, device):
+    """``fill_array``'s array, or on the meta device its shape and dtype only (nothing made)."""
+    if _meta.wants(device):
+        return _meta.MetaArray(shape, np_dtype)
+    return fill_array(shape, fill, np_dtype)
 
 
 def _finish(value, requires_grad=False, device=None) -> Tensor:
     if device is not None:
         jd = jax_device(device)
-        if not isinstance(value, jax.core.Tracer) and jd not in value.devices():
+        if jd is _meta.DEVICE:  # (a meta tensor: the shape and dtype, funcgrad/_meta.py)
+            value = _meta.of(value)
+        elif not isinstance(value, jax.core.Tracer) and jd not in value.devices():
             value = jax.device_put(value, jd)
+    elif _meta.DEFAULT[0]:
+        value = _meta.of(value)
     t = Tensor._wrap(value)
     if _inference_mode.inference:  # made under inference_mode: an inference tensor
         t._ver = None
@@ -319,7 +332,7 @@ def _constant(fill):
     def f(*size, dtype=None, device=None, requires_grad=False, out=None, layout=None, pin_memory=False,
           **kw):
         d = _dt(dtype, _dtype.scalar_dtype(fill) if isinstance(fill, bool) else None, out)
-        r = _finish(fill_array(_size(size, **kw), fill, d.np), requires_grad, device)
+        r = _finish(_filled(_size(size, **kw), fill, d.np, device), requires_grad, device)
         return factory_out(r, out)
     return f
 
@@ -341,12 +354,14 @@ def full(size, fill_value, *, out=None, dtype=None, device=None, requires_grad=F
     if out is not None and d._kind in "bi" and type(fill_value) is float:  # (out's fill_: truncated)
         fill_value = int(fill_value) if d._kind == "i" else bool(fill_value)
     shape = _size((size,) if isinstance(size, int) else size)
-    return factory_out(_finish(fill_array(shape, fill_value, d.np), requires_grad, device), out)
+    return factory_out(_finish(_filled(shape, fill_value, d.np, device), requires_grad, device), out)
 
 
 def _like(fn):
     def f(input, *args, dtype=None, device=None, requires_grad=False, memory_format=None, layout=None):
         _strides.check_memory_format(memory_format, f.__name__, input.ndim)  # (the result is row-major)
+        if device is None and type(input._value) is _meta.MetaArray:  # (a meta input's device)
+            device = "meta"
         return fn(*((input.shape,) + args), dtype=dtype or input.dtype, device=device,
                   requires_grad=requires_grad)
     return f
@@ -538,9 +553,9 @@ def rand(*size, generator=None, out=None, dtype=None, device=None, requires_grad
     """
     d = _dt(dtype, None, out)
     _kernel_dtypes("check_uniform_bounds", d, "fc")
-    _device_first(device)
-    return factory_out(_finish(_sample.uniform(generator, _size(size, **kw), d.np), requires_grad,
-                         device), out)
+    shape = _size(size, **kw)
+    v = _meta.MetaArray(shape, d.np) if _device_first(device) else _sample.uniform(generator, shape, d.np)
+    return factory_out(_finish(v, requires_grad, device), out)
 
 
 def randn(*size, generator=None, out=None, dtype=None, device=None, requires_grad=False, **kw) -> Tensor:
@@ -554,9 +569,9 @@ def randn(*size, generator=None, out=None, dtype=None, device=None, requires_gra
     """
     d = _dt(dtype, None, out)
     _kernel_dtypes("normal_kernel_cpu", d, "fc")
-    _device_first(device)
-    return factory_out(_finish(_sample.normal(generator, _size(size, **kw), d.np), requires_grad,
-                         device), out)
+    shape = _size(size, **kw)
+    v = _meta.MetaArray(shape, d.np) if _device_first(device) else _sample.normal(generator, shape, d.np)
+    return factory_out(_finish(v, requires_grad, device), out)
 
 
 def randint(low, high=None, size=None, *, generator=None, out=None, dtype=None, device=None,
@@ -577,9 +592,9 @@ def randint(low, high=None, size=None, *, generator=None, out=None, dtype=None, 
     if low >= high:
         raise RuntimeError(f"random_ expects 'from' to be less than 'to', but got from={low} >= to={high}")
     shape = _size((size,) if isinstance(size, int) else size)
-    _device_first(device)
-    return factory_out(_finish(_sample.random_int(generator, shape, d.np, low, high), requires_grad,
-                         device), out)
+    v = _meta.MetaArray(shape, d.np) if _device_first(device) else \
+        _sample.random_int(generator, shape, d.np, low, high)
+    return factory_out(_finish(v, requires_grad, device), out)
 
 
 def rand_like(input, *, dtype=None, device=None, requires_grad=False, memory_format=None) -> Tensor:
@@ -612,12 +627,12 @@ def randperm(n, *, generator=None, out=None, dtype=None, device=None, requires_g
     """
     d = _dt(dtype, _dtype.int64, out)
     _kernel_dtypes("randperm", d, "if")
-    _device_first(device)
+    meta = _device_first(device)
     n = int(n)
     if n < 0:
         raise RuntimeError(f"n must be non-negative, got{n}")
-    return factory_out(_finish(jnp.asarray(_sample.randperm(generator, n).astype(d.np)), requires_grad,
-                         device), out)
+    v = _meta.MetaArray((n,), d.np) if meta else jnp.asarray(_sample.randperm(generator, n).astype(d.np))
+    return factory_out(_finish(v, requires_grad, device), out)
 
 
 def normal(mean=0.0, std=1.0, size=None, *, generator=None, dtype=None, device=None,
@@ -636,10 +651,13 @@ def normal(mean=0.0, std=1.0, size=None, *, generator=None, dtype=None, device=N
                                "differentiation, but one of the arguments requires grad.")
         if out is not None and not both and isinstance(mean, Tensor):  # (PyTorch: mean's shape broadcast
             shape = infer_size(shape, out.shape)  # with out's before drawing; a tensor std keeps its own)
-        z = _sample.normal(generator, shape, ref.dtype.np)
         m = mean._value if isinstance(mean, Tensor) else mean
         s = std._value if isinstance(std, Tensor) else std
-        r = _finish((z * s + m).astype(ref.dtype.np), requires_grad, device)
+        if type(m) is _meta.MetaArray or type(s) is _meta.MetaArray:  # (nothing drawn)
+            r = _finish(_meta.MetaArray(shape, ref.dtype.np), requires_grad, "meta")
+        else:
+            z = _sample.normal(generator, shape, ref.dtype.np)
+            r = _finish((z * s + m).astype(ref.dtype.np), requires_grad, device)
         if out is None:
             return r
         if out.shape != r.shape and out.numel():  # (PyTorch: resize_output, its warning)
@@ -647,15 +665,17 @@ def normal(mean=0.0, std=1.0, size=None, *, generator=None, dtype=None, device=N
         return factory_out(r, out)
     shape = _size((size,) if isinstance(size, int) else size or ())
     _kernel_dtypes("normal_kernel_cpu", d := _dt(dtype, None, out), "fc")
-    _device_first(device)
-    return factory_out(_finish(_sample.normal(generator, shape, d.np, float(mean), float(std)),
-                         requires_grad, device), out)
+    v = _meta.MetaArray(shape, d.np) if _device_first(device) else \
+        _sample.normal(generator, shape, d.np, float(mean), float(std))
+    return factory_out(_finish(v, requires_grad, device), out)
 
 
 def bernoulli(input, p=None, *, generator=None, out=None) -> Tensor:
     """0/1 samples with probabilities ``input`` (or a scalar ``p``), of ``input``'s dtype."""
     if out is not None:
         return factory_out(bernoulli(input, p, generator=generator), out)
+    if type(input._value) is _meta.MetaArray:  # (nothing drawn)
+        return Tensor._wrap(input._value)
     if p is None:
         keep = _sample.bernoulli_tensor(generator, input._value)
     else:
@@ -667,4 +687,6 @@ def multinomial(input, num_samples, replacement=False, *, generator=None, out=No
     """Sample category indices from (unnormalised) probabilities; rows for 2-D input."""
     if out is not None:
         return factory_out(multinomial(input, num_samples, replacement, generator=generator), out)
+    if type(input._value) is _meta.MetaArray:  # (nothing drawn)
+        return Tensor._wrap(_meta.MetaArray(tuple(input.shape[:-1]) + (int(num_samples),), np.int64))
     return _multinomial.multinomial(input, int(num_samples), bool(replacement), generator)

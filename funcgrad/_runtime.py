@@ -13,6 +13,7 @@ import warnings
 
 import jax
 
+from . import _meta
 from ._device import device as _device_cls
 from ._device import from_jax, from_platform, jax_device
 
@@ -136,10 +137,15 @@ def set_default_device(device) -> None:
     the CPU, as in PyTorch."""
     if device is None:
         _state["device"] = None
+        _meta.DEFAULT[0] = False
         jax.config.update("jax_default_device", "cpu" if _cpu_default() else None)
         return
     d = _device_cls(device) if not isinstance(device, _device_cls) else device
     jd = jax_device(d)
+    _meta.DEFAULT[0] = jd is _meta.DEVICE
+    if _meta.DEFAULT[0]:  # factories make meta tensors (funcgrad/_meta.py); JAX's default stays
+        _state["device"] = _device_cls("meta")
+        return
     if d.type != "cpu" and d.index is None:
         d = _device_cls(d.type, 0)
     _state["device"] = d
@@ -165,6 +171,7 @@ def _device_enter(self: _device_cls) -> _device_cls:
 
 def _device_exit(self: _device_cls, *exc_info) -> None:
     _state["device"], jd = _ENTERED.pop()
+    _meta.DEFAULT[0] = _state["device"] is not None and _state["device"].type == "meta"
     jax.config.update("jax_default_device", jd)
 
 

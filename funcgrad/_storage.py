@@ -31,6 +31,8 @@ import threading
 
 from jax.core import Tracer as _Tracer
 
+from ._meta import MetaArray
+
 try:  # the concrete array type, whose aval gives shape and dtype without jax's Python properties
     from jax._src.array import ArrayImpl as _Array
 except ImportError:  # (private in JAX: then every value takes the generic path)
@@ -60,7 +62,7 @@ def address(cell) -> int:
     except AttributeError:
         pass
     v = cell.value
-    nbytes = v.size * v.dtype.itemsize
+    nbytes = 0 if type(v) is MetaArray else v.size * v.dtype.itemsize  # (a meta tensor's: 0, no data)
     with _ADDRESS_LOCK:
         try:
             return cell.addr  # (another thread was first)

@@ -33,7 +33,11 @@ from ._storage import new_cell as _new_cell
 from ._storage import view_binding as _view_binding
 from ._errors import TracedValueError
 from ._graph import AccumulateGrad, RemovableHandle
-from ._tensor_str import format_tensor
+from ._tensor_str import format_meta, format_tensor
+from ._meta import MetaArray as _MetaArray
+from ._meta import of as _meta_of
+from ._meta import refuse_read as _meta_refuse_read
+from ._meta import view_value as _meta_view_value
 
 _state = grad_mode._state
 
@@ -312,7 +316,13 @@ class Tensor:
             elif _storage_active[0] and _storage_local.frame is not None:
                 v = _frame_view_value(vi, cell, g)  # (this thread's frame may bind the view)
             else:
-                v = _view_kernel(vi.chain)(cell.value)
+                try:
+                    v = _view_kernel(vi.chain)(cell.value)
+                except Exception:
+                    if type(cell.value) is not _MetaArray:
+                        raise
+                    # (a meta base: the view's shape and dtype, funcgrad/_meta.py)
+                    v = _meta_view_value(lambda b: _apply_chain(vi.chain, b), cell.value)
                 vi.cg = (v, g)
         if _storage_active[0]:  # some thread is in a binding frame: this one records the read
             f = _storage_local.frame
@@ -333,7 +343,12 @@ class Tensor:
             cell.value = new
             cell.gen += 1
         else:
-            cell.value = _scatter_kernel(vi.chain)(cell.value, new)
+            try:
+                cell.value = _scatter_kernel(vi.chain)(cell.value, new)
+            except Exception:
+                if type(cell.value) is not _MetaArray:
+                    raise
+                new = _meta_of(new)  # (a meta base: its shape stays, no data to write)
             cell.gen += 1
             if f is None or not f.cache_view(vi, cell, new, cell.gen):
                 vi.cg = (new, cell.gen)
@@ -426,7 +441,12 @@ class Tensor:
                          doc="This tensor's index among its ``grad_fn``'s outputs (0 for a leaf).")
     is_sparse = False
     is_quantized = False
-    is_meta = False
+
+    @property
+    def is_meta(self) -> bool:
+        """Whether this is a meta tensor: a shape and a dtype, no data (funcgrad/_meta.py)."""
+        return type(self._value) is _MetaArray
+
     layout = _strides.strided
 
     def is_floating_point(self) -> bool:
@@ -540,7 +560,7 @@ class Tensor:
 
     def get_device(self) -> int:
         d = self.device
-        return -1 if d.type == "cpu" else (d.index or 0)
+        return -1 if d.type == "cpu" or d.type == "meta" else (d.index or 0)
 
     def _type_name(self) -> str:  # the spelling in funcgrad's own messages
         return "funcgrad." + _above.legacy.type_string(self).rsplit(".", 1)[1]
@@ -728,8 +748,11 @@ class Tensor:
     # ---- conversion -----------------------------------------------------------------------
     def _concrete(self, what: str):
         v = self._value
-        if _is_tracer(v):
-            raise TracedValueError(what)
+        if type(v) is not _Array:
+            if type(v) is _MetaArray:  # (PyTorch's error for reading a meta tensor's data)
+                _meta_refuse_read(v, what)
+            elif _is_tracer(v):
+                raise TracedValueError(what)
         return v
 
     def item(self):
@@ -743,7 +766,7 @@ class Tensor:
         return np.asarray(self._concrete("tolist()")).tolist()
 
     def numpy(self, *, force: bool = False) -> np.ndarray:
-        if self._requires_grad and not force:
+        if self._requires_grad and not force and type(self._value) is not _MetaArray:  # (meta: _concrete's)
             raise RuntimeError(NUMPY_GRAD_MSG)
         return _above.numpy_of(self)  # shares memory on CPU, as PyTorch's (funcgrad/_numpy_share.py)
 
@@ -806,6 +829,8 @@ class Tensor:
         return id(self)
 
     def __format__(self, spec: str) -> str:
+        if type(self._value) is _MetaArray:  # (PyTorch's: object.__format__, no item())
+            return object.__format__(self, spec)
         if self._value.ndim == 0 and not _is_tracer(self._value):
             return format(self.item(), spec)
         return format(repr(self), spec)
@@ -906,6 +931,9 @@ class Tensor:
         return self.clone()
 
     def pin_memory(self) -> "Tensor":
+        if type(self._value) is _MetaArray:
+            raise RuntimeError(f"cannot pin 'Meta{_scalar_type_name(self.dtype)}Type' only dense CPU "
+                               f"tensors can be pinned")
         return self
 
     def share_memory_(self) -> "Tensor":
@@ -933,8 +961,11 @@ class Tensor:
         if _is_tracer(v):
             s = ", ".join([f"<traced {v.dtype}{list(v.shape)}>"] + suffix)
             return f"{prefix}tensor({s})"
-        dev = self.device
         dt = self.dtype
+        if type(v) is _MetaArray:
+            return prefix + format_meta(v.shape, dtype_name=dt.name, suffixes=suffix,
+                                        is_default_dtype=dt is _dtype.get_default_dtype())
+        dev = self.device
         return prefix + format_tensor(
             np.asarray(v.astype(jnp.float32) if dt is _dtype.bfloat16 else v),
             dtype_name=dt.name, is_default_dtype=dt is _dtype.get_default_dtype() or

@@ -270,6 +270,20 @@ def format_tensor(arr: "np.ndarray", *, dtype_name: str, is_default_dtype: bool,
     return _add_suffixes(prefix + body, extra + list(suffixes), indent)
 
 
+def format_meta(shape: tuple, *, dtype_name: str, is_default_dtype: bool,
+                suffixes: Sequence[str] = (), prefix: str = "tensor(") -> str:
+    """The repr of a meta tensor (no data), PyTorch's: ``...``, the device, the size, the dtype
+    unless it is the default float dtype (an ``int64`` one is named too), then ``suffixes``.
+
+    >>> format_meta((2, 3), dtype_name="int64", is_default_dtype=False)
+    "tensor(..., device='meta', size=(2, 3), dtype=funcgrad.int64)"
+    """
+    extra = ["device='meta'", f"size={tuple(shape)}"]
+    if not is_default_dtype:
+        extra.append(f"dtype={_DTYPE_PREFIX}{dtype_name}")
+    return _add_suffixes(prefix + "...", extra + list(suffixes), len(prefix))
+
+
 def format_sparse(indices: np.ndarray, values: np.ndarray, dtype_name: str, is_default_dtype: bool,
                   suffixes: Sequence[str]) -> str:
     """PyTorch's repr of a sparse COO tensor: ``tensor(indices=tensor([[...]]),\\n       values=

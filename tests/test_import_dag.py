@@ -24,7 +24,7 @@ PKG = Path(__file__).resolve().parent.parent / "funcgrad"
 # (rank, module-name prefixes relative to ``funcgrad``): a module may import its own rank or lower.
 # The longest matching prefix decides; "" is the package's __init__ (the public namespace, on top).
 LAYERS = [
-    (0, ["_xla_flags", "_atomic", "_broadcast", "_dtype", "_device", "_storage", "_graph", "_grad_mode", "_structure", "_errors", "_cache",
+    (0, ["_xla_flags", "_atomic", "_broadcast", "_dtype", "_meta", "_device", "_storage", "_graph", "_grad_mode", "_structure", "_errors", "_cache",
          "_compile_cache", "_ahead", "_lift", "_strides", "_tensor_str", "_runtime", "_version", "_scalars",
          "_random._engine",
          "_random._jax_mt", "_random._jax_scalar", "backends", "accelerator"]),

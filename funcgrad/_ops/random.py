@@ -8,7 +8,7 @@ import math
 import jax.numpy as jnp
 import numpy as np
 
-from .. import _factories
+from .. import _factories, _meta
 from .._random import _sample
 from .._tensor import _dtype_cname, _scalar_type_name
 from ._registry import Tensor, export
@@ -64,24 +64,31 @@ def uniform_(self, from_: float = 0.0, to: float = 1.0, *, generator=None) -> Te
         raise RuntimeError(f"uniform_ expects to-from <= std::numeric_limits<{_scalar_type_name(part)}>"
                            f"::max(), but found to={_g(to)} and from={_g(from_)} which result in to-from "
                            f"to exceed the limit")
+    if _meta.is_meta(self):  # (checked as PyTorch's; nothing drawn on the meta device)
+        return _fill(self, self._value)
     return _fill(self, _sample.uniform(generator, tuple(self.shape), self.dtype.np, float(from_), float(to)))
 
 
 @export("normal_", function=False)
 def normal_(self, mean: float = 0.0, std: float = 1.0, *, generator=None) -> Tensor:
     """Fill with N(mean, std²) in place (a complex tensor: each part N(mean, std² / 2), as ATen's)."""
-    if std < 0:
-        raise RuntimeError(f"normal expects std >= 0.0, but found std {_g(std)}")
+    if std < 0:  # (PyTorch's meta kernel is Python: it prints the number as Python does)
+        raise RuntimeError(f"normal expects std >= 0.0, but found std "
+                           f"{std if _meta.is_meta(self) else _g(std)}")
     if _empty(self):
         return self
     if not self.dtype.is_complex:
         _floating(self, "normal_kernel_cpu")
+    if _meta.is_meta(self):  # (checked as PyTorch's; nothing drawn on the meta device)
+        return _fill(self, self._value)
     return _fill(self, _sample.normal(generator, tuple(self.shape), self.dtype.np, float(mean), float(std)))
 
 
 @export("random_", function=False)
 def random_(self, from_=None, to=None, *, generator=None) -> Tensor:
     """Integers in ``[from, to)``; ``random_(to)`` is ``[0, to)``; no bounds: PyTorch's full range."""
+    if _meta.is_meta(self):  # (nothing drawn on the meta device, as PyTorch)
+        return _fill(self, self._value)
     shape, d = tuple(self.shape), self.dtype.np
     if from_ is None and to is None:
         if _empty(self):
@@ -102,6 +109,8 @@ def random_(self, from_=None, to=None, *, generator=None) -> Tensor:
 @export("bernoulli_", function=False)
 def bernoulli_(self, p=0.5, *, generator=None) -> Tensor:
     """Fill with 0/1 draws, 1 with probability ``p`` (a float or a tensor of probabilities)."""
+    if _meta.is_meta(self):  # (nothing drawn on the meta device, as PyTorch)
+        return _fill(self, self._value)
     if isinstance(p, Tensor):
         if _empty(self):
             return self
@@ -139,6 +148,8 @@ def _continuous(self: Tensor, name: str, dtype_name) -> None:
 @export("exponential_", function=False)
 def exponential_(self, lambd: float = 1.0, *, generator=None) -> Tensor:
     """Fill with Exp(lambd) draws."""
+    if _meta.is_meta(self):  # (nothing drawn on the meta device, as PyTorch)
+        return _fill(self, self._value)
     if not lambd > 0:
         raise RuntimeError(f"exponential_ expects lambda > 0.0, but found lambda={_g(lambd)}")
     if _empty(self):
@@ -150,6 +161,8 @@ def exponential_(self, lambd: float = 1.0, *, generator=None) -> Tensor:
 @export("cauchy_", function=False)
 def cauchy_(self, median: float = 0.0, sigma: float = 1.0, *, generator=None) -> Tensor:
     """Fill with Cauchy draws: ``median + sigma * tan(pi * (u - 0.5))`` (u: float64 uniforms)."""
+    if _meta.is_meta(self):  # (nothing drawn on the meta device, as PyTorch)
+        return _fill(self, self._value)
     if not sigma > 0:
         raise RuntimeError(f"cauchy_ expects sigma > 0.0, but found sigma={_g(sigma)}")
     _continuous(self, "Cauchy", _dtype_cname)
@@ -160,6 +173,8 @@ def cauchy_(self, median: float = 0.0, sigma: float = 1.0, *, generator=None) ->
 @export("log_normal_", function=False)
 def log_normal_(self, mean: float = 1.0, std: float = 2.0, *, generator=None) -> Tensor:
     """Fill with ``exp(N(mean, std²))`` draws (the scalar normal path, as PyTorch's kernel)."""
+    if _meta.is_meta(self):  # (nothing drawn on the meta device, as PyTorch)
+        return _fill(self, self._value)
     if not std > 0:
         raise RuntimeError(f"log_normal_ expects std > 0.0, but found std={_g(std)}")
     if _empty(self):
@@ -174,6 +189,8 @@ def log_normal_(self, mean: float = 1.0, std: float = 2.0, *, generator=None) ->
 @export("geometric_", function=False)
 def geometric_(self, p: float, *, generator=None) -> Tensor:
     """Fill with the number of Bernoulli(p) trials up to the first success (integer dtypes too)."""
+    if _meta.is_meta(self):  # (nothing drawn on the meta device, as PyTorch)
+        return _fill(self, self._value)
     if not 0 < p < 1:
         raise RuntimeError(f"geometric_ expects p to be in (0, 1), but got p={_g(p)}")
     if _empty(self):

@@ -8,7 +8,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from .. import _broadcast, _factories, _grad_mode, _strides, _tensor
+from .. import _broadcast, _factories, _grad_mode, _meta, _strides, _tensor
 from .._host import has_subnormal, host_exact
 from .._errors import TracedValueError
 from .._tensor import Size, _is_tracer, _scatter_fn, _wrap_dim
@@ -279,9 +279,13 @@ def clone(input, *, memory_format=None) -> Tensor:
 
 
 def to_device(x: Tensor, device) -> Tensor:
-    """Move to a JAX device; recorded as ``ToCopyBackward0`` (identity gradient)."""
+    """Move to a JAX device; recorded as ``ToCopyBackward0`` (identity gradient). To the meta
+    device (``_meta.DEVICE``): the shape and dtype; from it: PyTorch's error, no data."""
+    if device is not _meta.DEVICE and _meta.is_meta(x):
+        raise NotImplementedError(_meta.COPY_OUT_MSG)
     out = apply(_to_device, x)
-    out._cell.value = jax.device_put(out._value, device)
+    out._cell.value = _meta.of(out._value) if device is _meta.DEVICE else \
+        jax.device_put(out._value, device)
     return out
 
 
@@ -318,7 +322,7 @@ def _host_fill(x, v):
     if x._requires_grad and _grad_mode._state.enabled:
         return None
     val = x._value
-    if _is_tracer(val):
+    if _is_tracer(val) or type(val) is _meta.MetaArray:
         return None
     a = _factories.host_full(tuple(val.shape), v, val.dtype)
     return None if a is None else Tensor._wrap(a)

@@ -19,6 +19,7 @@ from . import saved as _saved  # noqa: E402, F401  (grad_fn._saved_<name> on the
 from .. import _ahead, _cache, _dtype, _tensor  # noqa: E402
 from .._factories import tensor as _tensor_of, zeros_like as _zeros_like  # noqa: E402
 from .._tensor import Tensor as _Tensor, _Array  # noqa: E402
+from .._meta import MetaArray as _MetaArray  # noqa: E402
 from .._cache import _sweep  # noqa: E402
 from .._ahead import active as _ahead_active  # noqa: E402
 from .._grad_mode import _anomaly  # noqa: E402
@@ -87,6 +88,8 @@ _FLOATS = _float_dtypes()  # the real floating dtypes
 def _ones(out):
     """The implicit root gradient: a cached constant 1 of the output's shape and dtype."""
     v = out._value
+    if type(v) is _MetaArray:  # (a meta root: its gradient is meta too)
+        return _Tensor._wrap(v)
     key = (v.shape, v.dtype)
     one = _ONES.get(key)
     if one is None:
@@ -114,7 +117,8 @@ def backward(tensors, grad_tensors=None, retain_graph=None, create_graph=False, 
             v = tensors._value
             a = v.aval if type(v) is _Array else v  # (shape and dtype without jax's properties)
             key = (a.shape, a.dtype)
-            one = _ONES.get(key)  # only ever holds real floating scalars' ones
+            one = _ONES.get(key) if type(v) is not _MetaArray else None  # (only ever holds real
+            # floating scalars' ones; a meta root's is made by _ones)
             if one is None and _math.prod(key[0]) == 1 and key[1] in _FLOATS:
                 one = _ones(tensors)._value
             if one is not None:

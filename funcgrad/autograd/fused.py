@@ -34,7 +34,7 @@ import threading
 
 from jax.core import Tracer
 
-from .. import _cache, _grad_mode as grad_mode
+from .. import _cache, _grad_mode as grad_mode, _meta
 from .._dispatch import OpNode, saved_nothing
 from .._scalars import NUMBERS, scalar_array
 from .._tensor import Tensor, _apply_chain
@@ -261,7 +261,12 @@ def run_root(root, nr, grad, retain_graph) -> bool:
         except KeyError:  # evicted by another thread meanwhile
             pass
         _LAST[0] = entry
-    out = entry(grad, *flat)  # jax traces a new program once, even from two threads
+    try:
+        out = entry(grad, *flat)  # jax traces a new program once, even from two threads
+    except Exception:
+        if not _meta.holds((grad, *flat)):
+            raise
+        out = _meta.program(struct, lambda: _replay(struct), (grad, *flat))  # (a meta graph: shapes)
     if not retain_graph:
         for n in ops:  # OpNode._release, inlined
             if n._versions or not saved_nothing(n):
@@ -358,7 +363,12 @@ def run_region(start, buf, buffers, deps, retain_graph):
             _SEEN.move_to_end(struct)
         except KeyError:  # evicted by another thread meanwhile
             pass
-    got = entry(*seed_vals, *flat)
+    try:
+        got = entry(*seed_vals, *flat)
+    except Exception:
+        if not _meta.holds((*seed_vals, *flat)):
+            raise
+        got = _meta.program(struct, lambda: _replay(struct), (*seed_vals, *flat))  # (a meta graph)
     for node in order[1:]:
         buffers.pop(node, None)
     if not retain_graph:
