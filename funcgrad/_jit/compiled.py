@@ -17,7 +17,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from .. import _cache, _random
+from .. import _cache, _meta, _random
 from ..amp.autocast_mode import state_key as _autocast_key
 from .._device import put_like
 from .._storage import ACTIVE as _FRAMES  # binding frames entered (all threads)
@@ -109,8 +109,19 @@ class CompiledFunction:
         # one call of this step at a time (its caches and layout are per step); other steps
         # run concurrently on other threads: a trace binds its tracers in this thread's frame
         # (funcgrad._storage.Frame), so no other thread ever sees them
+        if _meta_args(args, kwargs):
+            # meta tensors hold no data: the step runs eagerly, shapes only, as torch.compile's
+            # result on meta inputs is eager's (funcgrad/_meta.py)
+            return self._fn(*args, **kwargs)
         with self._lock:
-            return self._call(args, kwargs)
+            try:
+                return self._call(args, kwargs)
+            except TypeError as e:
+                if "MetaArray" not in str(e):
+                    raise
+                raise NotImplementedError(_meta.UNSUPPORTED_MSG.format(
+                    "a compiled step whose state (parameters, buffers) is on the meta device but "
+                    "not its tensor arguments")) from e
 
     def _call(self, args, kwargs):
         if not kwargs and all(map(_is_fast_leaf, args)):  # the common f(x, y): no tree walk
@@ -383,6 +394,14 @@ def _inputs(key) -> str:
 
 
 _WRAPPERS.append((CompiledFunction, "_fn"))  # discovery walks what a nested step captures
+
+
+def _meta_args(args, kwargs) -> bool:
+    """Whether a tensor argument (at the top level) is a meta tensor."""
+    for a in (*args, *kwargs.values()):
+        if isinstance(a, Tensor) and type(a._cell.value) is _meta.MetaArray:
+            return True
+    return False
 
 
 def jit(fn: Callable | None = None, *, warn_after: int = 8):

@@ -13,7 +13,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from .. import _broadcast
+from .. import _broadcast, _meta
 from .._host import host_exact, host_scalar
 from .._tensor import _is_tracer, _wrap_dim
 from ._registry import NotImplementedGrad, Tensor, apply, defop, export, inplace_method
@@ -32,7 +32,7 @@ def _check_index_dtype(index, fname):
 def _bounds(index, size, dim, kind="dim"):
     """Raise PyTorch's error if a concrete ``index`` has an entry outside ``[-size, size)``."""
     v = index._value
-    if _is_tracer(v) or v.size == 0:
+    if _is_tracer(v) or v.size == 0 or type(v) is _meta.MetaArray:  # (no values to check)
         return
     a = np.asarray(v)
     lo = 0 if kind in ("gather", "scatter") else -size
@@ -90,7 +90,7 @@ def index_select(input, dim, index, *, out=None) -> Tensor:
     d = _wrap_dim(dim, input.ndim)
     size = input.shape[d] if input.ndim else 1
     v = index._value
-    if not _is_tracer(v) and v.size:
+    if not _is_tracer(v) and v.size and type(v) is not _meta.MetaArray:
         a = np.asarray(v)
         if (a < 0).any() or (a >= size).any():
             if d == 0 or input.ndim <= 1:  # PyTorch 2.13's CPU kernel: dim 0 / 1-D path

@@ -8,7 +8,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from .. import _broadcast, _cache, _dispatch, _host
+from .. import _broadcast, _cache, _dispatch, _host, _meta
 from .._tensor import _Array, _dtype_cname, _scalar_type_name, _wrap_dim
 from ._registry import FUNCTIONS, Tensor, apply, defop, export, inplace_method, operand, same_dtype
 from ._registry import write_out as _out
@@ -294,7 +294,12 @@ def linear_2d(input, weight, bias):
             _linear_hits[kkey + (_dispatch._dtype._default[0],)] = (cast, k)
     else:
         cast, k = hit
-    out = k(*vals)
+    try:
+        out = k(*vals)
+    except Exception:
+        if not _meta.holds(vals):
+            raise
+        return None  # (a meta operand: the general path gives its shape, funcgrad/_meta.py)
     if not (_dispatch._state.enabled and True in mask and _dispatch._inexact(out, None)):
         r = Tensor._wrap(out)
         if _dispatch._state.inference:

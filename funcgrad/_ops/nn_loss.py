@@ -17,7 +17,7 @@ import math
 import jax
 import jax.numpy as jnp
 
-from .. import _cache, _dispatch
+from .. import _cache, _dispatch, _meta
 from ._registry import Tensor, defop
 from .nn import _log_softmax
 
@@ -262,11 +262,15 @@ def cross_entropy_indices(x, t, w, reduction, ignore_index, nll=None):
     key = (reduction, ignore_index, cast)
     k = _ce_kernels.get(key)
     if k is None:
-        def make():
-            ls = _log_softmax.traced(_DIM1, cast, 1)
-            return lambda x, t, w: _nll(ls(x), t, w, reduction=reduction, ignore_index=ignore_index)
-        k = _ce_kernels[key] = _cache.kernel(make, "cross_entropy", swap=(_ce_kernels, key))
-    loss = k(*vals)
+        k = _ce_kernels[key] = _cache.kernel(lambda: _ce_fn(cast, reduction, ignore_index),
+                                             "cross_entropy", swap=(_ce_kernels, key))
+    try:
+        loss = k(*vals)
+    except Exception:
+        if not _meta.holds(vals):
+            raise
+        loss = _meta.program(("cross_entropy", key), lambda: _ce_fn(cast, reduction, ignore_index),
+                             vals)  # (a meta input: the loss's shape and dtype, funcgrad/_meta.py)
     if not (_dispatch._state.enabled and isinstance(x, Tensor) and x._requires_grad):
         out = Tensor._wrap(loss)
         if _dispatch._state.inference:
@@ -280,6 +284,12 @@ def cross_entropy_indices(x, t, w, reduction, ignore_index, nll=None):
                             ("ignore_index", ignore_index)), None, (True, False, False))
     lp._viewinfo.cg = (None, -1)  # the value: from x, if ever read
     return out
+
+
+def _ce_fn(cast, reduction, ignore_index):
+    """``cross_entropy_indices``'s kernel function: the loss from the logits, targets, weight."""
+    ls = _log_softmax.traced(_DIM1, cast, 1)
+    return lambda x, t, w: _nll(ls(x), t, w, reduction=reduction, ignore_index=ignore_index)
 
 
 _DIM1 = (("dim", 1),)

@@ -14,6 +14,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from .. import _meta
 from .._factories import tensor
 from .._dispatch import _amp_hook, _dual, apply
 from .._ops import nn as _nn, nn_loss as _k
@@ -80,7 +81,9 @@ def _as_tensor(x, like):
 
 
 def _concrete(t: Tensor) -> bool:
-    return not isinstance(t._value, jax.core.Tracer)
+    """Whether ``t``'s values can be read (not while traced, not on the meta device)."""
+    v = t._value
+    return not isinstance(v, jax.core.Tracer) and not isinstance(v, _meta.MetaArray)
 
 
 # ---- regression ---------------------------------------------------------------------------------

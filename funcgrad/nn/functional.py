@@ -15,6 +15,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from .. import _meta
 from .._dtype import uint8 as _uint8
 from .._random import _sample
 from .._ops import nn as _nn
@@ -497,7 +498,7 @@ def embedding(input: Tensor, weight: Tensor, padding_idx: int | None = None, max
                            f"types: Long, Int; but got {input._type_name()} instead (while checking "
                            f"arguments for embedding)")
     iv = input._value
-    if not isinstance(iv, jax.core.Tracer) and iv.size:  # jax would clamp silently
+    if not isinstance(iv, (jax.core.Tracer, _meta.MetaArray)) and iv.size:  # jax would clamp silently
         a = np.asarray(iv)
         if (a < 0).any() or (a >= weight.shape[0]).any():
             raise IndexError("index out of range in self")

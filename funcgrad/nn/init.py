@@ -120,6 +120,8 @@ def trunc_normal_(tensor: Tensor, mean: float = 0.0, std: float = 1.0, a: float 
     lo, hi = norm_cdf((a - mean) / std), norm_cdf((b - mean) / std)
     with grad_mode.no_grad():  # PyTorch's steps: uniform, erfinv, scale, shift, clamp
         tensor.uniform_(2 * lo - 1, 2 * hi - 1, generator=generator)
+        if tensor.is_meta:  # (no data: the steps after the draw change nothing)
+            return tensor
         v = jax.scipy.special.erfinv(tensor._value) * (std * math.sqrt(2.0)) + mean
         return _write(tensor, jnp.clip(v, a, b).astype(tensor._value.dtype))
 
@@ -208,6 +210,8 @@ def orthogonal_(tensor: Tensor, gain: float = 1.0, generator=None) -> Tensor:
         return tensor
     rows = tensor.shape[0]
     cols = tensor.numel() // rows
+    if tensor.is_meta:  # (PyTorch draws its Gaussian matrix on the meta device: nothing drawn)
+        return tensor
     flat = _sample.normal(generator, (rows, cols), np.dtype(tensor.dtype.np))
     return _write(tensor, _orthogonal(flat, float(gain)).reshape(tuple(tensor.shape)))
 
@@ -222,6 +226,8 @@ def sparse_(tensor: Tensor, sparsity: float, std: float = 0.01, generator=None) 
     mask = np.ones((rows, cols), bool)
     for c in range(cols):  # PyTorch draws these from the global generator, not `generator`
         mask[_sample.randperm(None, rows)[:nz], c] = False
+    if tensor.is_meta:  # (PyTorch's CPU randperms drawn as above; the write changes nothing)
+        return tensor
     return _write(tensor, jnp.where(jnp.asarray(mask), tensor._value, 0))
 
 

@@ -9,6 +9,7 @@ of rebinding attributes.
 from __future__ import annotations
 
 import threading
+import warnings
 from collections import OrderedDict, namedtuple
 from typing import Any, Callable, Iterator
 
@@ -708,6 +709,12 @@ class Module:
                 errors.append(f"size mismatch for {key}: copying a param with shape {src.shape} from "
                               f"checkpoint, the shape in current model is {cur.shape}.")
                 continue
+            if cur.is_meta and not src.is_meta and not local_metadata.get("assign_to_params_buffers"):
+                warnings.warn(f"for {key}: copying from a non-meta parameter in the checkpoint to a meta "
+                              f"parameter in the current model, which is a no-op. (Did you mean to pass "
+                              f"`assign=True` to assign items in the state dictionary to their "
+                              f"corresponding key in the module instead of copying them in place?)",
+                              UserWarning, stacklevel=2)
             plan.append((self, name, cur, src))
         extra = prefix + _EXTRA_STATE
         if type(self).set_extra_state is not Module.set_extra_state:

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import jax.numpy as jnp
 
-from .._tensor import Tensor
 from .optimizer import Optimizer, f64, pre_transforms, scalar, state_step, state_zeros, stateful
 
 
@@ -58,7 +57,7 @@ class Adagrad(Optimizer):
 
     def _init_state(self, p, group):
         v = group["initial_accumulator_value"]
-        return {"step": state_step(), "sum": Tensor._wrap(jnp.full_like(p._value, v))}
+        return {"step": state_step(), "sum": state_zeros(p, v)}
 
     @staticmethod
     def _transform(h, static, dtype, fresh):

@@ -37,7 +37,7 @@ import jax.numpy as jnp
 import numpy as np
 import optax
 
-from .. import _ahead, _dtype, _lift, _storage, _tensor
+from .. import _ahead, _dtype, _lift, _meta, _storage, _tensor
 from .._device import put_like
 from .._tensor import Tensor
 from ..autograd.grad_mode import enable_grad, no_grad
@@ -509,7 +509,20 @@ class Optimizer:
         else:
             donate = self._donation(params, pvals, states, keys, svals)
             fresh, h = _scalars_there(fresh, h, pvals[0])
-        new_p, new_s = _kernel(type(self), static)(*_kernel_args(donate, pvals, svals, gvals, fresh, h))
+        try:
+            new_p, new_s = _kernel(type(self), static)(*_kernel_args(donate, pvals, svals, gvals, fresh, h))
+        except Exception:
+            if not _meta.holds(pvals):
+                raise
+            # meta parameters: no data to update, the shapes stay; the update runs on empty
+            # stand-ins for the rest of the state (Adam's step counts, as PyTorch's)
+            e = _meta.stand_in
+            _, out_s = _kernel(type(self), static)(*_kernel_args(
+                donate, [e(v) for v in pvals], [{k: e(v) for k, v in sv.items()} for sv in svals],
+                [e(v) for v in gvals], fresh, h))
+            new_p = pvals
+            new_s = [{k: v if type(v) is _meta.MetaArray else o[k] for k, v in sv.items()}
+                     for sv, o in zip(svals, out_s, strict=True)]
         for p, v in zip(params, new_p):
             p._set_value(v)
             p._ver[0] += 1
@@ -688,6 +701,8 @@ def _zeros(v, fill=0.0):
     """Zeros (or ``fill``) like ``v``. ``jnp.zeros_like`` runs (and first compiles) an XLA
     broadcast for each new shape: a first ``step()`` compiled one per parameter shape. A concrete
     array on the default device gets a host buffer put there instead; traced or placed: ``jnp``."""
+    if type(v) is _meta.MetaArray:  # (a meta parameter's state: meta too)
+        return v
     if isinstance(v, jax.core.Tracer) or v.committed:
         return jnp.full_like(v, fill)
     return _host_full(v.shape, v.dtype, fill)

@@ -58,7 +58,7 @@ class Rprop(Optimizer):
         lr = group["lr"]
         lr = lr.item() if isinstance(lr, Tensor) else lr
         return {"step": state_step(), "prev": state_zeros(p),
-                "step_size": Tensor._wrap(jnp.full_like(p._value, lr))}
+                "step_size": state_zeros(p, lr)}
 
     @staticmethod
     def _transform(h, static, dtype, fresh):

@@ -144,8 +144,9 @@ class RNNBase(Module):
         h_shape = (self.num_layers * dirs, n, real_hidden)
         c_shape = (self.num_layers * dirs, n, self.hidden_size)
         if hx is None:
-            h0 = _factories.zeros(*h_shape, dtype=input.dtype)
-            c0 = _factories.zeros(*c_shape, dtype=input.dtype) if self.mode == "LSTM" else None
+            dev = "meta" if input.is_meta else None  # (else the default device, as before)
+            h0 = _factories.zeros(*h_shape, dtype=input.dtype, device=dev)
+            c0 = _factories.zeros(*c_shape, dtype=input.dtype, device=dev) if self.mode == "LSTM" else None
         elif self.mode == "LSTM":
             h0, c0 = hx
             _check_hidden(h0, h_shape, "Expected hidden[0] size")
@@ -321,7 +322,8 @@ class RNNCellBase(Module):
             input = input.unsqueeze(0)
         n = input.shape[0]
         if hx is None:
-            z = _factories.zeros(n, self.hidden_size, dtype=input.dtype)
+            z = _factories.zeros(n, self.hidden_size, dtype=input.dtype,
+                                 device="meta" if input.is_meta else None)
             hx = (z, z) if isinstance(self, LSTMCell) else z
         elif not batched:
             hx = tuple(h.unsqueeze(0) for h in hx) if isinstance(hx, tuple) else hx.unsqueeze(0)
