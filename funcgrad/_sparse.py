@@ -43,8 +43,7 @@ REQUIRES_GRAD_MSG = ("funcgrad: a sparse tensor that requires grad itself is not
 # ATen's names of the ops whose funcgrad key differs (the rest are spelled alike)
 _ATEN = {"sum_dim": "sum.dim_IntList", "mean_dim": "mean.dim", "to_copy": "_to_copy", "mul": "mul.Tensor",
          "add": "add.Tensor", "sub": "sub.Tensor", "div": "div.Tensor", "mean": "mean.dim",
-         "softmax": "_softmax",
-         "log_softmax": "_log_softmax"}
+         "where": "where.self", "softmax": "_softmax", "log_softmax": "_log_softmax"}
 
 
 def _not_implemented(name: str, backend: str = "SparseCPU") -> NotImplementedError:
@@ -243,6 +242,25 @@ class SparseTensor(Tensor):
     @property
     def data(self) -> Tensor:
         return self.detach()
+
+    def _set_value(self, new) -> None:
+        """An in-place write: only of another sparse value (``s.mul_(2)``, ``s += s``); a dense write
+        (``fill_``, ``copy_``, an init) would leave a dense array in a sparse tensor's storage."""
+        if type(new) is not _COO:
+            raise NotImplementedError(f"funcgrad: a dense in-place write into a sparse tensor is not "
+                                      f"supported (its in-place ops: {_INPLACE})")
+        Tensor._set_value(self, new)
+
+    def zero_(self) -> Tensor:
+        """No entries left (PyTorch's ``zero_`` of a sparse tensor: nnz 0, coalesced)."""
+        self._check_inplace()
+        c = _coo(self)
+        sd = c.indices.shape[0]
+        idx = _tensor_of(np.zeros((sd, 0), np.int64), device=c.values.device)
+        self._set_value(_COO(idx, c.values.detach()[:0], c.shape, True))
+        if self._ver is not None:
+            self._ver[0] += 1
+        return self
 
     @property
     def nbytes(self) -> int:
@@ -621,6 +639,9 @@ def _merge(a, b, alpha):
                  dense)
 
 
+_INPLACE = "zero_, mul_/div_ by a number, add_/sub_ of a sparse tensor"
+
+
 def _mul(s, o):
     """sparse * dense (the values times the dense entries at the indices), sparse * sparse (the
     entries both have)."""
@@ -736,8 +757,8 @@ def on_kernel_error(op, args, static):
             raise _not_implemented(name)
         if not isinstance(o, Tensor) or (o.ndim == 0 and not is_sparse(o)):
             return _scale(s, (lambda v: v * o) if name == "mul" else (lambda v: v / o))
-        if name == "mul":
-            return _mul(s, o)
+        if name == "mul":  # (dense * sparse: dense, so that dense.mul_(sparse) writes a dense value)
+            return _mul(s, o) if s is a else _mul(s, o).to_dense()
         raise _not_implemented(name)
     if name == "neg":
         return _scale(a, lambda v: -v)

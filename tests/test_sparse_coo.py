@@ -80,6 +80,9 @@ ROWS = [
     "(S(i, v, (2, 3)) + x.to_sparse()) @ d", "x.to_sparse()._values()", "S(i, v, (2, 3))._values()",
     "S(i, v, (2, 3)).coalesce().values()", "x.to_sparse().values()", "-x.to_sparse() @ d", "(x.to_sparse() / 2) @ d",
     "x.to_sparse().T @ d.t()",
+    # in place: on a sparse tensor, and a dense one with a sparse operand
+    f"{S}.zero_()", f"{S}.mul_(2)", "t.ones(2, 3).mul_(S(i, c, (2, 3)))", "t.ones(2, 3).add_(S(i, c, (2, 3)), alpha=2)",
+    "t.ones(2, 3).sub_(S(i, c, (2, 3)))", f"t.where(x > 0, {S}, 0.)",
     # invariant checks
     "t.sparse_coo_tensor([[0, 2]], c[:2], (2,), check_invariants=True)",
     "t.sparse_coo_tensor([[0, -1]], c[:2], (2,), check_invariants=True)",
