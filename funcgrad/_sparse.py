@@ -688,6 +688,13 @@ def on_kernel_error(op, args, static):
     b = args[1] if len(args) > 1 else None
     if name in ("mm", "matmul") and len(args) == 2:
         return _sparse_mm(a, b)
+    if name == "addmm" and len(args) == 3:  # (F.linear of a sparse input with a bias)
+        if not is_sparse(args[1]) or is_sparse(args[2]) or is_sparse(a):
+            lay = ["Sparse" if is_sparse(m) else "Strided" for m in args[1:]]
+            raise RuntimeError(f"addmm_sparse_dense: expected either 'mat1' to have sparse layout and 'mat2' "
+                               f"to have strided layout, got 'mat1' with layout {lay[0]} and 'mat2' with "
+                               f"layout {lay[1]}")
+        return _dispatch.apply(op, a, args[1].to_dense(), args[2], **static)
     if name == "mv" and is_sparse(a):
         if a.shape[1] != b.shape[0]:
             raise RuntimeError(f"size mismatch, got input ({a.shape[0]}), mat ({a.shape[0]}x{a.shape[1]}), "

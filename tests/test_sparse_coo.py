@@ -80,6 +80,10 @@ ROWS = [
     "(S(i, v, (2, 3)) + x.to_sparse()) @ d", "x.to_sparse()._values()", "S(i, v, (2, 3))._values()",
     "S(i, v, (2, 3)).coalesce().values()", "x.to_sparse().values()", "-x.to_sparse() @ d", "(x.to_sparse() / 2) @ d",
     "x.to_sparse().T @ d.t()",
+    # nn.functional.linear and addmm with a sparse operand
+    f"t.nn.functional.linear(d.t(), {S})", f"t.nn.functional.linear(d.t(), {S}, t.ones(2))",
+    f"t.nn.functional.linear({S}, x)", f"t.nn.functional.linear({S}, x, t.ones(2))",
+    f"t.addmm(t.ones(2, 2), {S}, d, beta=2, alpha=3)", "t.addmm(t.ones(2, 2), S(i, v, (2, 3)), d)",
     # in place: on a sparse tensor, and a dense one with a sparse operand
     f"{S}.zero_()", f"{S}.mul_(2)", "t.ones(2, 3).mul_(S(i, c, (2, 3)))", "t.ones(2, 3).add_(S(i, c, (2, 3)), alpha=2)",
     "t.ones(2, 3).sub_(S(i, c, (2, 3)))", f"t.where(x > 0, {S}, 0.)",

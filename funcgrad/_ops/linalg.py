@@ -297,9 +297,11 @@ def linear_2d(input, weight, bias):
     try:
         out = k(*vals)
     except Exception:
-        if not _meta.holds(vals):
+        sparse = _dispatch.SPARSE_HOLDS[0]
+        if not (_meta.holds(vals) or sparse is not None and sparse(vals)):
             raise
-        return None  # (a meta operand: the general path gives its shape, funcgrad/_meta.py)
+        return None  # (a meta operand: the general path gives its shape, funcgrad/_meta.py; a sparse
+        # one: the general path's mm/addmm, funcgrad/_sparse.py)
     if not (_dispatch._state.enabled and True in mask and _dispatch._inexact(out, None)):
         r = Tensor._wrap(out)
         if _dispatch._state.inference:
