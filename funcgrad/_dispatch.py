@@ -546,8 +546,8 @@ def _apply(op: Op, args: tuple, static: dict, dual: bool = True):
 def _meta_forward(op, args, vals, skey, cast):
     """``op``'s result where some operand is a meta tensor: its shape and dtype, from the kernel's
     function (``_meta.forward``); PyTorch's errors for mixed devices and refused shapes."""
-    if op.name == "copy" and not _meta.is_meta(args[0]):  # (copy_ into a meta tensor: a no-op)
-        raise NotImplementedError(_meta.COPY_OUT_MSG)
+    if op.name in _meta.ANY_DEVICE and not _meta.is_meta(args[0]):  # (a write into a meta tensor
+        raise NotImplementedError(_meta.COPY_OUT_MSG)  # is a no-op; out of one, PyTorch's error)
     if op.name not in _meta.ANY_DEVICE:  # (an index operand may lie on the CPU, as in PyTorch)
         order = _meta.DEVICE_ORDER.get(op.name, op.positions(len(args)))
         ts = [i for i in order if isinstance(args[i], _Tensor)]

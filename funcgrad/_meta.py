@@ -215,7 +215,8 @@ def view_value(fn, value):
     return _back(jax.eval_shape(fn, _spec(value)))
 
 
-# ops whose operands may lie on different devices (dispatch checks the others' devices)
-ANY_DEVICE = frozenset(("copy", "to_device"))
+# ops that write their other operands into the first (copy_, x[i] = v): from any device into a
+# meta tensor (nothing written), never out of one (dispatch checks the other ops' devices)
+ANY_DEVICE = frozenset(("copy", "setitem"))
 # where PyTorch's meta kernel checks another operand first (the one whose device is "expected")
 DEVICE_ORDER = {"addmm": (1, 0, 2)}

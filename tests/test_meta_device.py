@@ -243,6 +243,9 @@ ROWS = [
     ("in-place ops", lambda lib: (lambda x: (x.add_(1), x.zero_(), x.fill_(2), x.abs_(),
                                              x.copy_(lib.ones(2, 3)), x._version))(_e(lib, 2, 3))),
     ("copy_ of another size", lambda lib: _e(lib, 2).copy_(lib.ones(3))),
+    ("setitem of cpu values into meta", lambda lib: (lambda x: (x.__setitem__(0, lib.ones(4)), x,
+                                                               x._version))(_e(lib, 3, 4))),
+    ("setitem of meta values into cpu", lambda lib: lib.ones(3, 4).__setitem__(0, _e(lib, 4))),
     ("writes through views", _view_write),
     ("layers", _layers),
     # ---- errors
