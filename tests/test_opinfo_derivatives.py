@@ -178,6 +178,9 @@ ROWS = {
     "sgn": (lambda L, x, y: L.view_as_real(L.sgn(L.complex(x, y))),
             [[0.0, 1.0, -2.0, 0.0, -0.5, 3.0], [0.0, -2.0, 0.0, 3.0, -0.5, 1e-300]]),
     "angle_complex": (lambda L, x, y: L.angle(L.complex(x, y)), [[0.0, 1.0, -2.0, 0.0, -0.5], [0.0, -2.0, 0.0, 3.0, -0.5]]),
+    # x.to_sparse() @ d: PyTorch gives x mm's dense gradient (not only at its stored entries)
+    "sparse_mm_of_dense": (lambda L, x, d: x.to_sparse() @ d,
+                           [[[0.0, 1.5, 0.0], [2.0, 0.0, -3.0]], [[1.0, 2.0], [3.0, -1.0], [0.5, 4.0]]]),
 }
 # second derivatives not compared: PyTorch does not implement them (hardsigmoid, heaviside)
 NO_DOUBLE = {"heaviside": "PyTorch's backward raises", "hardsigmoid": "PyTorch: derivative for "
@@ -197,7 +200,7 @@ def test_every_stated_derivative_has_a_row():
 NOT_ELEMENTWISE = {"as_strided_view", "as_strided_inplace", "as_strided_scatter", "max", "min", "amax", "amin", "cumprod", "logcumsumexp", "aminmax", "scatter",
                    "scatter_add", "eigh", "eigvalsh", "pinv", "prod", "prod_dim", "cholesky",
                    "cholesky_legacy", "poisson", "max_pool2d", "max_pool3d", "max_unpool2d", "max_unpool3d",
-                   "cross_map_lrn2d"}
+                   "cross_map_lrn2d", "sparse_mm_of_dense"}
 
 
 def _run(L, key, create_graph=False, jit=False):
@@ -235,7 +238,13 @@ def test_gradient_matches_torch(key):
         np.testing.assert_allclose(got, want, rtol=1e-12, atol=1e-300, equal_nan=True)
 
 
-@pytest.mark.parametrize("key", [k for k in _KEYS if k not in NO_DOUBLE])
+# second derivatives funcgrad gets wrong (known, open): strict xfails, so a fix shows up
+DOUBLE_GAPS = {"sparse_mm_of_dense": "funcgrad's second derivative of x.to_sparse() @ d is zero at x's "
+                                     "unstored entries; PyTorch's is dense there"}
+
+
+@pytest.mark.parametrize("key", [pytest.param(k, marks=pytest.mark.xfail(strict=True, reason=DOUBLE_GAPS[k]))
+                                 if k in DOUBLE_GAPS else k for k in _KEYS if k not in NO_DOUBLE])
 def test_double_backward_matches_torch(key):
     for got, want in zip(_run(funcgrad, key, create_graph=True), _run(torch, key, create_graph=True)):
         np.testing.assert_allclose(got, want, rtol=1e-10, atol=1e-12, equal_nan=True)
