@@ -9,8 +9,8 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from .. import _broadcast, _dtype
-from .._broadcast import infer_size
+from .. import _dtype
+from .._broadcast import infer_size, infer_size_all
 from .._dispatch import binary_caller
 from .._dtype import float64
 from .._factories import from_numpy, tensor
@@ -684,7 +684,7 @@ _clamp_t = defop("clamp_tensor", _clamp_tensor, "ClampBackward0", promote="binar
 def _clamp_backward_error(x, lo, hi):
     """PyTorch's clamp(min=T, max=T) backward combines its masks in place (``logical_and_`` /
     ``logical_or_``): where a mask would have to grow by broadcasting, its backward raises."""
-    _broadcast.infer_size_all((x.shape, lo.shape, hi.shape))  # (the forward's error first: self, min, max)
+    infer_size_all((x.shape, lo.shape, hi.shape))  # (the forward's error first: self, min, max)
     a, b, c = infer_size(x.shape, lo.shape), infer_size(x.shape, hi.shape), infer_size(lo.shape, hi.shape)
     for t, mask, other in ((x, a, b), (lo, a, c), (hi, b, c)):
         full = infer_size(mask, other)
