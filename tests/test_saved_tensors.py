@@ -22,16 +22,18 @@ def _saved_attrs(torch, g):
                                if a.startswith("_saved_") and not a.endswith(("sizes", "strides"))})
 
 
+def _operands(torch):
+    """The transcripts' operands, drawn after manual_seed(0): x, w, c (no grad), m1, m2, b."""
+    torch.manual_seed(0)
+    return (torch.randn(2, 3, requires_grad=True), torch.randn(2, 3, requires_grad=True), torch.randn(2, 3),
+            torch.randn(2, 3, requires_grad=True), torch.randn(3, 2, requires_grad=True),
+            torch.randn(2, requires_grad=True))
+
+
 def _transcript(torch):
     out = []
     show = shower(out, warns=True)
-    torch.manual_seed(0)
-    x = torch.randn(2, 3, requires_grad=True)
-    w = torch.randn(2, 3, requires_grad=True)
-    c = torch.randn(2, 3)
-    m1 = torch.randn(2, 3, requires_grad=True)
-    m2 = torch.randn(3, 2, requires_grad=True)
-    b = torch.randn(2, requires_grad=True)
+    x, w, c, m1, m2, b = _operands(torch)
     for f in [lambda: x * w, lambda: x * c, lambda: c * x, lambda: x * 2, lambda: x * 2.5,
               lambda: x / w, lambda: c / x, lambda: x / c, lambda: x ** w, lambda: x ** c, lambda: c ** x,
               lambda: m1 @ m2, lambda: torch.addmm(b, m1, m2, alpha=2, beta=3),
@@ -93,13 +95,7 @@ def _hooks_transcript(torch):
     out = []
     show = shower(out, warns=True)
     log = []
-    torch.manual_seed(0)
-    x = torch.randn(2, 3, requires_grad=True)
-    w = torch.randn(2, 3, requires_grad=True)
-    c = torch.randn(2, 3)
-    m1 = torch.randn(2, 3, requires_grad=True)
-    m2 = torch.randn(3, 2, requires_grad=True)
-    b = torch.randn(2, requires_grad=True)
+    x, w, c, m1, m2, b = _operands(torch)
     names = {id(x): "x", id(w): "w", id(c): "c", id(m1): "m1", id(m2): "m2", id(b): "b"}
 
     def tag(t):
@@ -487,15 +483,6 @@ EXPECTED = [
 ]
 
 
-def test_saved_tensors_as_pytorch():
-    check_transcript(_transcript(funcgrad), EXPECTED)
-
-
-@pytest.mark.torch
-def test_recorded_transcript_is_pytorchs():
-    check_transcript(torch_transcript(_transcript), EXPECTED)
-
-
 EXPECTED_HOOKS = [
     "('MulBackward0', [('pack', 'w', False), ('pack', 'x', False)], [('unpack', 'w', False), ('unpack', 'x', False)], [[0.4033, 0.838, -0.7193, -0.4033, -0.5966, 0.182], [1.541, -0.2934, -2.1788, 0.5684, -1.0845, -1.3986], None, None, None])",
     "('MulBackward0', [('pack', 'x', False), ('pack', 'x', False)], [('unpack', 'x', False), ('unpack', 'x', False)], [[3.082, -0.5869, -4.3576, 1.1369, -2.169, -2.7972], None, None, None, None])",
@@ -561,15 +548,6 @@ EXPECTED_HOOKS = [
 ]
 
 
-def test_saved_tensors_hooks_as_pytorch():
-    check_transcript(_hooks_transcript(funcgrad), EXPECTED_HOOKS)
-
-
-@pytest.mark.torch
-def test_recorded_hooks_transcript_is_pytorchs():
-    check_transcript(torch_transcript(_hooks_transcript), EXPECTED_HOOKS)
-
-
 EXPECTED_TUTORIAL = [
     'tensor([ 1.5410, -0.2934, -2.1788,  0.5684, -1.0845], requires_grad=True)',
     'tensor([1., 1., 1., 1., 1.], requires_grad=True)',
@@ -591,13 +569,6 @@ EXPECTED_TUTORIAL = [
 ]
 
 
-def test_tutorial_as_pytorch():
-    check_transcript(_tutorial(funcgrad), EXPECTED_TUTORIAL)
-
-
-@pytest.mark.torch
-def test_recorded_tutorial_is_pytorchs():
-    check_transcript(torch_transcript(_tutorial), EXPECTED_TUTORIAL)
 
 
 EXPECTED_FUNCTION = [
@@ -608,10 +579,19 @@ EXPECTED_FUNCTION = [
 ]
 
 
-def test_function_saved_tensors_hooks_as_pytorch():
-    check_transcript(_function_transcript(funcgrad), EXPECTED_FUNCTION)
+# each transcript: funcgrad's lines equal the recorded ones, and the recording equals torch's
+_TRANSCRIPTS = {"saved": (_transcript, EXPECTED), "hooks": (_hooks_transcript, EXPECTED_HOOKS),
+                "tutorial": (_tutorial, EXPECTED_TUTORIAL), "function": (_function_transcript, EXPECTED_FUNCTION)}
+
+
+@pytest.mark.parametrize("name", list(_TRANSCRIPTS))
+def test_transcript_as_pytorch(name):
+    script, expected = _TRANSCRIPTS[name]
+    check_transcript(script(funcgrad), expected)
 
 
 @pytest.mark.torch
-def test_recorded_function_transcript_is_pytorchs():
-    check_transcript(torch_transcript(_function_transcript), EXPECTED_FUNCTION)
+@pytest.mark.parametrize("name", list(_TRANSCRIPTS))
+def test_recorded_transcript_is_pytorchs(name):
+    script, expected = _TRANSCRIPTS[name]
+    check_transcript(torch_transcript(script), expected)
