@@ -79,7 +79,8 @@ _SCALAR_WARNED = [False]
 
 def _warn_scalar_once() -> None:
     """PyTorch's TORCH_WARN_ONCE of ``float(t)``/``complex(t)`` on a tensor that requires grad
-    (``int(t)`` and ``.item()`` do not warn): once per process (each time under ``set_warn_always``)."""
+    while grad mode is on (``int(t)``, ``.item()`` and calls under ``no_grad`` do not warn): once
+    per process (each time under ``set_warn_always``)."""
     if _runtime.warn_once(_SCALAR_WARNED):
         warnings.warn(SCALAR_GRAD_MSG, UserWarning, stacklevel=3)
 
@@ -798,7 +799,7 @@ class Tensor:
         return bool(np.asarray(v).reshape(()))
 
     def __float__(self) -> float:
-        if self._requires_grad:
+        if self._requires_grad and _state.enabled:
             _warn_scalar_once()
         return float(self.item())
 
@@ -806,7 +807,7 @@ class Tensor:
         return int(self.item())
 
     def __complex__(self) -> complex:
-        if self._requires_grad:
+        if self._requires_grad and _state.enabled:
             _warn_scalar_once()
         return complex(self.item())
 

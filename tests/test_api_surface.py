@@ -681,10 +681,12 @@ print(repr(seen))
     ("float(x)", "float(x)", "complex(x)"),  # once per process
     ("int(x)", "x.item()", "bool(x)", "x.tolist()", "float(x * 2)"),
     ("complex(x)", "float(x.detach())"),
-], ids=["float-once", "int-item-then-float", "complex"])
+    # grad mode off: no warning (LBFGS's float(closure()) under no_grad), and the once is not spent
+    ("[lib.set_grad_enabled(False), float(x), complex(x), lib.set_grad_enabled(True)]", "float(x)"),
+], ids=["float-once", "int-item-then-float", "complex", "no-grad-then-float"])
 def test_scalar_conversion_of_a_tensor_that_requires_grad_warns_once_as_torch(torch, exprs):
-    """``float(loss)`` warns once per process, as PyTorch's TORCH_WARN_ONCE (``int()``, ``.item()``,
-    ``bool()``, ``.tolist()`` do not)."""
+    """``float(loss)`` warns once per process while grad mode is on, as PyTorch's TORCH_WARN_ONCE
+    (``int()``, ``.item()``, ``bool()``, ``.tolist()`` do not)."""
     import subprocess
     import sys
     out = [subprocess.run([sys.executable, "-c", _SCALAR_SCRIPT, lib, *exprs], capture_output=True,
