@@ -151,10 +151,10 @@ def test_gradients_match_torch(label):
 def test_the_region_takes_a_gradient_already_in_its_slots():
     fused._SEEN.clear()
     _backward(funcgrad, _partial_slot, _x(funcgrad))
-    regions = [s for s in fused._SEEN if len(s) == 4]
+    regions = [s for s in fused._SEEN if len(s) == 5]
     names = sorted(tuple(r[1].name for r in s[0]) for s in regions)
     assert names == [("cos", "exp"), ("sum", "add")]
-    seeds = {tuple(r[1].name for r in s[0]): s[3] for s in regions}
+    seeds = {tuple(r[1].name for r in s[0]): s[4] for s in regions}
     assert seeds[("cos", "exp")] == ((0, 0), (1, 0))  # exp's slot: the Function's gradient
 
 

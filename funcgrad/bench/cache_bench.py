@@ -56,6 +56,18 @@ elif sys.argv[2] == "transformer":  # 2 encoder layers, d_model 64, 4 heads; a t
     layer = nn.TransformerEncoderLayer(64, 4, dim_feedforward=128, batch_first=True)
     model = nn.Sequential(nn.TransformerEncoder(layer, 2), nn.Linear(64, 10), nn.Flatten(0, 1))
     x, y = torch.randn(8, 16, 64), torch.randint(0, 10, (8 * 16,))
+elif sys.argv[2] == "lstm":  # an LSTMCell unrolled over 50 steps (time_sequence_prediction's way)
+    class Unrolled(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.cell, self.head = nn.LSTMCell(8, 32), nn.Linear(32, 10)
+        def forward(self, x):
+            h = c = torch.zeros(x.shape[0], 32)
+            for x_t in x.unbind(1):
+                h, c = self.cell(x_t, (h, c))
+            return self.head(h)
+    model = Unrolled()
+    x, y = torch.randn(16, 50, 8), torch.randint(0, 10, (16,))
 else:  # the digits MLP
     model = nn.Sequential(nn.Linear(784, 256), nn.ReLU(), nn.Linear(256, 256), nn.ReLU(),
                           nn.Linear(256, 10))
@@ -140,7 +152,8 @@ def _has_torch():
 
 
 _MODELS = {"cnn": "CNN", "mlp": "MLP 784-256-256-10",
-           "transformer": "Transformer (2 encoder layers, d_model 64, 4 heads, seq 16, batch 8)"}
+           "transformer": "Transformer (2 encoder layers, d_model 64, 4 heads, seq 16, batch 8)",
+           "lstm": "LSTMCell unrolled over 50 steps (batch 16)"}
 
 
 # a tutorial-style script run as it is, counting XLA programs (compiled, or loaded from the
