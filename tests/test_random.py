@@ -340,3 +340,30 @@ def test_dropout_on_transposed_views_draws_in_storage_order_as_torch():
         a = funcgrad.nn.functional.dropout(view(funcgrad.tensor(x)), 0.4).numpy()
         b = torch.nn.functional.dropout(view(torch.tensor(x)), 0.4).numpy()
         np.testing.assert_array_equal(a, b)
+
+
+def _feature_dropout_run(m, name, ndim, training):
+    """What ``F.<name>`` does to ``ones`` of rank ``ndim``: values, warnings, error, RNG state."""
+    import warnings
+    m.manual_seed(0)
+    x = m.ones(*(2, 3, 4, 1, 2, 1)[:ndim])
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        try:
+            out = getattr(m.nn.functional, name)(x, 0.5, training)
+            got = (out is x, out.tolist())
+        except RuntimeError as e:
+            got = ("RuntimeError", str(e))
+    return got, [(w.category, str(w.message)) for w in caught], m.get_rng_state().numpy().tolist()
+
+
+@pytest.mark.torch
+@pytest.mark.parametrize("name", ["dropout1d", "dropout2d", "dropout3d"])
+def test_feature_dropout_of_every_rank_equals_live_torch(name):
+    # PyTorch warns about the rank in eval mode too, takes dropout2d's 3-D input as (N, C, L),
+    # batches only dropout3d's 5-D input, and raises for dropout1d's ranks other than 2 and 3
+    torch = pytest.importorskip("torch")
+    for ndim in range(1, 7):
+        for training in (True, False):
+            assert _feature_dropout_run(funcgrad, name, ndim, training) == \
+                _feature_dropout_run(torch, name, ndim, training), (ndim, training)

@@ -434,34 +434,77 @@ def dropout(input: Tensor, p: float = 0.5, training: bool = True, inplace: bool 
     return _maybe_inplace(input, inplace, lambda x: _nn.dropout_op(x, noise))
 
 
-def _feature_dropout(input, p, training, inplace, nd, name):
-    _check_p(p)
-    if not training or p == 0.0:
+def _feature_dropout(input, p, training, inplace):
+    """PyTorch's ``feature_dropout`` (``_dropout_impl<feature_dropout=true>``): one draw per
+    (batch, channel), broadcast over the rest."""
+    if not training or p == 0.0 or input.numel() == 0:
         return input
-    if input.ndim not in (nd + 1, nd + 2):
-        warnings.warn(f"{name}: Received a {input.ndim}-D input to {name}, which is deprecated and will "
-                      f"result in an error in a future release.", UserWarning, stacklevel=3)
-    unb = input.ndim == nd + 1  # unbatched (C, *spatial): channels are dim 0
     if p == 1.0:
         return _maybe_inplace(input, inplace, lambda x: x * 0)
-    # PyTorch's make_feature_noise: one draw per (batch, channel), broadcast over the rest
-    lead = 1 if unb else 2
-    shape = tuple(input.shape[:lead]) + (1,) * (input.ndim - lead)
+    if input.ndim < 2:
+        raise RuntimeError("Feature dropout requires at least 2 dimensions in the input")
+    shape = tuple(input.shape[:2]) + (1,) * (input.ndim - 2)
     noise = Tensor._wrap(_noise(input, shape, p))
     return _maybe_inplace(input, inplace, lambda t: _nn.dropout_op(t, noise))
 
 
+def _unbatched_feature_dropout(input, p, training, inplace):
+    # dropout1d/dropout3d drop an unbatched input as a batch of one, through unsqueeze/squeeze
+    # (in place when ``inplace``), so the result is a new view even in eval mode, as in PyTorch
+    x = input.unsqueeze_(0) if inplace else input.unsqueeze(0)
+    out = _feature_dropout(x, p, training, inplace)
+    return out.squeeze_(0) if inplace else out.squeeze(0)
+
+
+def _warn_feature_dims(name, ndim, nd):
+    # torch/nn/functional.py's dropout2d/dropout3d message, stacklevel=2 from the public function
+    warnings.warn(
+        f"{name}: Received a {ndim}-D input to {name}, which is deprecated and will result in an "
+        "error in a future release. To retain the behavior and silence this warning, please use "
+        f"dropout instead. Note that {name} exists to provide channel-wise dropout on inputs with "
+        f"{nd} spatial dimensions, a channel dimension, and an optional batch dimension "
+        f"(i.e. {nd + 1}D or {nd + 2}D inputs).", UserWarning, stacklevel=3)
+
+
 def dropout1d(input: Tensor, p: float = 0.5, training: bool = True, inplace: bool = False) -> Tensor:
-    return _feature_dropout(input, p, training, inplace, 1, "dropout1d")
+    """Zero whole channels of ``(N, C, L)`` or ``(C, L)`` inputs with probability ``p``."""
+    _check_p(p)
+    if input.ndim not in (2, 3):
+        raise RuntimeError(
+            f"dropout1d: Expected 2D or 3D input, but received a {input.ndim}D input. "
+            "Note that dropout1d exists to provide channel-wise dropout on inputs with 1 "
+            "spatial dimension, a channel dimension, and an optional batch dimension "
+            "(i.e. 2D or 3D inputs).")
+    if input.ndim == 3:
+        return _feature_dropout(input, p, training, inplace)
+    return _unbatched_feature_dropout(input, p, training, inplace)
 
 
 def dropout2d(input: Tensor, p: float = 0.5, training: bool = True, inplace: bool = False) -> Tensor:
-    """Zero whole channels (dim 1) with probability ``p``."""
-    return _feature_dropout(input, p, training, inplace, 2, "dropout2d")
+    """Zero whole channels (dim 1) with probability ``p``. As PyTorch, a 3-D input is taken as
+    ``(N, C, L)`` (with a warning), and other than 3-D or 4-D inputs warn, in eval mode too."""
+    _check_p(p)
+    if input.ndim not in (3, 4):
+        _warn_feature_dims("dropout2d", input.ndim, 2)
+    if input.ndim == 3:
+        warnings.warn(
+            "dropout2d: Received a 3D input to dropout2d and assuming that channel-wise "
+            "1D dropout behavior is desired - input is interpreted as shape (N, C, L), where C "
+            "is the channel dim. This behavior will change in a future release to interpret the "
+            "input as one without a batch dimension, i.e. shape (C, H, W). To maintain the 1D "
+            "channel-wise dropout behavior, please switch to using dropout1d instead.",
+            UserWarning, stacklevel=2)
+    return _feature_dropout(input, p, training, inplace)
 
 
 def dropout3d(input: Tensor, p: float = 0.5, training: bool = True, inplace: bool = False) -> Tensor:
-    return _feature_dropout(input, p, training, inplace, 3, "dropout3d")
+    """Zero whole channels with probability ``p``; only a 5-D input is batched."""
+    _check_p(p)
+    if input.ndim not in (4, 5):
+        _warn_feature_dims("dropout3d", input.ndim, 3)
+    if input.ndim == 5:
+        return _feature_dropout(input, p, training, inplace)
+    return _unbatched_feature_dropout(input, p, training, inplace)
 
 
 def alpha_dropout(input: Tensor, p: float = 0.5, training: bool = False, inplace: bool = False) -> Tensor:
