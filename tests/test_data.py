@@ -326,3 +326,30 @@ def test_fast_path_bounds_and_grad_mode_in_worker():
     assert all(b[0].grad_fn is None and not b[0].requires_grad for b in batches)
     batches = list(DataLoader(TensorDataset(w), batch_size=2, num_workers=1))
     assert batches[0][0].requires_grad
+
+
+def _worker_warnings(m, persistent):
+    """The warnings a loader with two workers more than this process's CPUs gives: made, then
+    iterated twice (PyTorch checks as the loader is made and as each iterator's workers start)."""
+    import os
+    import warnings
+    n = len(os.sched_getaffinity(0)) + 2 if hasattr(os, "sched_getaffinity") else os.cpu_count() + 2
+    ds = m.utils.data.TensorDataset(m.arange(4.0))
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        loader = m.utils.data.DataLoader(ds, batch_size=2, num_workers=n, persistent_workers=persistent)
+        got = [[b.tolist() for b, in loader] for _ in range(2)]
+        few = m.utils.data.DataLoader(ds, batch_size=2, num_workers=1)  # within the CPUs: silent
+        got.append([b.tolist() for b, in few])
+    # (the loader's own warnings: torch's forked workers also get JAX's fork warning, as funcgrad
+    # ran in this process)
+    return got, [(w.category, str(w.message)) for w in caught if w.filename.endswith("dataloader.py")]
+
+
+@pytest.mark.torch
+@pytest.mark.parametrize("persistent", [False, True])
+def test_more_workers_than_cpus_warn_as_torch(persistent):
+    torch = pytest.importorskip("torch")
+    ours = _worker_warnings(funcgrad, persistent)
+    assert ours == _worker_warnings(torch, persistent)
+    assert len(ours[1]) == (2 if persistent else 3)

@@ -20,8 +20,10 @@ from __future__ import annotations
 
 import itertools
 import math
+import os
 import queue
 import threading
+import warnings
 from dataclasses import dataclass
 from typing import Any, Callable, Iterable
 
@@ -175,6 +177,7 @@ class DataLoader:
         self.persistent_workers = persistent_workers
         self._workers_initialized = False
         self._initialized = True
+        self.check_worker_number_rationality()
 
     def __setattr__(self, attr, val) -> None:
         if self._initialized and attr in ("batch_size", "batch_sampler", "sampler", "drop_last",
@@ -193,8 +196,32 @@ class DataLoader:
 
     def __iter__(self) -> "_LoaderIter":
         if self.num_workers > 0:
+            # (PyTorch checks as each iterator's workers start: once with persistent workers)
+            if not (self.persistent_workers and self._workers_initialized):
+                self.check_worker_number_rationality()
             return _ThreadedLoaderIter(self)
         return _LoaderIter(self)
+
+    def check_worker_number_rationality(self) -> None:
+        """PyTorch's warning when ``num_workers`` exceeds the CPUs this process may use
+        (``os.sched_getaffinity``, else ``os.cpu_count``), with its message and ``stacklevel``:
+        the loader still asks for that many workers, though funcgrad's run as one thread."""
+        if not self.num_workers:
+            return
+        cpuset_checked = hasattr(os, "sched_getaffinity")
+        suggest = len(os.sched_getaffinity(0)) if cpuset_checked else os.cpu_count()
+        if suggest is not None and self.num_workers <= suggest:
+            return
+        if suggest is None:
+            why = "DataLoader is not able to compute a suggested max number of worker in current system."
+        else:
+            why = (f"Our suggested max number of worker in current system is {suggest}"
+                   f"{'' if cpuset_checked else ' (`cpuset` is not taken into account)'}, which is "
+                   "smaller than what this DataLoader is going to create.")
+        warnings.warn(f"This DataLoader will create {self.num_workers} worker processes in total. "
+                      f"{why} Please be aware that excessive worker creation might get DataLoader "
+                      "running slow or even freeze, lower the worker number to avoid potential "
+                      "slowness/freeze if necessary.", UserWarning, stacklevel=2)
 
     def __len__(self) -> int:
         if self._dataset_kind == _ITERABLE:
