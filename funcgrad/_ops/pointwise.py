@@ -128,13 +128,25 @@ _rsub = defop("rsub", lambda x, y, alpha=None: _sub_fn(y, x, alpha), "RsubBackwa
 _mul = defop("mul", jnp.multiply, "MulBackward0", promote="binary")
 
 
+def true_divide(x, y):
+    """``x / y`` element by element, as PyTorch's CPU kernel divides (float types). XLA turns a
+    division by a broadcast or a constant into a product with its reciprocal, one ulp off where
+    the quotient is inexact (``(rand - 0.1307) / 0.3081``, ``x / 10``); so a divisor of another
+    shape, or one that is not an array (a Python number), is broadcast and passes an optimization
+    barrier first."""
+    if jnp.shape(x) != jnp.shape(y) or not isinstance(y, jax.Array):
+        x, y = jnp.broadcast_arrays(x, y)
+        y = jax.lax.optimization_barrier(y)
+    return jnp.true_divide(x, y)
+
+
 @jax.custom_jvp
 def torch_div(x, y):
     """``x / y`` whose derivatives, at every order, are PyTorch's div formulas: self:
     ``grad / other``, other: ``-grad * ((self / other) / other)``. jax's divides by ``other ** 2``,
     which overflows or underflows (nan at 0 / 1e-300 and at inf / 1e300). Stated derivatives divide
     with it, so that double backward differentiates their division as PyTorch does."""
-    return x / y
+    return true_divide(x, y)
 
 
 def _div_jvp(primals, tangents, out):
@@ -149,7 +161,7 @@ def _torch_div_jvp(primals, tangents):
     return out, _div_jvp(primals, tangents, out)
 
 
-_div = defop("div", jnp.true_divide, "DivBackward0", promote="binary_float", jvp=_div_jvp)
+_div = defop("div", true_divide, "DivBackward0", promote="binary_float", jvp=_div_jvp)
 
 
 def _int_divisor_zero(vals):
