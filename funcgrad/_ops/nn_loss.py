@@ -20,11 +20,12 @@ import jax.numpy as jnp
 from .. import _cache, _dispatch, _meta
 from ._registry import Tensor, defop
 from .nn import _log_softmax
+from .reduce import _mean
 
 
 def _reduce(x, reduction):
-    if reduction == "mean":
-        return jnp.mean(x)
+    if reduction == "mean":  # (PyTorch's loss.mean(): the sum divided by the count, see _mean)
+        return _mean(x, dim=None, keepdim=False, dtype=None)
     if reduction == "sum":
         return jnp.sum(x)
     return x
