@@ -19,7 +19,7 @@ from . import _broadcast, _cache, _dtype, _grad_mode as grad_mode, _tensor
 from . import _meta
 from ._grad_mode import _anomaly
 from ._graph import FREED_MSG, AccumulateGrad, Node, node_class  # noqa: F401
-from ._graph import PACK as _PACK, SAVED_HOOKS_ON as _hooks_on
+from ._graph import PACK as _PACK, SAVED_HOOKS_ON as _hooks_on, SEQUENCE as _SEQUENCE
 from ._host import forward as _host_forward
 from ._scalars import NUMBERS as _NUMBERS, scalar_array, scalar_arrays
 from ._storage import ACTIVE as _active, _Cell
@@ -650,7 +650,8 @@ def _inexact(out, douts) -> bool:
 def _record(op, args, out, skey, cast, mask, vals=None, direct=False):
     """The result of ``op`` with its ``OpNode`` (``vals``: the operands' arrays, where known;
     ``direct``: no binding frame in any thread, so the result gets a plain cell)."""
-    node = _new(op._node_cls)  # Node.__init__ only sets next_functions: set below
+    node = _new(op._node_cls)  # Node.__init__ sets next_functions and the number: set below
+    node._seq = next(_SEQUENCE)
     nargs = len(args)
     diff = op.diff
     T = _Tensor

@@ -47,12 +47,21 @@ class RemovableHandle:
 _CPP_NAMES = {n: "torch::autograd::" + n for n in ("AccumulateGrad", "CopySlices", "CopyBackwards")}
 
 
+# PyTorch's sequence numbers: each node takes the next at its creation (dispatch's _record takes
+# it directly), and the engine runs, of the nodes ready, the one made last first; an
+# AccumulateGrad node has the highest (UINT64_MAX), so a leaf's gradient is added into .grad as
+# soon as it is complete. The order in which a node's gradients arrive is the order in which
+# they are added: PyTorch's order, so PyTorch's sums (a + b + c rounds differently from b + a + c).
+SEQUENCE = itertools.count()
+LEAF_SEQUENCE_NR = (1 << 64) - 1
+
+
 class Node:
     """Base of all backward nodes. Subclasses implement ``_apply(grads) -> grads``."""
 
     # Rarely-set attributes are class-level defaults (a node gets a __dict__ entry only when
     # one is set): creating a node is on every recorded op's path.
-    __slots__ = ("next_functions", "__weakref__", "__dict__")
+    __slots__ = ("next_functions", "_seq", "__weakref__", "__dict__")
     _pre_hooks = None         # node pre-hooks fn(grad_outputs)
     _hooks = None             # node hooks fn(grad_inputs, grad_outputs)
     _tensor_pre_hooks = None  # {output_nr: [fn(grad)]} from Tensor.register_hook
@@ -61,6 +70,12 @@ class Node:
 
     def __init__(self, next_functions=()):
         self.next_functions = next_functions
+        self._seq = next(SEQUENCE)
+
+    def _sequence_nr(self) -> int:
+        """PyTorch's ``grad_fn._sequence_nr()``: larger for a node made later (the engine runs
+        it earlier); an ``AccumulateGrad`` node's is 2**64 - 1."""
+        return self._seq
 
     @property
     def metadata(self) -> dict:
@@ -121,7 +136,8 @@ class AccumulateGrad(Node):
     __slots__ = ("_variable",)
 
     def __init__(self, variable):
-        super().__init__(())
+        self.next_functions = ()
+        self._seq = LEAF_SEQUENCE_NR
         # weak: the leaf keeps its node alive (tensor._accum), not the other way round, so a
         # leaf and its node form no reference cycle and the node is reused across graphs
         self._variable = weakref.ref(variable)

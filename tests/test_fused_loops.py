@@ -192,8 +192,9 @@ def test_a_loop_takes_a_weight_once():
     assert n_weights == 4  # weight_ih, weight_hh, bias_ih, bias_hh: once each
     assert len(struct[3]) > len(args)  # (entries, one per saved operand, share them)
     loops = fused._loops(struct[0], struct[3], struct[2], _offsets(struct[0]))
-    # the cells but the first (its zero state needs no gradient: one edge fewer), and x's 30 selects
-    assert [(lp.period, lp.blocks) for lp in loops] == [(1, 29), (1, 30)]
+    # a cell and the select of x that fed it (the engine's order: the last made first), for every
+    # step but the first (its zero state needs no gradient: one edge fewer)
+    assert [(lp.period, lp.blocks) for lp in loops] == [(2, 29)]
 
 
 def _offsets(rows):

@@ -1,7 +1,9 @@
 """The backward engine: iterative, dependency-counted, one gradient slot per node output.
 
 1. Walk the graph from the roots' nodes (no recursion) counting, for each node, how many
-   edges point at it. 2. Seed the roots' slots. 3. Pop ready nodes (all consumers done), run
+   edges point at it. 2. Seed the roots' slots. 3. Pop ready nodes (all consumers done; of
+   those, the one made last first, an ``AccumulateGrad`` before any: PyTorch's order by
+   sequence number, so a node's gradients are summed in PyTorch's order), run
    tensor hooks / retain_grad on their slots, apply the node (its jitted vjp kernel), and add
    the results into the slots of ``next_functions``. Leaves' ``AccumulateGrad`` nodes add into
    ``.grad``. Saved inputs are freed as nodes run unless ``retain_graph``.
@@ -12,6 +14,8 @@ Which input gradients a node computes is decided here, at backward time, as PyTo
 """
 
 from __future__ import annotations
+
+from heapq import heappop, heappush
 
 from .. import _storage
 from .._tensor import Tensor as _Tensor
@@ -27,8 +31,8 @@ _region_run = None
 def register_fast_path(try_run, run_region) -> None:
     """Called once by funcgrad/autograd/fused.py at import: ``try_run(roots, grads, retain_graph)``
     runs a plain graph's backward as one program and returns True, or returns False;
-    ``run_region(node, buf, buffers, deps, retain_graph)`` runs the ops the engine could run
-    from the ready ``node`` on as one program (``(grads, left)``), or returns None."""
+    ``run_region(node, buf, buffers, deps, retain_graph, ready)`` runs the ops the engine would
+    run next from the ready ``node`` on as one program (``(grads, left)``), or returns None."""
     global _fused_run, _region_run
     _fused_run, _region_run = try_run, run_region
 
@@ -138,7 +142,11 @@ def execute(roots, grads, retain_graph, create_graph, capture=None, accumulate=T
     for (node, nr), g in zip(roots, grads):
         buf = buffers.setdefault(node, [None] * node.num_outputs)
         buf[nr] = _add(buf[nr], g)
-    ready = [n for n in dict.fromkeys(n for n, _ in roots) if deps.get(n, 0) == 0]
+    ready, tick = [], 0  # a heap: (-sequence number, arrival, node)
+    for n in dict.fromkeys(n for n, _ in roots):
+        if deps.get(n, 0) == 0:
+            heappush(ready, (-n._seq, tick, n))
+            tick += 1
 
     # 3. run
     anomaly = grad_mode._anomaly[0]
@@ -150,20 +158,21 @@ def execute(roots, grads, retain_graph, create_graph, capture=None, accumulate=T
     enter_graph_task(roots, capture)  # (what hooks ask: autograd.graph.register_multi_grad_hook)
     try:
         while ready:
-            node = ready.pop()
+            node = heappop(ready)[2]
             buf = buffers.pop(node, None)
             if regions and buf is not None and type(node) is not AccumulateGrad:
-                got = _region_run(node, buf, buffers, deps, retain_graph)
+                got = _region_run(node, buf, buffers, deps, retain_graph, ready)
                 if got is not None:
-                    for child, nr, g in got[0]:
+                    for child, nr, g in got[0]:  # (what the slot held, and the region's)
                         cbuf = buffers.get(child)
                         if cbuf is None:
                             cbuf = buffers[child] = [None] * child.num_outputs
-                        cbuf[nr] = _add(cbuf[nr], _Tensor._wrap(g))
+                        cbuf[nr] = _Tensor._wrap(g)
                     for child, left in got[1].items():
                         deps[child] = left
                         if left == 0:
-                            ready.append(child)
+                            heappush(ready, (-child._seq, tick, child))
+                            tick += 1
                     continue
             outs = None
             if buf is not None and (wanted is None or node in wanted):
@@ -210,7 +219,8 @@ def execute(roots, grads, retain_graph, create_graph, capture=None, accumulate=T
                     cbuf[nr] = _add(cbuf[nr], outs[k])
                 deps[child] -= 1
                 if deps[child] == 0:
-                    ready.append(child)
+                    heappush(ready, (-child._seq, tick, child))
+                    tick += 1
     finally:
         state.enabled = prev
         leave_graph_task()

@@ -37,6 +37,7 @@ from __future__ import annotations
 
 import collections
 import threading
+from heapq import heappop, heappush
 
 import jax
 import jax.numpy as jnp
@@ -77,11 +78,12 @@ def _plan(root):
         return None
     acc, T, opnode = AccumulateGrad, Tensor, OpNode
     # One depth-first walk numbers the nodes and collects the op nodes as it pops them. Where
-    # no op node has two consumers (leaves may), that pop order is the engine's (a node runs
-    # once all its consumers did); otherwise it is redone below.
+    # no op node has two consumers and no leaf three, that pop order runs each node once all
+    # its consumers did, and sums every gradient as the engine does (two terms add the same
+    # either way); otherwise the engine's order (by sequence number) is made below.
     ids, stack = {root: 0}, [root]
     rows, leaf_ids, leaves, ops, flat, lazy = [], [], [], [], [], []
-    shared = False
+    shared, hits = False, {}
     while stack:
         node = stack.pop()
         if type(node) is acc:
@@ -105,6 +107,10 @@ def _plan(root):
                     stack.append(child)
                 elif type(child) is not acc:
                     shared = True
+                else:  # a leaf's second edge, or third
+                    h = hits[child] = hits.get(child, 1) + 1
+                    if h > 2:
+                        shared = True
                 e.append((j, nr))
         ops.append(node)
         rows.append((ids[node], node._op, node._key, tuple(e), node._out_avals))
@@ -171,10 +177,11 @@ def _saved_arrays(node, flat, lazy, T=Tensor):
 
 
 def _kahn(root, deps):
-    """The op nodes in the engine's order: each once all its consumers ran (``deps`` counts)."""
-    order, ready = [], [root]
+    """The op nodes in the engine's order: of those whose consumers all ran (``deps`` counts),
+    the one made last first (PyTorch's order by sequence number)."""
+    order, ready, tick = [], [(-root._seq, 0, root)], 1
     while ready:
-        node = ready.pop()
+        node = heappop(ready)[2]
         if type(node) is AccumulateGrad:
             continue
         order.append(node)
@@ -183,7 +190,8 @@ def _kahn(root, deps):
                 d = deps[child] - 1
                 deps[child] = d
                 if d == 0:
-                    ready.append(child)
+                    heappush(ready, (-child._seq, tick, child))
+                    tick += 1
     return order
 
 
@@ -541,35 +549,45 @@ def _fusable(node) -> bool:
         or node._packed is not None)
 
 
-def run_region(start, buf, buffers, deps, retain_graph):
+def run_region(start, buf, buffers, deps, retain_graph, waiting=()):
     """The engine's fast path for a graph that does not qualify as a whole (a custom
     ``Function`` or checkpoint node in it, hooks on some nodes, several roots): from the ready
     op node ``start`` (gradient slots ``buf``), the ops it can run at once run as ONE program.
 
-    The region grows as the engine would run it: an op node joins once every consumer it still
-    waits for (``deps``) is in the region. Its inputs are the saved inputs and the gradients
+    The region grows as the engine would run it (``waiting``: the engine's heap of ready nodes):
+    an op node joins once every consumer it still waits for (``deps``) is in the region, and
+    while it is the one the engine would run next. Its inputs are the saved inputs and the gradients
     already in the region's slots (``start``'s, and those from consumers that ran before);
     its outputs, the gradients for every slot outside it (leaves, other nodes, ops still
     waiting for consumers outside it). Which ops fuse is decided by the graph alone, as for
     a whole graph. None (the engine runs ``start`` by itself) for a region of one op.
 
-    Returns ``(grads, left)``: ``(node, output_nr, array)`` per slot outside the region, and
-    each outside node's consumers still to run (the engine's ``deps``, the region's edges
-    counted off).
+    Returns ``(grads, left)``: ``(node, output_nr, array)`` per slot outside the region (the
+    slot's new gradient: what it held before, the region's added to it), and each outside node's
+    consumers still to run (the engine's ``deps``, the region's edges counted off).
     """
     if not _fusable(start) or not any(g is not None for g in buf):
         return None
-    order, ids, pending, ready = [], {}, {}, [start]
-    while ready:  # the engine's order: a stack of the nodes all of whose consumers ran
-        node = ready.pop()
+    # The region is the ops the engine would run next, in its order: of the nodes whose
+    # consumers all ran, the last made first. It ends where the next would be a node that cannot
+    # join or one the engine holds ready (``waiting``, its heap): running a later node first
+    # would sum some gradient in another order than PyTorch's.
+    first = waiting[0][0] if waiting else 0
+    order, ids, pending, ready, tick = [], {}, {}, [(-start._seq, 0, start)], 1
+    while ready:
+        key, _, node = ready[0]
+        if order and (key > first or not _fusable(node) or len(order) >= MAX_NODES):
+            break
+        heappop(ready)
         ids[node] = len(order)
         order.append(node)
         for child, _ in node.next_functions:
             if child is not None:
                 left = pending.get(child, deps.get(child, 0)) - 1
                 pending[child] = left
-                if left == 0 and len(order) + len(ready) < MAX_NODES and _fusable(child):
-                    ready.append(child)
+                if left == 0 and type(child) is not AccumulateGrad:  # (leaves: the engine's)
+                    heappush(ready, (-child._seq, tick, child))
+                    tick += 1
     if len(order) < 2:
         return None
     outs, out_ids = [], {}  # slots outside the region: (node, output_nr), numbered after it
@@ -595,6 +613,11 @@ def run_region(start, buf, buffers, deps, retain_graph):
                 e.append((j, nr))
         rows.append((n, node._op, node._key, tuple(e), node._out_avals))
         _saved_arrays(node, flat, lazy)
+    for i, (child, nr) in enumerate(outs):  # a gradient already there: the region adds to it,
+        b = buffers.get(child)               # in the order the engine would (PyTorch's sums)
+        if b is not None and b[nr] is not None:
+            seeds.append((k + i, 0))
+            seed_vals.append(b[nr]._value)
     flat, amap = _distinct(flat)
     struct = (tuple(rows), tuple(range(k, k + len(outs))), tuple(lazy), amap, tuple(seeds))
     entry = _SEEN.get(struct)
