@@ -202,3 +202,33 @@ def _offsets(rows):
     for row in rows:
         offs.append(offs[-1] + row[2][2])
     return offs
+
+
+def test_regions_fill_to_their_bound(monkeypatch):
+    """A graph over MAX_NODES runs as regions of up to MAX_NODES ops in the engine's order: a region
+    takes the next ready op the engine holds too, so the steps after the first region do not
+    each make a region of their own."""
+    monkeypatch.setattr(fused, "MAX_NODES", 40)
+    calls = []
+    run = fused.run_region
+
+    def spy(*args):
+        got = run(*args)
+        calls.append(got is not None)
+        return got
+    from funcgrad.autograd import engine
+    monkeypatch.setattr(engine, "_region_run", spy)
+    loss, _ = _time_sequence(funcgrad, np.random.default_rng(0), T=30)
+    n = _count_ops(loss.grad_fn)
+    loss.backward()
+    assert n > 3 * 40 and sum(calls) <= -(-n // 40) + 1, (n, calls)
+
+
+def _count_ops(root):
+    seen, stack = set(), [root]
+    while stack:
+        node = stack.pop()
+        if node is not None and node not in seen and type(node).__name__ != "AccumulateGrad":
+            seen.add(node)
+            stack.extend(c for c, _ in node.next_functions)
+    return len(seen)

@@ -569,18 +569,12 @@ def run_region(start, buf, buffers, deps, retain_graph, waiting=()):
     if not _fusable(start) or not any(g is not None for g in buf):
         return None
     # The region is the ops the engine would run next, in its order: of the nodes whose
-    # consumers all ran, the last made first. It ends where the next would be a node that cannot
-    # join or one the engine holds ready (``waiting``, its heap): running a later node first
-    # would sum some gradient in another order than PyTorch's.
-    first = waiting[0][0] if waiting else 0
-    order, ids, pending, ready, tick = [], {}, {}, [(-start._seq, 0, start)], 1
-    while ready:
-        key, _, node = ready[0]
-        if order and (key > first or not _fusable(node) or len(order) >= MAX_NODES):
-            break
-        heappop(ready)
-        ids[node] = len(order)
-        order.append(node)
+    # consumers all ran (those it made ready, and those the engine holds, ``waiting``: its heap),
+    # the last made first. It ends where the next cannot join: running a later node first would
+    # sum some gradient in another order than PyTorch's.
+    order, ids, pending, ready, tick = [start], {start: 0}, {}, [], 1
+    node = start
+    while True:
         for child, _ in node.next_functions:
             if child is not None:
                 left = pending.get(child, deps.get(child, 0)) - 1
@@ -588,6 +582,15 @@ def run_region(start, buf, buffers, deps, retain_graph, waiting=()):
                 if left == 0 and type(child) is not AccumulateGrad:  # (leaves: the engine's)
                     heappush(ready, (-child._seq, tick, child))
                     tick += 1
+        mine = not waiting or (ready and ready[0][0] < waiting[0][0])
+        if not (ready if mine else waiting) or len(order) >= MAX_NODES:
+            break
+        node = (ready if mine else waiting)[0][2]
+        if not _fusable(node) or not mine and buffers.get(node) is None:
+            break
+        heappop(ready if mine else waiting)
+        ids[node] = len(order)
+        order.append(node)
     if len(order) < 2:
         return None
     outs, out_ids = [], {}  # slots outside the region: (node, output_nr), numbered after it
