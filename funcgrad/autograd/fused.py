@@ -335,7 +335,7 @@ def _repeats(rows, pos, a, p, m):
     for b in range(m - 1):
         for j in range(p):
             i = a + b * p + j
-            for e, ((t0, _), (t1, _)) in enumerate(zip(rows[i][3], rows[i + p][3])):
+            for e, ((t0, _), (t1, _)) in enumerate(zip(rows[i][3], rows[i + p][3], strict=True)):
                 q0, q1 = pos.get(t0, end), pos.get(t1, end)
                 if t0 == t1:
                     kind, ok = "abs", q0 >= end
@@ -401,12 +401,12 @@ class _Loop:
         def block(k):
             return [_get(bufs, multi, ids[k][j], s) for j, s in slots]
         pre = [block(k) for k in range(2, m)]  # filled before the loop (block 1's includes block 0's)
-        if any(not _alike(col) for col in zip(*pre)):
+        if any(not _alike(col) for col in zip(*pre, strict=True)):
             return False
         init, acc0 = block(1), [_get(bufs, multi, t, nr) for t, nr in self.acc]
         if any(v is None for v in acc0):
             return False
-        xs_pre = [None if col[0] is None else jnp.stack(col) for col in zip(*pre)]
+        xs_pre = [None if col[0] is None else jnp.stack(col) for col in zip(*pre, strict=True)]
         stacked = []
         for e, varies in self.entries:
             col = [flat[e + k * self.stride] for k in range(m - 2)] if varies else None
@@ -421,13 +421,13 @@ class _Loop:
             c_in, a_in = carry
             nxt, sv = xs
             lb = _empty_bufs(n_nodes, multi)
-            for (j, s), v, w in zip(slots, c_in, nxt):
+            for (j, s), v, w in zip(slots, c_in, nxt, strict=True):
                 _put(lb, multi, rows1[j], s, v)  # block 1's nodes: the block scanned
                 _put(lb, multi, rows2[j], s, w)  # block 2's: the next one
-            for (t, nr), v in zip(acc, a_in):
+            for (t, nr), v in zip(acc, a_in, strict=True):
                 _put(lb, multi, t, nr, v)
-            vals = {e: flat[e] if x is None else x for (e, _), x in zip(entries, sv)}
-            for fn, (o0, o1) in zip(fb, offs):
+            vals = {e: flat[e] if x is None else x for (e, _), x in zip(entries, sv, strict=True)}
+            for fn, (o0, o1) in zip(fb, offs, strict=True):
                 _step(fn, [vals[e] for e in range(o0, o1)], lb, multi)
             return ([_get(lb, multi, rows2[j], s) for j, s in slots],
                     [_get(lb, multi, t, nr) for t, nr in acc]), [_get(lb, multi, t, nr) for t, nr in out]
@@ -435,12 +435,12 @@ class _Loop:
             (c_out, a_out), ys = jax.lax.scan(body, (init, acc0), (xs_pre, stacked), length=m - 2)
         except TypeError:  # the carry changed type between blocks (e.g. a weak type)
             return False
-        for (j, s), v in zip(slots, c_out):
+        for (j, s), v in zip(slots, c_out, strict=True):
             _put(bufs, multi, ids[m - 1][j], s, v)
-        for (t, nr), v in zip(acc, a_out):
+        for (t, nr), v in zip(acc, a_out, strict=True):
             _put(bufs, multi, t, nr, v)
         for k, targets in enumerate(self.outs):  # each block's gradients for its outside slots
-            for (t, nr), y in zip(targets, ys):
+            for (t, nr), y in zip(targets, ys, strict=True):
                 b = _get(bufs, multi, t, nr)
                 _put(bufs, multi, t, nr, y[k] if b is None else b + y[k])
         return True
