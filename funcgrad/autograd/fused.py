@@ -30,7 +30,7 @@ A program's compile time grows with its size, its run time hardly: where its row
 block of nodes (an RNN cell unrolled over time, the same layer stacked), the blocks between the
 first and the last run as one ``lax.scan`` of one block's backward (``_loops``), and an argument
 saved by every block (a weight) is passed once. The backward of an ``LSTMCell`` unrolled over 40
-steps compiled in 6.7 s as 40 copies, 0.4 s as a loop, and runs in 0.6 instead of 0.7 ms.
+steps compiled in 6.5 s as 40 copies, 0.4 s as a loop, and runs as fast (0.5 ms).
 """
 
 from __future__ import annotations
