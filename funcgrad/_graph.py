@@ -11,6 +11,7 @@ import contextlib
 import itertools
 import threading
 import weakref
+from heapq import heappop, heappush
 from typing import NamedTuple
 
 from ._device import cuda_is_available
@@ -54,6 +55,30 @@ _CPP_NAMES = {n: "torch::autograd::" + n for n in ("AccumulateGrad", "CopySlices
 # they are added: PyTorch's order, so PyTorch's sums (a + b + c rounds differently from b + a + c).
 SEQUENCE = itertools.count()
 LEAF_SEQUENCE_NR = (1 << 64) - 1
+
+
+class ReadyQueue:
+    """PyTorch's ReadyQueue (``CompareNodeTaskTime`` in its engine.h): ``pop`` gives, of the nodes
+    pushed, the one made last (the highest sequence number) first; equal numbers (AccumulateGrad
+    nodes) in the order pushed."""
+
+    __slots__ = ("_heap", "_tick")
+
+    def __init__(self):
+        self._heap, self._tick = [], itertools.count()
+
+    def __bool__(self) -> bool:
+        return bool(self._heap)
+
+    def push(self, node) -> None:
+        heappush(self._heap, (-node._seq, next(self._tick), node))
+
+    def pop(self):
+        return heappop(self._heap)[2]
+
+    def top(self):
+        """The node ``pop`` would give (the queue is not empty)."""
+        return self._heap[0][2]
 
 
 class Node:

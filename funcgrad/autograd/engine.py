@@ -15,13 +15,11 @@ Which input gradients a node computes is decided here, at backward time, as PyTo
 
 from __future__ import annotations
 
-from heapq import heappop, heappush
-
 from .. import _storage
 from .._tensor import Tensor as _Tensor
 from . import grad_mode
 from .anomaly_mode import warn_error
-from .graph import AccumulateGrad, enter_graph_task, leave_graph_task
+from .graph import AccumulateGrad, ReadyQueue, enter_graph_task, leave_graph_task
 
 
 _fused_run = None  # the fused-backward fast paths: fused.py builds on this engine and registers them
@@ -142,11 +140,10 @@ def execute(roots, grads, retain_graph, create_graph, capture=None, accumulate=T
     for (node, nr), g in zip(roots, grads):
         buf = buffers.setdefault(node, [None] * node.num_outputs)
         buf[nr] = _add(buf[nr], g)
-    ready, tick = [], 0  # a heap: (-sequence number, arrival, node)
+    ready = ReadyQueue()
     for n in dict.fromkeys(n for n, _ in roots):
         if deps.get(n, 0) == 0:
-            heappush(ready, (-n._seq, tick, n))
-            tick += 1
+            ready.push(n)
 
     # 3. run
     anomaly = grad_mode._anomaly[0]
@@ -158,7 +155,7 @@ def execute(roots, grads, retain_graph, create_graph, capture=None, accumulate=T
     enter_graph_task(roots, capture)  # (what hooks ask: autograd.graph.register_multi_grad_hook)
     try:
         while ready:
-            node = heappop(ready)[2]
+            node = ready.pop()
             buf = buffers.pop(node, None)
             if regions and buf is not None and type(node) is not AccumulateGrad:
                 got = _region_run(node, buf, buffers, deps, retain_graph, ready)
@@ -171,8 +168,7 @@ def execute(roots, grads, retain_graph, create_graph, capture=None, accumulate=T
                     for child, left in got[1].items():
                         deps[child] = left
                         if left == 0:
-                            heappush(ready, (-child._seq, tick, child))
-                            tick += 1
+                            ready.push(child)
                     continue
             outs = None
             if buf is not None and (wanted is None or node in wanted):
@@ -219,8 +215,7 @@ def execute(roots, grads, retain_graph, create_graph, capture=None, accumulate=T
                     cbuf[nr] = _add(cbuf[nr], outs[k])
                 deps[child] -= 1
                 if deps[child] == 0:
-                    heappush(ready, (-child._seq, tick, child))
-                    tick += 1
+                    ready.push(child)
     finally:
         state.enabled = prev
         leave_graph_task()

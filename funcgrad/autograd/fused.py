@@ -37,7 +37,6 @@ from __future__ import annotations
 
 import collections
 import threading
-from heapq import heappop, heappush
 
 import jax
 import jax.numpy as jnp
@@ -48,7 +47,7 @@ from .._dispatch import OpNode, saved_nothing
 from .._scalars import NUMBERS, scalar_array
 from .._tensor import Tensor, _apply_chain
 from .engine import _accumulate, _no_leak, register_fast_path
-from .graph import AccumulateGrad
+from .graph import AccumulateGrad, ReadyQueue
 
 MAX_NODES = 512          # beyond this, compile time outweighs the saved dispatch
 _SEEN: collections.OrderedDict = collections.OrderedDict()  # structure key -> program, LRU order
@@ -179,9 +178,10 @@ def _saved_arrays(node, flat, lazy, T=Tensor):
 def _kahn(root, deps):
     """The op nodes in the engine's order: of those whose consumers all ran (``deps`` counts),
     the one made last first (PyTorch's order by sequence number)."""
-    order, ready, tick = [], [(-root._seq, 0, root)], 1
+    order, ready = [], ReadyQueue()
+    ready.push(root)
     while ready:
-        node = heappop(ready)[2]
+        node = ready.pop()
         if type(node) is AccumulateGrad:
             continue
         order.append(node)
@@ -190,8 +190,7 @@ def _kahn(root, deps):
                 d = deps[child] - 1
                 deps[child] = d
                 if d == 0:
-                    heappush(ready, (-child._seq, tick, child))
-                    tick += 1
+                    ready.push(child)
     return order
 
 
@@ -225,10 +224,7 @@ def _replay(struct):
         saved = [flat[offs[i]:offs[i + 1]] for i in range(len(rows))]
         bufs = _empty_bufs(n_nodes, multi)
         for (n, slot), g in zip(seeds, grads):
-            if n in multi:
-                bufs[n][slot] = g
-            else:
-                bufs[n] = g
+            _put(bufs, multi, n, slot, g)
         i = 0
         for loop in runs:
             while i < loop.body:  # the rows before the loop, and its first block
@@ -549,14 +545,14 @@ def _fusable(node) -> bool:
         or node._packed is not None)
 
 
-def run_region(start, buf, buffers, deps, retain_graph, waiting=()):
+def run_region(start, buf, buffers, deps, retain_graph, waiting=None):
     """The engine's fast path for a graph that does not qualify as a whole (a custom
     ``Function`` or checkpoint node in it, hooks on some nodes, several roots): from the ready
     op node ``start`` (gradient slots ``buf``), the ops it can run at once run as ONE program.
 
-    The region grows as the engine would run it (``waiting``: the engine's heap of ready nodes):
-    an op node joins once every consumer it still waits for (``deps``) is in the region, and
-    while it is the one the engine would run next. Its inputs are the saved inputs and the gradients
+    The region grows as the engine would run it (``waiting``: the engine's ``ReadyQueue``): an
+    op node joins once every consumer it still waits for (``deps``) is in the region, and while
+    it is the one the engine would run next. Its inputs are the saved inputs and the gradients
     already in the region's slots (``start``'s, and those from consumers that ran before);
     its outputs, the gradients for every slot outside it (leaves, other nodes, ops still
     waiting for consumers outside it). Which ops fuse is decided by the graph alone, as for
@@ -569,10 +565,10 @@ def run_region(start, buf, buffers, deps, retain_graph, waiting=()):
     if not _fusable(start) or not any(g is not None for g in buf):
         return None
     # The region is the ops the engine would run next, in its order: of the nodes whose
-    # consumers all ran (those it made ready, and those the engine holds, ``waiting``: its heap),
+    # consumers all ran (those it made ready, and those the engine holds, ``waiting``),
     # the last made first. It ends where the next cannot join: running a later node first would
     # sum some gradient in another order than PyTorch's.
-    order, ids, pending, ready, tick = [start], {start: 0}, {}, [], 1
+    order, ids, pending, ready = [start], {start: 0}, {}, ReadyQueue()
     node = start
     while True:
         for child, _ in node.next_functions:
@@ -580,15 +576,14 @@ def run_region(start, buf, buffers, deps, retain_graph, waiting=()):
                 left = pending.get(child, deps.get(child, 0)) - 1
                 pending[child] = left
                 if left == 0 and type(child) is not AccumulateGrad:  # (leaves: the engine's)
-                    heappush(ready, (-child._seq, tick, child))
-                    tick += 1
-        mine = not waiting or (ready and ready[0][0] < waiting[0][0])
-        if not (ready if mine else waiting) or len(order) >= MAX_NODES:
+                    ready.push(child)
+        q = ready if not waiting or ready and ready.top()._seq > waiting.top()._seq else waiting
+        if not q or len(order) >= MAX_NODES:
             break
-        node = (ready if mine else waiting)[0][2]
-        if not _fusable(node) or not mine and buffers.get(node) is None:
+        node = q.top()
+        if not _fusable(node) or q is waiting and buffers.get(node) is None:
             break
-        heappop(ready if mine else waiting)
+        q.pop()
         ids[node] = len(order)
         order.append(node)
     if len(order) < 2:
