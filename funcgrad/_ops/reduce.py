@@ -24,7 +24,7 @@ from ._registry import numpy_call as _numpy_call
 from ._registry import rerun as _rerun
 from ._registry import write_out as _out
 from .math import isnan, logical_not
-from .pointwise import maximum, minimum
+from .pointwise import maximum, minimum, true_divide
 
 
 def _dims(dim, ndim):
@@ -86,18 +86,17 @@ def _sum(x, *, dim, keepdim, dtype):
 
 def _mean(x, *, dim, keepdim, dtype):
     """PyTorch's CPU mean: the sum (float32 for half types), divided by the count, cast back.
-    XLA turns a division by a constant or by a broadcast scalar into a product with its
-    reciprocal, one ulp off (118 / 1000 in float32: jnp.mean's), where PyTorch divides; so the
-    count is an array of the sum's shape behind an optimization barrier (the backward, the
-    transposed division, then divides the cotangent as PyTorch's ``mean_backward``)."""
+    XLA turns a division by a constant into a product with its reciprocal, one ulp off (118 /
+    1000 in float32: jnp.mean's), where PyTorch divides; so the count is divided by as div's
+    kernel divides (``true_divide``: a broadcast array behind an optimization barrier), and the
+    backward, the transposed division, divides the cotangent as PyTorch's ``mean_backward``."""
     x = x if dtype is None else x.astype(dtype)
     n = x.size if dim is None else int(np_prod([x.shape[d] for d in dim]))
     acc = jnp.float32 if x.dtype in (jnp.float16, jnp.bfloat16) else x.dtype
     s = jnp.sum(x, axis=dim, keepdims=keepdim, dtype=acc)
     if jnp.issubdtype(acc, jnp.complexfloating):  # (a complex by a real count: each part divided)
-        c = jax.lax.optimization_barrier(jnp.full(s.shape, n, s.real.dtype))
-        return jax.lax.complex(s.real / c, s.imag / c).astype(x.dtype)
-    return (s / jax.lax.optimization_barrier(jnp.full(s.shape, n, acc))).astype(x.dtype)
+        return jax.lax.complex(true_divide(s.real, n), true_divide(s.imag, n)).astype(x.dtype)
+    return true_divide(s, n).astype(x.dtype)
 
 
 _sum0 = defop("sum", _sum, "SumBackward0", linear=True)
