@@ -120,6 +120,75 @@ def test_remembered_calls_skip_the_decisions(monkeypatch):
         assert not _dispatch.apply(mul, a, b).requires_grad
 
 
+# (name, operands(a, b, c), operator): a and b 4x3 float32 leaves requiring grad, c a constant
+_MUL, _ADD = (lambda x, y: x * y), (lambda x, y: x + y)
+RECORDED = [
+    ("mul, one needs grad", lambda a, b, c: (a, c), _MUL),
+    ("mul, the other", lambda a, b, c: (c, a), _MUL),
+    ("mul, both", lambda a, b, c: (a, b), _MUL),
+    ("mul, a non-leaf", lambda a, b, c: (a * c, b), _MUL),
+    ("mul, same tensor", lambda a, b, c: (a, a), _MUL),
+    ("mul by a float", lambda a, b, c: (a, 2.5), _MUL),
+    ("rmul int", lambda a, b, c: (a, 3), lambda x, y: y * x),  # (3 * a: a.__rmul__(3))
+    ("add tensors", lambda a, b, c: (a, b), _ADD),
+    ("add a constant", lambda a, b, c: (c, a), _ADD),
+    ("add a float", lambda a, b, c: (a, 1.5), _ADD),
+    ("add broadcast", lambda a, b, c: (a, c[0]), _ADD),
+]
+
+
+@pytest.mark.parametrize("name,operands,f", RECORDED, ids=[c[0] for c in RECORDED])
+def test_unrolled_recording_makes_the_nodes_record_makes(name, operands, f):
+    """The binary caller records a plain or linear op unrolled: the node (key, what it saves,
+    versions, edges) is the one ``_record`` makes of the same call, and backward agrees with
+    anomaly mode's (which records through ``_record``)."""
+    rng = np.random.default_rng(1)
+    a, b, c = (funcgrad.tensor(rng.standard_normal((4, 3)).astype(np.float32), requires_grad=r)
+               for r in (True, True, False))
+    x, y = operands(a, b, c)
+    f(x, y)  # remembered
+    out = f(x, y)  # unrolled
+    node = out.grad_fn
+    vals = tuple(v._value if isinstance(v, funcgrad.Tensor) else _scalars.scalar_array(v) for v in (x, y))
+    ref = _dispatch._record(node._op, (x, y), out._value, (), node._key[1], node._key[3], vals,
+                            True).grad_fn
+    assert type(node) is type(ref)
+    assert node._key == ref._key and node._mask_pos == ref._mask_pos
+    assert node._out_avals is ref._out_avals is None and node._freed is ref._freed is False
+    assert type(node._saved) is type(ref._saved) and len(node._saved) == 2
+    assert all(s is r for s, r in zip(node._saved, ref._saved))
+    assert node._versions == ref._versions
+    assert node.next_functions == ref.next_functions
+    assert ref._sequence_nr() > node._sequence_nr()
+    out.sum().backward()
+    ga = a.grad.numpy().copy()
+    a.grad = None
+    with pytest.warns(UserWarning, match="Anomaly Detection has been enabled"):
+        with funcgrad.autograd.detect_anomaly():
+            f(*operands(a, b, c)).sum().backward()
+    assert a.grad.numpy().tobytes() == ga.tobytes()
+
+
+def test_unrolled_recording_keeps_version_checks_and_inference_errors():
+    """An operand saved by the unrolled recording is checked at backward like any saved
+    tensor; an inference tensor cannot be saved (PyTorch's error), a linear op saves none."""
+    w = funcgrad.ones(3, requires_grad=True)
+    v = funcgrad.ones(3)
+    for _ in range(2):  # remembered, then unrolled
+        r = w * v
+    v.add_(1)
+    with pytest.raises(RuntimeError, match="modified by an inplace operation"):
+        r.sum().backward()
+    with funcgrad.inference_mode():
+        i = funcgrad.ones(3)
+    for _ in range(2):
+        with pytest.raises(RuntimeError, match="Inference tensors cannot be saved for backward"):
+            w * i
+        with pytest.raises(RuntimeError, match="Inference tensors cannot be saved for backward"):
+            i * w
+        assert (w + i).grad_fn.name() == "AddBackward0"
+
+
 def test_promotion_that_depends_on_more_than_dtypes_is_not_remembered():
     """A 0-dim operand, the default dtype: the full path decides each time (PyTorch's rules)."""
     x32 = funcgrad.ones(2, 2)
