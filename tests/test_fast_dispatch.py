@@ -156,7 +156,7 @@ def test_unrolled_recording_makes_the_nodes_record_makes(name, operands, f):
     assert node._key == ref._key and node._mask_pos == ref._mask_pos
     assert node._out_avals is ref._out_avals is None and node._freed is ref._freed is False
     assert type(node._saved) is type(ref._saved) and len(node._saved) == 2
-    assert all(s is r for s, r in zip(node._saved, ref._saved))
+    assert all(s is r for s, r in zip(node._saved, ref._saved, strict=True))
     assert node._versions == ref._versions
     assert node.next_functions == ref.next_functions
     assert ref._sequence_nr() > node._sequence_nr()
