@@ -23,6 +23,7 @@ from ._registry import keepdim as _keepdim
 from ._registry import numpy_call as _numpy_call
 from ._registry import rerun as _rerun
 from ._registry import write_out as _out
+from ._sums import acc_sum
 from .math import isnan, logical_not
 from .pointwise import maximum, minimum, true_divide
 
@@ -81,7 +82,8 @@ def _acc_dtype(x, dtype):
 
 
 def _sum(x, *, dim, keepdim, dtype):
-    return jnp.sum(x, axis=dim, keepdims=keepdim, dtype=_acc_dtype(x, dtype))
+    # (float32 over several axes: partial sums as PyTorch's cascade_sum, see _sums.py)
+    return acc_sum(x, dim, keepdims=keepdim, dtype=_acc_dtype(x, dtype))
 
 
 def _mean(x, *, dim, keepdim, dtype):
@@ -93,7 +95,7 @@ def _mean(x, *, dim, keepdim, dtype):
     x = x if dtype is None else x.astype(dtype)
     n = x.size if dim is None else int(np_prod([x.shape[d] for d in dim]))
     acc = jnp.float32 if x.dtype in (jnp.float16, jnp.bfloat16) else x.dtype
-    s = jnp.sum(x, axis=dim, keepdims=keepdim, dtype=acc)
+    s = acc_sum(x, dim, keepdims=keepdim, dtype=acc)
     if jnp.issubdtype(acc, jnp.complexfloating):  # (a complex by a real count: each part divided)
         return jax.lax.complex(true_divide(s.real, n), true_divide(s.imag, n)).astype(x.dtype)
     return true_divide(s, n).astype(x.dtype)
