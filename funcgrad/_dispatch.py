@@ -76,17 +76,25 @@ class Op:
             arguments, avals) is new, ``apply`` runs it instead of compiling a kernel (see
             ``_host.forward``); it raises where it cannot promise that (``host_exact``,
             ``host_scalar``), and the kernel then runs.
+        fuse: False: its backward never joins a fused backward program (autograd/fused.py); the
+            engine runs it as its own kernel, cached per shape. For ops whose kernel holds a loop
+            over a length that changes from call to call (a recurrent stack's scan over the
+            sequence): a program around several of them compiles anew for each combination of
+            their lengths (a batch of names summed one by one, as pytorch/tutorials' char-RNN
+            classification, compiled a new backward of 64 scans every step, 12 s each), the op
+            alone once per length.
     """
 
     __slots__ = ("name", "fn", "grad_name", "promote", "diff", "linear", "diff_outputs",
                  "view", "saves_result", "jvp", "vjp", "reject", "_fwd", "_bwd", "_bwd_ops",
                  "_node_cls", "doc", "_same_ok", "host", "_host_seen", "_fast", "_call1", "_call2",
-                 "_static_calls", "multi_view")
+                 "_static_calls", "multi_view", "fuse")
 
     def __init__(self, name, fn, grad_name=None, promote="none", diff=None, linear=False,
                  diff_outputs=None, view=False, doc=None, saves_result=False, jvp=None,
-                 vjp=None, reject=None, host=None):
+                 vjp=None, reject=None, host=None, fuse=True):
         self.name, self.fn, self.grad_name, self.promote = name, fn, grad_name, promote
+        self.fuse = fuse
         self.host, self._host_seen = host, {}
         self.reject = reject
         self.diff, self.linear, self.diff_outputs, self.view = diff, linear, diff_outputs, view

@@ -108,9 +108,11 @@ def _stack_rnn(x, h0, noise, lengths, *weights, nonlinearity, **kw):
 
 
 # PyTorch's CPU node names for these outputs depend on its backend; these are the common ones.
-lstm = defop("lstm", _stack_lstm, "MkldnnRnnLayerBackward0")
-gru = defop("gru", _stack_gru, "StackBackward0")
-rnn = defop("rnn", _stack_rnn, "StackBackward0")
+# (fuse=False: a stack's backward runs as its own kernel, once per sequence length, never inside a
+# fused backward program, which would compile anew for each mix of lengths: see Op's ``fuse``)
+lstm = defop("lstm", _stack_lstm, "MkldnnRnnLayerBackward0", fuse=False)
+gru = defop("gru", _stack_gru, "StackBackward0", fuse=False)
+rnn = defop("rnn", _stack_rnn, "StackBackward0", fuse=False)
 # PyTorch assembles an LSTM's h_n/c_n with ``stack`` of the per-layer states and a bidirectional
 # output with ``cat`` of the two directions, and users print those nodes. The stack op above
 # returns them assembled already; these identity ops give the graph PyTorch's nodes on top.

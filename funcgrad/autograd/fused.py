@@ -23,7 +23,8 @@ graphs without ``create_graph``, captures or anomaly mode (and in graphs larger 
 ``MAX_NODES``) the engine runs, and from each ready op node it runs the largest group of hook-free
 op nodes it could run from there (each joins once all its consumers are in the group or ran) as
 one program too (``run_region``): a custom ``Function`` or checkpoint node, a hooked node, a
-second root cuts the graph into groups, not back into single kernels. Version checks and
+second root, an op that never fuses (``Op.fuse``: a recurrent stack, whose lengths vary from
+call to call) cuts the graph into groups, not back into single kernels. Version checks and
 freeing of saved inputs are the same as the engine's.
 
 A program's compile time grows with its size, its run time hardly: where its rows repeat one
@@ -93,7 +94,7 @@ def _plan(root):
             leaves.append(node)
             continue
         if not isinstance(node, opnode) or node._freed or node._hooks or node._pre_hooks or \
-                node._tensor_pre_hooks or node._retain or node._packed is not None:
+                node._tensor_pre_hooks or node._retain or node._packed is not None or not node._op.fuse:
             return None  # (saved tensors packed by hooks: the engine unpacks them, node by node)
         e = []
         for child, nr in node.next_functions:
@@ -540,7 +541,7 @@ _LAST: list = [None]  # the program of the last fused backward (the LRU's most r
 
 def _fusable(node) -> bool:
     """May ``node`` run inside a program (``_plan`` inlines the same test in its walk)?"""
-    return isinstance(node, OpNode) and not node._freed and not (
+    return isinstance(node, OpNode) and not node._freed and node._op.fuse and not (
         node._hooks or node._pre_hooks or node._tensor_pre_hooks or node._retain
         or node._packed is not None)
 
