@@ -174,7 +174,7 @@ sys.path.insert(0, os.path.dirname(path))
 runpy.run_path(path, run_name="__main__")
 print(json.dumps(dict(n, process=time.perf_counter() - t0)))
 """
-SCRIPTS = ("vae", "reinforce", "amp_train", "dcgan", "gpt_checkpoint", "lstm_tagger")
+SCRIPTS = ("vae", "reinforce", "amp_train", "dcgan", "gpt_checkpoint", "lstm_tagger", "char_rnn")
 _IMPLS = ("PyTorch", "funcgrad cold (empty cache)", "funcgrad warm (second run)", "funcgrad, cache off")
 
 
