@@ -1,4 +1,4 @@
-"""float32 sums, means and batch/instance norm as accurate as PyTorch's CPU kernels.
+"""float32 sums, means and batch/instance/layer/group norm as accurate as PyTorch's CPU kernels.
 
 XLA:CPU sums a float32 reduction over several axes in windows of 32 elements along each axis, one
 element after another (32**3 of them per partial sum for ``x.sum((0, 2, 3))`` of an NCHW tensor),
@@ -99,36 +99,58 @@ def test_sum_error_within_torch_live(name):
     assert err <= FACTOR * max(err_torch, _floor(row[4])), (err, err_torch)
 
 
-# ---- batch norm / instance norm -------------------------------------------------------------
+# ---- batch / instance / layer / group norm ---------------------------------------------------
 OUTPUTS = ("y", "x.grad", "weight.grad", "bias.grad", "running_mean", "running_var")
-# id: (layer, shape, data, PyTorch's recorded error per output as OUTPUTS, None where not kept)
+# id: (layer, its argument (LayerNorm: normalized dims, GroupNorm: groups), shape, data,
+#      PyTorch's recorded error per output as OUTPUTS, None where the layer keeps none)
 NORMS = {
-    "bn2d_32x64x56x56_relu": ("BatchNorm2d", (32, 64, 56, 56), "relu",
+    "bn2d_32x64x56x56_relu": ("BatchNorm2d", None, (32, 64, 56, 56), "relu",
                               (1.14e-07, 1.24e-07, 2.15e-07, 3.41e-07, 5.39e-08, 6.82e-08)),
-    "bn2d_8x16x32x32": ("BatchNorm2d", (8, 16, 32, 32), "randn",
+    "bn2d_8x16x32x32": ("BatchNorm2d", None, (8, 16, 32, 32), "randn",
                         (6.33e-08, 8.70e-08, 1.87e-07, 2.68e-07, 4.27e-08, 7.02e-08)),
-    "bn1d_256x512": ("BatchNorm1d", (256, 512), "randn",
+    "bn1d_256x512": ("BatchNorm1d", None, (256, 512), "randn",
                      (2.20e-07, 2.23e-07, 3.40e-07, 2.72e-07, 2.70e-07, 3.06e-07)),
-    "bn1d_32x64x1000": ("BatchNorm1d", (32, 64, 1000), "relu",
+    "bn1d_32x64x1000": ("BatchNorm1d", None, (32, 64, 1000), "relu",
                         (7.97e-08, 1.18e-07, 2.11e-07, 2.11e-07, 5.33e-08, 7.94e-08)),
-    "in2d_8x32x56x56": ("InstanceNorm2d", (8, 32, 56, 56), "relu",
+    "in2d_8x32x56x56": ("InstanceNorm2d", None, (8, 32, 56, 56), "relu",
                         (8.07e-08, 1.47e-07, 3.64e-07, 4.91e-07, None, None)),
-    "in1d_16x32x3000": ("InstanceNorm1d", (16, 32, 3000), "randn",
+    "in1d_16x32x3000": ("InstanceNorm1d", None, (16, 32, 3000), "randn",
                         (8.84e-08, 1.50e-07, 3.42e-07, 3.75e-07, None, None)),
+    "ln_8x64x56x56_last3": ("LayerNorm", 3, (8, 64, 56, 56), "relu",
+                            (1.15e-07, 1.54e-07, 1.23e-07, 9.18e-08, None, None)),
+    "ln_32x128x512_last1": ("LayerNorm", 1, (32, 128, 512), "randn",
+                            (1.19e-07, 1.64e-07, 1.52e-06, 1.67e-06, None, None)),
+    "gn_8x64x56x56_g8": ("GroupNorm", 8, (8, 64, 56, 56), "relu",
+                         (1.04e-07, 1.19e-07, 5.03e-07, 4.27e-07, None, None)),
 }
 EPS = 1e-5
 
 
+def _params(name):
+    """The layer's weight and bias (values other than 1 and 0, so that their gradients' sums
+    are all checked), float32."""
+    layer, arg, shape, _, _ = NORMS[name]
+    pshape = shape[len(shape) - arg:] if layer == "LayerNorm" else (shape[1],)
+    size = int(np.prod(pshape))
+    return (np.linspace(0.5, 1.5, size, dtype=np.float32).reshape(pshape),
+            np.linspace(-1, 1, size, dtype=np.float32).reshape(pshape))
+
+
 def _norm_result(m, name, x, dy):
-    layer, shape, _, _ = NORMS[name]
+    layer, arg, shape, _, _ = NORMS[name]
     c = shape[1]
     if layer.startswith("Batch"):  # momentum=None: the first step's running stats are the batch's
         mod = getattr(m.nn, layer)(c, eps=EPS, momentum=None)
-    else:
+    elif layer.startswith("Instance"):
         mod = getattr(m.nn, layer)(c, eps=EPS, affine=True)
-    with m.no_grad():  # (weights other than 1 and 0, so their gradients' sums are all checked)
-        mod.weight.copy_(m.tensor(np.linspace(0.5, 1.5, c, dtype=np.float32)))
-        mod.bias.copy_(m.tensor(np.linspace(-1, 1, c, dtype=np.float32)))
+    elif layer == "LayerNorm":
+        mod = m.nn.LayerNorm(shape[len(shape) - arg:], eps=EPS)
+    else:
+        mod = m.nn.GroupNorm(arg, c, eps=EPS)
+    w, b = _params(name)
+    with m.no_grad():
+        mod.weight.copy_(m.tensor(w))
+        mod.bias.copy_(m.tensor(b))
     xt = m.tensor(x, requires_grad=True)
     y = mod(xt)
     y.backward(m.tensor(dy))
@@ -139,31 +161,38 @@ def _norm_result(m, name, x, dy):
 
 
 def _norm_reference(name, x, dy):
-    """Batch norm's forward and backward in float64 NumPy (instance norm: per sample and channel)."""
-    layer, shape, _, _ = NORMS[name]
+    """The layer's forward and backward in float64 NumPy: x viewed so that the statistics are
+    over ``stat`` axes, the parameters broadcast over ``par`` axes of x."""
+    layer, arg, shape, _, _ = NORMS[name]
     x, dy = x.astype(np.float64), dy.astype(np.float64)
-    c = shape[1]
-    w, b = np.linspace(0.5, 1.5, c, dtype=np.float32).astype(np.float64), \
-        np.linspace(-1, 1, c, dtype=np.float32).astype(np.float64)
-    inst = layer.startswith("Instance")
-    axes = tuple(range(2, x.ndim)) if inst else (0,) + tuple(range(2, x.ndim))
-    cshape = (1, c) + (1,) * (x.ndim - 2)
-    n = x.size // (c * (shape[0] if inst else 1))
-    mean = x.mean(axes, keepdims=True)
-    var = np.square(x - mean).mean(axes, keepdims=True)
+    nd, c = x.ndim, shape[1]
+    w, b = (p.astype(np.float64) for p in _params(name))
+    view = shape
+    if layer == "LayerNorm":
+        stat, par = tuple(range(nd - arg, nd)), tuple(range(nd - arg))
+    else:
+        par = (0,) + tuple(range(2, nd))
+        w, b = w.reshape((1, c) + (1,) * (nd - 2)), b.reshape((1, c) + (1,) * (nd - 2))
+        stat = tuple(range(2, nd)) if layer.startswith("Instance") else par
+        if layer == "GroupNorm":
+            view, stat = (shape[0], arg, c // arg) + shape[2:], tuple(range(2, nd + 1))
+    xv = x.reshape(view)
+    n = int(np.prod([view[a] for a in stat]))
+    mean = xv.mean(stat, keepdims=True)
+    var = np.square(xv - mean).mean(stat, keepdims=True)
     invstd = 1 / np.sqrt(var + EPS)
-    xhat = (x - mean) * invstd
-    y = xhat * w.reshape(cshape) + b.reshape(cshape)
-    sdy, sdyx = dy.sum(axes, keepdims=True), (dy * xhat).sum(axes, keepdims=True)
-    dx = w.reshape(cshape) * invstd / n * (n * dy - sdy - xhat * sdyx)
-    out = [y, dx, (dy * xhat).sum((0,) + tuple(range(2, x.ndim))), dy.sum((0,) + tuple(range(2, x.ndim)))]
-    if not inst:
+    xhat = (xv - mean) * invstd
+    g = (dy * w).reshape(view)
+    dx = invstd / n * (n * g - g.sum(stat, keepdims=True) - xhat * (g * xhat).sum(stat, keepdims=True))
+    xhat = xhat.reshape(shape)
+    out = [xhat * w + b, dx.reshape(shape), (dy * xhat).sum(par), dy.sum(par)]
+    if layer.startswith("Batch"):
         out += [mean.reshape(c), var.reshape(c) * n / (n - 1)]
     return out
 
 
 def _norm_case(name):
-    _, shape, kind, _ = NORMS[name]
+    _, _, shape, kind, _ = NORMS[name]
     x = _data(kind, shape, seed=1)
     dy = _data("randn", shape, seed=2) - np.float32(0.5)
     return x, dy, _norm_reference(name, x, dy)
@@ -179,7 +208,7 @@ def _check_norm(errs, errs_torch):
 def test_norm_error_within_torch_recorded(name):
     x, dy, ref = _norm_case(name)
     errs = [_err(o, r) for o, r in zip(_norm_result(funcgrad, name, x, dy), ref, strict=True)]
-    _check_norm(errs, [t for t in NORMS[name][3] if t is not None])
+    _check_norm(errs, [t for t in NORMS[name][4] if t is not None])
 
 
 @pytest.mark.torch
