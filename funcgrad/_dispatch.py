@@ -833,6 +833,7 @@ class OpNode(Node):
 
     __slots__ = ("_op", "_key", "_saved", "_versions", "_freed", "_out_avals", "_mask_pos")
     _packed = None  # {source: (packed, unpack_hook)} under saved_tensors_hooks (autograd/saved.py)
+    _ends = False  # True: a fused region that takes this node ends with it (autograd/fused.py)
 
     @property
     def num_outputs(self):

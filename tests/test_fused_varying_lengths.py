@@ -1,13 +1,19 @@
-"""A recurrent stack (``nn.RNN``/``nn.LSTM``/``nn.GRU``, one op whose kernel scans the sequence)
-never joins a fused backward program (``Op.fuse``): the engine runs it as its own kernel, cached
-per sequence length, and the ops around it run as region programs. Found running
-pytorch/tutorials' char-RNN name classification as a user would: a batch is 64 names of random
-lengths, each through the RNN, their losses summed; one program for the whole backward compiled
-anew every step (its shapes are each step's mix of lengths), 12 s a step, 13x PyTorch's time.
+"""A model applied to samples of other sizes one by one, their losses summed before one
+``backward`` (pytorch/tutorials' char-RNN name classification: a batch is 64 names of random
+lengths, each through ``nn.RNN``). One fused program over the whole backward has each batch's
+mix of lengths as its shapes, so it compiled anew every step: 12-15 s a step, 13x PyTorch's time
+for that tutorial. Now
 
-Spec table: per recurrent module, three such batches in funcgrad and in PyTorch (the oracle).
-The later batches mix the same lengths in other orders: they compile nothing, the stack's node
-runs by itself once per sample, and the gradients are PyTorch's.
+* a recurrent stack (one op whose kernel scans the sequence) never joins a fused program
+  (``Op.fuse``): the engine runs it as its own kernel, cached per length;
+* where a parameter is used by several nodes of one op whose saved inputs differ in shape (a
+  convolution over sequences of other lengths), a region starts at each of them
+  (``fused._cut_varying``), so each region's program depends on one sample's length.
+
+Spec table: per model, batches of the same lengths in other orders, in funcgrad and in PyTorch
+(the oracle), by the whole-graph path, by regions (a graph larger than ``MAX_NODES``) and with a
+hook on a node (regions from the start). Once each length has been seen in each place, a batch
+compiles nothing; the gradients are PyTorch's, the same bits every time.
 """
 
 import numpy as np
@@ -15,39 +21,76 @@ import pytest
 
 import funcgrad
 from funcgrad import _dispatch
+from funcgrad.autograd import fused
 
 from .test_caches import _COMPILES
 
-MODULES = {"RNN": "StackBackward0", "LSTM": "MkldnnRnnLayerBackward0", "GRU": "StackBackward0"}
-LENGTHS = [[2, 5, 3, 4, 2, 3], [4, 3, 2, 5, 5, 2], [3, 3, 4, 2, 5, 4]]  # the same lengths, mixed
+
+def _recurrent(kind):
+    def build(lib):
+        rnn, head = getattr(lib.nn, kind)(5, 8), lib.nn.Linear(8, 3)
+
+        def forward(x):  # x: (length, 1, 5)
+            _, h = rnn(x)
+            return head((h[0] if isinstance(h, tuple) else h)[0])
+        return [rnn, head], forward, lambda n: (n, 1, 5)
+    return build
 
 
-def _model(lib, kind):
+def _conv(lib):
+    conv, head = lib.nn.Conv1d(5, 6, 3, padding=1), lib.nn.Linear(6, 3)
+
+    def forward(x):  # x: (1, 5, length)
+        return head(lib.relu(conv(x)).mean(-1))
+    return [conv, head], forward, lambda n: (1, 5, n)
+
+
+# name -> (builder, the node the engine runs by itself once per sample, or None)
+CASES = {"RNN": (_recurrent("RNN"), "StackBackward0"), "LSTM": (_recurrent("LSTM"), "MkldnnRnnLayerBackward0"),
+         "GRU": (_recurrent("GRU"), "StackBackward0"), "Conv1d": (_conv, None)}
+PATHS = ["whole_graph", "regions", "hooked"]
+LENGTHS = [2, 3, 4, 5, 2, 4]
+
+
+def _batches(n=10):
+    rng = np.random.default_rng(7)
+    return [[int(v) for v in rng.permutation(LENGTHS)] for _ in range(n)]
+
+
+def _model(lib, build):
+    mods, forward, shape = build(lib)
     rng = np.random.default_rng(0)
-    rnn = getattr(lib.nn, kind)(5, 8)
-    head = lib.nn.Linear(8, 3)
     with lib.no_grad():
-        for p in list(rnn.parameters()) + list(head.parameters()):
-            p.copy_(lib.tensor(rng.normal(scale=0.4, size=tuple(p.shape)).astype(np.float32)))
-    return rnn, head
+        for m in mods:
+            for p in m.parameters():
+                p.copy_(lib.tensor(rng.normal(scale=0.4, size=tuple(p.shape)).astype(np.float32)))
+    return mods, forward, shape
 
 
-def _batch(lib, rnn, head, lengths, seed):
+def _batch(lib, model, lengths, seed, path):
+    mods, forward, shape = model
+    for m in mods:
+        m.zero_grad()
     rng = np.random.default_rng(seed)
     loss = 0
-    for n in lengths:  # as the tutorial: each sample through the stack, the losses summed
-        x = lib.tensor(rng.normal(size=(n, 1, 5)).astype(np.float32))
-        _, h = rnn(x)
-        if isinstance(h, tuple):
-            h = h[0]
-        out = lib.nn.functional.log_softmax(head(h[0]), dim=1)
-        loss = loss + lib.nn.functional.nll_loss(out, lib.tensor([int(rng.integers(3))]))
+    for i, n in enumerate(lengths):  # as the tutorial: each sample through the model, losses summed
+        out = forward(lib.tensor(rng.normal(size=shape(n)).astype(np.float32)))
+        if path == "hooked" and i == 1:
+            out.register_hook(lambda g: g)
+        loss = loss + lib.nn.functional.cross_entropy(out, lib.tensor([int(rng.integers(3))]))
     loss.backward()
-    return [p.grad.numpy().copy() for p in list(rnn.parameters()) + list(head.parameters())]
+    return [p.grad.numpy().copy() for m in mods for p in m.parameters()]
 
 
-@pytest.mark.parametrize("kind", MODULES)
-def test_lengths_in_another_order_compile_nothing(kind, monkeypatch):
+@pytest.mark.parametrize("path", PATHS)
+@pytest.mark.parametrize("name", CASES)
+def test_lengths_in_other_orders_compile_nothing(name, path, monkeypatch):
+    """The batches once, then again with their middle samples in reverse order (the first, the
+    hooked second and the last sample in their places): the second time nothing compiles. Before,
+    each reordered batch was a new program."""
+    if path == "regions":
+        monkeypatch.setattr(fused, "MAX_NODES", 40)  # (a window of 5 samples)
+    build, alone = CASES[name]
     runs = []
     real = _dispatch.OpNode._apply
 
@@ -55,43 +98,42 @@ def test_lengths_in_another_order_compile_nothing(kind, monkeypatch):
         runs.append(self.name())
         return real(self, grads, key)
     monkeypatch.setattr(_dispatch.OpNode, "_apply", counted)
-    rnn, head = _model(funcgrad, kind)
-    for _ in range(4):  # every length's kernels, the regions' programs (and the zeros kernel
-        with _COMPILES as c:  # the initial states take once their host-made copies are used up)
-            _batch(funcgrad, rnn, head, LENGTHS[0], 0)
-        if c.n == 0:
-            break
-    assert c.n == 0, "the same batch again still compiles"
-    for i, lengths in enumerate(LENGTHS[1:], 1):
-        rnn.zero_grad()
-        head.zero_grad()
+    model = _model(funcgrad, build)
+    batches = _batches()
+    for i, lengths in enumerate(batches):
+        _batch(funcgrad, model, lengths, i, path)
+    reordered = [b[:2] + b[2:-1][::-1] + b[-1:] for b in batches]
+    assert sum(r != b for r, b in zip(reordered, batches, strict=True)) >= 6
+    for i, lengths in enumerate(reordered):
         runs.clear()
         with _COMPILES as c:
-            _batch(funcgrad, rnn, head, lengths, i)
-        assert c.n == 0, f"{c.n} new XLA programs for lengths {lengths} in another order"
-        # the stack's node by itself, once per sample; everything else in region programs
-        assert runs == [MODULES[kind]] * len(lengths), runs
+            _batch(funcgrad, model, lengths, i, path)
+        assert c.n == 0, f"{c.n} new XLA programs for the lengths {lengths}"
+        if alone is not None:  # the stack's node by itself, once per sample
+            assert runs.count(alone) == len(lengths), runs
 
 
 @pytest.mark.torch
-@pytest.mark.parametrize("kind", MODULES)
-def test_gradients_match_torch(kind):
+@pytest.mark.parametrize("path", PATHS)
+@pytest.mark.parametrize("name", CASES)
+def test_gradients_match_torch(name, path, monkeypatch):
     torch = pytest.importorskip("torch")
-    mods = {lib: _model(lib, kind) for lib in (funcgrad, torch)}
-    for i, lengths in enumerate(LENGTHS):
-        got = {}
-        for lib, (rnn, head) in mods.items():
-            rnn.zero_grad()
-            head.zero_grad()
-            got[lib] = _batch(lib, rnn, head, lengths, i)
+    if path == "regions":
+        monkeypatch.setattr(fused, "MAX_NODES", 40)  # (a window of 5 samples)
+    build, _ = CASES[name]
+    models = {lib: _model(lib, build) for lib in (funcgrad, torch)}
+    for i, lengths in enumerate(_batches(3)):
+        got = {lib: _batch(lib, model, lengths, i, path) for lib, model in models.items()}
         for f, t in zip(got[funcgrad], got[torch], strict=True):
             np.testing.assert_allclose(f, t, rtol=1e-5, atol=1e-6)
 
 
-def test_the_same_bits_every_time():
+@pytest.mark.parametrize("name", CASES)
+def test_the_same_bits_every_time(name):
+    build, _ = CASES[name]
     grads = []
     for _ in range(2):
-        rnn, head = _model(funcgrad, "LSTM")
-        grads.append([g.tobytes() for i, lengths in enumerate(LENGTHS) for g in _batch(funcgrad, rnn, head,
-                                                                                     lengths, i)])
+        model = _model(funcgrad, build)
+        grads.append([g.tobytes() for i, lengths in enumerate(_batches(3))
+                      for g in _batch(funcgrad, model, lengths, i, "whole_graph")])
     assert grads[0] == grads[1]

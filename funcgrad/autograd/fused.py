@@ -25,7 +25,10 @@ op nodes it could run from there (each joins once all its consumers are in the g
 one program too (``run_region``): a custom ``Function`` or checkpoint node, a hooked node, a
 second root, an op that never fuses (``Op.fuse``: a recurrent stack, whose lengths vary from
 call to call) cuts the graph into groups, not back into single kernels. Version checks and
-freeing of saved inputs are the same as the engine's.
+freeing of saved inputs are the same as the engine's. A graph that applies the same parameters
+to samples of other shapes one by one (their losses summed: a batch of sequences of other
+lengths) runs by regions too, one per sample (``_cut_varying``): one program over all of them
+would have each batch's mix of shapes as its own, and compile anew every step.
 
 A program's compile time grows with its size, its run time hardly: where its rows repeat one
 block of nodes (an RNN cell unrolled over time, the same layer stacked), the blocks between the
@@ -46,7 +49,7 @@ from jax.core import Tracer
 from .. import _cache, _grad_mode as grad_mode, _meta
 from .._dispatch import OpNode, saved_nothing
 from .._scalars import NUMBERS, scalar_array
-from .._tensor import Tensor, _apply_chain
+from .._tensor import Tensor, _apply_chain, _Array
 from .engine import _accumulate, _no_leak, register_fast_path
 from .graph import AccumulateGrad, ReadyQueue
 
@@ -115,6 +118,8 @@ def _plan(root):
         ops.append(node)
         rows.append((ids[node], node._op, node._key, tuple(e), node._out_avals))
         _saved_arrays(node, flat, lazy, T)
+    if hits and max(hits.values()) >= MIN_USES and _cut_varying(ops, flat, hits):
+        return None  # (the engine runs it by regions, each ending with one of those users)
     if shared:
         deps = {}  # each node's consumers, counted only here: most graphs need no reordering
         for node in ops:
@@ -136,6 +141,44 @@ def _plan(root):
         ops, rows, flat = order, [rows[p] for p in perm], new_flat
     args, amap = _distinct(flat)
     return (tuple(rows), tuple(leaf_ids), tuple(lazy), amap), args, ops, leaves
+
+
+# A parameter used by many nodes of one op whose saved inputs differ in shape: the same model
+# applied to samples of other sizes one by one, their losses summed (a batch of sequences of
+# other lengths through a convolution). The shapes come from the data: one program over all of
+# them would compile anew for each batch's mix. Decided by the graph alone, as the rest.
+MIN_USES = 4
+
+
+def _cut_varying(ops, flat, hits) -> bool:
+    """Where the graph (``ops``, their saved entries ``flat`` in that order) uses a leaf in ``hits``
+    (its edge count) ``MIN_USES`` times or more from nodes of one op whose saved inputs' shapes
+    differ, mark those nodes ``_ends`` (a region ends with each, ``run_region``) and say True: a
+    sample's nodes from its loss down to such a node run as one program, which depends on that
+    sample's shapes alone and so compiles once per sample shape."""
+    heavy = {leaf for leaf, n in hits.items() if n >= MIN_USES}
+    users: dict = {}  # (leaf, op, edge position) -> [nodes, the first's saved shapes, any differ]
+    off = 0
+    for node in ops:
+        n = node._key[2]
+        for pos, (child, _) in enumerate(node.next_functions):
+            if child in heavy:  # (grouped by its first such edge)
+                shapes = [v.aval.shape if type(v) is _Array else None for v in flat[off:off + n]]
+                g = users.get((child, node._op, pos))
+                if g is None:
+                    users[(child, node._op, pos)] = [[node], shapes, False]
+                else:
+                    g[0].append(node)
+                    g[2] = g[2] or shapes != g[1]
+                break
+        off += n
+    found = False
+    for nodes, _, differ in users.values():
+        if differ and len(nodes) >= MIN_USES:
+            for node in nodes:
+                node._ends = True
+            found = True
+    return found
 
 
 def _distinct(flat):
@@ -569,7 +612,7 @@ def run_region(start, buf, buffers, deps, retain_graph, waiting=None):
     # consumers all ran (those it made ready, and those the engine holds, ``waiting``),
     # the last made first. It ends where the next cannot join: running a later node first would
     # sum some gradient in another order than PyTorch's.
-    order, ids, pending, ready = [start], {start: 0}, {}, ReadyQueue()
+    order, ids, pending, ready, taken = [start], {start: 0}, {}, ReadyQueue(), []
     node = start
     while True:
         for child, _ in node.next_functions:
@@ -578,6 +621,8 @@ def run_region(start, buf, buffers, deps, retain_graph, waiting=None):
                 pending[child] = left
                 if left == 0 and type(child) is not AccumulateGrad:  # (leaves: the engine's)
                     ready.push(child)
+        if node._ends:  # (one sample's nodes: see _cut_varying)
+            break
         q = ready if not waiting or ready and ready.top()._seq > waiting.top()._seq else waiting
         if not q or len(order) >= MAX_NODES:
             break
@@ -585,12 +630,14 @@ def run_region(start, buf, buffers, deps, retain_graph, waiting=None):
         if not _fusable(node) or q is waiting and buffers.get(node) is None:
             break
         q.pop()
+        if q is waiting:
+            taken.append(node)
         ids[node] = len(order)
         order.append(node)
     if len(order) < 2:
         return None
     outs, out_ids = [], {}  # slots outside the region: (node, output_nr), numbered after it
-    rows, flat, lazy, seeds, seed_vals = [], [], [], [], []
+    rows, flat, lazy, seeds, seed_vals, hits = [], [], [], [], [], {}
     k = len(order)
     for n, node in enumerate(order):
         b = buf if node is start else buffers.get(node)
@@ -602,6 +649,8 @@ def run_region(start, buf, buffers, deps, retain_graph, waiting=None):
         e = []
         for child, nr in node.next_functions:
             if child is not None:
+                if type(child) is AccumulateGrad:
+                    hits[child] = hits.get(child, 0) + 1
                 j = ids.get(child)
                 if j is None:
                     j = out_ids.get((child, nr))
@@ -617,6 +666,11 @@ def run_region(start, buf, buffers, deps, retain_graph, waiting=None):
         if b is not None and b[nr] is not None:
             seeds.append((k + i, 0))
             seed_vals.append(b[nr]._value)
+    if hits and max(hits.values()) >= MIN_USES and _cut_varying(order, flat, hits) \
+            and any(node._ends for node in order[:-1]):
+        for node in taken:  # the engine runs start, and regions after it end where marked
+            waiting.push(node)
+        return None
     flat, amap = _distinct(flat)
     struct = (tuple(rows), tuple(range(k, k + len(outs))), tuple(lazy), amap, tuple(seeds))
     entry = _SEEN.get(struct)
