@@ -23,6 +23,11 @@ _NUM = re.compile(r"[-+]?(?:\d+\.\d*|\.\d+|\d+)(?:[eE][-+]?\d+)?|[-+]?inf|nan")
 
 def _start(name: str, framework: str) -> subprocess.Popen:
     env = dict(os.environ, FRAMEWORK=framework, PYTHONPATH=str(ROOT))
+    if framework == "torch":
+        # one intra-op thread: PyTorch's two OpenMP threads, beside the funcgrad run and the other
+        # xdist worker, wait on each other's time slices (gpt_checkpoint: 9 s instead of 2.5 s
+        # on a 2-core machine); the printed numbers are the same
+        env["OMP_NUM_THREADS"] = "1"
     return subprocess.Popen([sys.executable, str(SCRIPTS / f"{name}.py")], cwd=SCRIPTS, env=env,
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
 
