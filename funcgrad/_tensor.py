@@ -176,28 +176,53 @@ def _apply_chain(chain, x):
     return x
 
 
+def _shape_of(chain):
+    """A chain's steps without their dynamic arguments (``(op, skey, how many)``), and those
+    arguments: the kernels below key on the first and take the second as arguments, so that
+    ``t[i]`` read or written for each ``i`` compiles once, not once per ``i``."""
+    steps = tuple((op, skey, len(dyn)) for op, skey, dyn in chain)
+    return steps, tuple(d for _, _, dyn in chain for d in dyn)
+
+
+def _apply_steps(steps, x, dyn):
+    k = 0
+    for op, skey, n in steps:
+        x = op.fn(x, *dyn[k:k + n], **dict(skey))
+        k += n
+    return x
+
+
 def _view_kernel(chain):
-    k = _view_kernels.get(chain)
+    """``(base) -> the view's value`` (its dynamic indices passed to one kernel per chain shape)."""
+    steps, dyn = _shape_of(chain)
+    k = _view_kernels.get(steps)
     if k is None:
-        k = _view_kernels[chain] = jax.jit(lambda b: _apply_chain(chain, b))
-    return k
+        k = _view_kernels[steps] = jax.jit(lambda b, *d: _apply_steps(steps, b, d))
+    return lambda b: k(b, *dyn)
+
+
+def _scatter_steps(steps, base, new, dyn):
+    """``base`` with the view's elements replaced by ``new`` (exact for any dtype): the view's
+    steps applied to an arange tell which base elements the view reads."""
+    idx = _apply_steps(steps, jnp.arange(base.size).reshape(base.shape), dyn)
+    new = jnp.broadcast_to(jnp.asarray(new, base.dtype), idx.shape)
+    return base.ravel().at[idx.ravel()].set(new.ravel()).reshape(base.shape)
 
 
 def _scatter_fn(chain):
-    """``(base, new) -> base with the view's elements replaced by new`` (exact for any dtype):
-    the view chain applied to an arange tells which base elements the view reads."""
-    def scatter(base, new):
-        idx = _apply_chain(chain, jnp.arange(base.size).reshape(base.shape))
-        new = jnp.broadcast_to(jnp.asarray(new, base.dtype), idx.shape)
-        return base.ravel().at[idx.ravel()].set(new.ravel()).reshape(base.shape)
-    return scatter
+    """``(base, new) -> base with the view's elements replaced by new`` (``_scatter_steps``)."""
+    steps, dyn = _shape_of(chain)
+    return lambda base, new: _scatter_steps(steps, base, new, dyn)
 
 
 def _scatter_kernel(chain):
-    k = _scatter_kernels.get(chain)
+    """``(base, new) -> base with the view's elements replaced by new`` (``_scatter_fn``), one
+    kernel per chain shape, its dynamic indices passed as arguments (see ``_shape_of``)."""
+    steps, dyn = _shape_of(chain)
+    k = _scatter_kernels.get(steps)
     if k is None:
-        k = _scatter_kernels[chain] = jax.jit(_scatter_fn(chain))
-    return k
+        k = _scatter_kernels[steps] = jax.jit(lambda base, new, *d: _scatter_steps(steps, base, new, d))
+    return lambda base, new: k(base, new, *dyn)
 
 
 def _frame_view_value(vi, cell, g):
