@@ -31,6 +31,7 @@ from ._storage import address as _storage_address
 from ._storage import _Array as _Array
 from ._storage import new_cell as _new_cell
 from ._storage import view_binding as _view_binding
+from ._scalars import scalar_arrays
 from ._errors import TracedValueError
 from ._graph import AccumulateGrad, RemovableHandle
 from ._tensor_str import format_meta, format_tensor
@@ -179,9 +180,14 @@ def _apply_chain(chain, x):
 def _shape_of(chain):
     """A chain's steps without their dynamic arguments (``(op, skey, how many)``), and those
     arguments: the kernels below key on the first and take the second as arguments, so that
-    ``t[i]`` read or written for each ``i`` compiles once, not once per ``i``."""
-    steps = tuple((op, skey, len(dyn)) for op, skey, dyn in chain)
-    return steps, tuple(d for _, _, dyn in chain for d in dyn)
+    ``t[i]`` read or written for each ``i`` compiles once, not once per ``i``; a Python int as
+    its reused 0-d array, as apply passes it to the view's own kernel (jit would convert it on
+    every call, ~2 us a view read)."""
+    steps, args = [], []
+    for op, skey, dyn in chain:
+        steps.append((op, skey, len(dyn)))
+        args += dyn
+    return tuple(steps), scalar_arrays(args) if args else ()
 
 
 def _apply_steps(steps, x, dyn):
