@@ -118,7 +118,7 @@ def _plan(root):
         ops.append(node)
         rows.append((ids[node], node._op, node._key, tuple(e), node._out_avals))
         _saved_arrays(node, flat, lazy, T)
-    if hits and max(hits.values()) >= MIN_USES and _cut_varying(ops, flat, hits):
+    if hits and _cut_varying(ops, flat, hits):
         return None  # (the engine runs it by regions, each ending with one of those users)
     if shared:
         deps = {}  # each node's consumers, counted only here: most graphs need no reordering
@@ -157,6 +157,8 @@ def _cut_varying(ops, flat, hits) -> bool:
     sample's nodes from its loss down to such a node run as one program, which depends on that
     sample's shapes alone and so compiles once per sample shape."""
     heavy = {leaf for leaf, n in hits.items() if n >= MIN_USES}
+    if not heavy:
+        return False
     users: dict = {}  # (leaf, op, edge position) -> [nodes, the first's saved shapes, any differ]
     off = 0
     for node in ops:
@@ -666,8 +668,7 @@ def run_region(start, buf, buffers, deps, retain_graph, waiting=None):
         if b is not None and b[nr] is not None:
             seeds.append((k + i, 0))
             seed_vals.append(b[nr]._value)
-    if hits and max(hits.values()) >= MIN_USES and _cut_varying(order, flat, hits) \
-            and any(node._ends for node in order[:-1]):
+    if hits and _cut_varying(order, flat, hits) and any(node._ends for node in order[:-1]):
         for node in taken:  # the engine runs start, and regions after it end where marked
             waiting.push(node)
         return None
