@@ -62,3 +62,18 @@ def pytest_terminal_summary(terminalreporter):
         f"OpInfo sweep vs PyTorch: {families} families, {tot['ops']} op keys swept, {tot['samples']} "
         f"samples, {tot['mismatches']} mismatches ({tot['allowlisted']} allowlisted, "
         f"{tot['failing']} failing)")
+
+
+@pytest.fixture
+def node_runs(monkeypatch):
+    """The names of the op nodes the engine runs one by one (``OpNode._apply``), in order: those
+    not inside a fused program (tests/test_fused_regions.py, test_fused_varying_lengths.py)."""
+    from funcgrad import _dispatch
+    runs = []
+    real = _dispatch.OpNode._apply
+
+    def counted(self, grads, key=None):
+        runs.append(self.name())
+        return real(self, grads, key)
+    monkeypatch.setattr(_dispatch.OpNode, "_apply", counted)
+    return runs

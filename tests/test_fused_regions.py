@@ -8,7 +8,6 @@ import numpy as np
 import pytest
 
 import funcgrad
-from funcgrad import _dispatch
 from funcgrad.autograd import fused
 
 
@@ -100,18 +99,6 @@ def _backward(lib, build, x):
 
 _checkpoint.w = {"funcgrad": funcgrad.tensor(np.random.default_rng(1).normal(size=(4, 4)).astype(np.float32),
                                              requires_grad=True)}
-
-
-@pytest.fixture
-def node_runs(monkeypatch):
-    runs = []
-    real = _dispatch.OpNode._apply
-
-    def counted(self, grads):
-        runs.append(self.name())
-        return real(self, grads)
-    monkeypatch.setattr(_dispatch.OpNode, "_apply", counted)
-    return runs
 
 
 @pytest.mark.parametrize("label", CASES)

@@ -20,7 +20,6 @@ import numpy as np
 import pytest
 
 import funcgrad
-from funcgrad import _dispatch
 from funcgrad.autograd import fused
 
 from .test_caches import _COMPILES
@@ -84,20 +83,13 @@ def _batch(lib, model, lengths, seed, path):
 
 @pytest.mark.parametrize("path", PATHS)
 @pytest.mark.parametrize("name", CASES)
-def test_lengths_in_other_orders_compile_nothing(name, path, monkeypatch):
+def test_lengths_in_other_orders_compile_nothing(name, path, monkeypatch, node_runs):
     """The batches once, then again with their middle samples in reverse order (the first, the
     hooked second and the last sample in their places): the second time nothing compiles. Before,
     each reordered batch was a new program."""
     if path == "regions":
         monkeypatch.setattr(fused, "MAX_NODES", 40)  # (a window of 5 samples)
     build, alone = CASES[name]
-    runs = []
-    real = _dispatch.OpNode._apply
-
-    def counted(self, grads, key=None):
-        runs.append(self.name())
-        return real(self, grads, key)
-    monkeypatch.setattr(_dispatch.OpNode, "_apply", counted)
     model = _model(funcgrad, build)
     batches = _batches()
     for i, lengths in enumerate(batches):
@@ -105,12 +97,12 @@ def test_lengths_in_other_orders_compile_nothing(name, path, monkeypatch):
     reordered = [b[:2] + b[2:-1][::-1] + b[-1:] for b in batches]
     assert sum(r != b for r, b in zip(reordered, batches, strict=True)) >= 6
     for i, lengths in enumerate(reordered):
-        runs.clear()
+        node_runs.clear()
         with _COMPILES as c:
             _batch(funcgrad, model, lengths, i, path)
         assert c.n == 0, f"{c.n} new XLA programs for the lengths {lengths}"
         if alone is not None:  # the stack's node by itself, once per sample
-            assert runs.count(alone) == len(lengths), runs
+            assert node_runs.count(alone) == len(lengths), node_runs
 
 
 @pytest.mark.torch
